@@ -1,0 +1,23 @@
+# The README's two commands are `make demo` and `make test`.
+CARGO ?= cargo
+HETSCHED = target/release/hetsched
+
+.PHONY: deps build demo test lint fmt bench
+
+deps:
+	@bash scripts/deps.sh
+
+build: deps
+	$(CARGO) build --release --bin hetsched
+
+demo: build
+	$(HETSCHED) topology
+	$(HETSCHED) topology --machine beisel
+
+test: deps
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) nextest run --workspace --no-fail-fast
+
+fmt:
+	$(CARGO) fmt --all

@@ -1,0 +1,5 @@
+//! hetsched-core: the concepts every other crate shares.
+
+pub mod error;
+
+pub use error::{Error, Result};

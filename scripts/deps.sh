@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian machine lacks to build and test hetsched.
+# As root it installs with apt-get; otherwise it prints the exact apt line and stops.
+set -euo pipefail
+
+APT_PACKAGES=(
+  pkg-config
+  libhwloc-dev libudev-dev hwloc   # topology discovery (hwlocality over libhwloc 2.9) + lstopo reference
+  ocl-icd-opencl-dev pocl-opencl-icd clinfo  # OpenCL: a real CPU device through PoCL
+  valgrind                         # lackey traces and cachegrind validation (signatures)
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "deps: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "deps: missing Debian packages; run:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "deps: installing cargo-nextest" >&2
+  cargo install --locked cargo-nextest >/dev/null
+fi
