@@ -6,6 +6,7 @@
 
 mod bench;
 mod experiment;
+mod topology_cmd;
 
 use clap::{Parser, Subcommand};
 use hetsched_core::Result;
@@ -24,6 +25,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Print a machine (this one by default) as a tree or JSON.
+    Topology(topology_cmd::TopologyArgs),
+    /// List the built-in machine presets.
+    Machines,
     /// Run a benchmark program and print its figures.
     Bench {
         #[command(subcommand)]
@@ -38,6 +43,8 @@ enum Command {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
+        Command::Topology(args) => topology_cmd::topology(args),
+        Command::Machines => topology_cmd::machines(),
         Command::Bench { which } => bench::run(which),
         Command::Experiment { which } => experiment::run(which),
     }

@@ -1,0 +1,166 @@
+//! Machine discovery for hetsched. A machine comes from one of:
+//! - `live`: this machine, through hwloc;
+//! - `PATH.xml`: an hwloc XML export;
+//! - `PATH.tar.bz2` or a directory: a dumped sysfs tree, loaded by hwloc with
+//!   `HWLOC_FSROOT` and the x86 backend disabled (`env:` lines of `PATH.test` honoured);
+//! - `PATH.toml`: hetsched's own machine file (schema in `machines/README.md`);
+//! - a preset name (`hetsched machines` lists them).
+
+pub mod hwloc;
+pub mod machine_file;
+pub mod presets;
+pub mod sysfs_dump;
+
+use hetsched_core::machine::{Machine, UnitGranularity};
+use hetsched_core::{Error, Result};
+use std::path::{Path, PathBuf};
+
+/// Where a machine description comes from.
+#[derive(Debug)]
+pub enum Source {
+    Live,
+    Preset(&'static str),
+    Xml(PathBuf),
+    SysfsArchive(PathBuf),
+    SysfsDir(PathBuf),
+    Toml(PathBuf),
+}
+
+impl Source {
+    /// Interprets a `--machine` argument.
+    pub fn parse(spec: &str) -> Result<Source> {
+        if spec == "live" {
+            return Ok(Source::Live);
+        }
+        if let Some(p) = presets::find(spec) {
+            return Ok(Source::Preset(p.name));
+        }
+        let path = PathBuf::from(spec);
+        let looks_like_path = spec.contains('/') || spec.contains('.');
+        if !path.exists() {
+            return Err(Error::input(if looks_like_path {
+                format!("{spec}: no such file or directory")
+            } else {
+                let names: Vec<&str> = presets::PRESETS.iter().map(|p| p.name).collect();
+                format!(
+                    "unknown machine {spec:?}: not \"live\", a preset ({}) or an existing path",
+                    names.join(", ")
+                )
+            }));
+        }
+        if path.is_dir() {
+            return Ok(Source::SysfsDir(path));
+        }
+        if spec.ends_with(".tar.bz2") {
+            Ok(Source::SysfsArchive(path))
+        } else if spec.ends_with(".xml") {
+            Ok(Source::Xml(path))
+        } else if spec.ends_with(".toml") {
+            Ok(Source::Toml(path))
+        } else {
+            Err(Error::input(format!(
+                "{spec}: unknown machine file type: expected .xml (hwloc), .tar.bz2 or a directory (sysfs dump), or .toml"
+            )))
+        }
+    }
+}
+
+/// Loads a machine and derives its units.
+pub fn load(spec: &str, granularity: UnitGranularity) -> Result<Machine> {
+    let mut m = load_source(&Source::parse(spec)?)?;
+    m.derive_units(granularity);
+    Ok(m)
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))
+}
+
+pub fn load_source(source: &Source) -> Result<Machine> {
+    match source {
+        Source::Live => {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+            hwloc::load(hwloc::HwlocInput::Live, host.trim(), "hwloc:live")
+        }
+        Source::Preset(name) => {
+            let p = presets::find(name).expect("parsed preset exists");
+            machine_file::parse(p.toml, &format!("preset {name}"))
+        }
+        Source::Toml(path) => machine_file::parse(&read(path)?, &path.display().to_string()),
+        Source::Xml(path) => {
+            check_xml_version(path, &read(path)?)?;
+            let origin = path.display().to_string();
+            let name = file_name(path);
+            hwloc::load(
+                hwloc::HwlocInput::Xml(path),
+                name.trim_end_matches(".xml"),
+                &format!("hwloc-xml:{origin}"),
+            )
+        }
+        Source::SysfsArchive(path) => {
+            let env = sysfs_dump::test_env(path)?;
+            let dump = sysfs_dump::extract(path)?;
+            let name = file_name(path);
+            let input = hwloc::HwlocInput::SysfsRoot {
+                root: &dump.root,
+                env: &env,
+            };
+            hwloc::load(
+                input,
+                name.trim_end_matches(".tar.bz2"),
+                &format!("hwloc-sysfs:{}", path.display()),
+            )
+        }
+        Source::SysfsDir(path) => {
+            let dump = sysfs_dump::directory(path)?;
+            let input = hwloc::HwlocInput::SysfsRoot {
+                root: &dump.root,
+                env: &[],
+            };
+            hwloc::load(
+                input,
+                &file_name(path),
+                &format!("hwloc-sysfs:{}", path.display()),
+            )
+        }
+    }
+}
+
+/// The XML format versions this libhwloc (2.9) imports: 1.x (no attribute) and 2.x.
+/// hwloc itself only answers EINVAL for a newer file, so say what is wrong first.
+fn check_xml_version(path: &Path, text: &str) -> Result<()> {
+    let Some(start) = text.find("<topology") else {
+        return Err(Error::input(format!(
+            "{}: not an hwloc XML file (no <topology> element)",
+            path.display()
+        )));
+    };
+    let tag = &text[start..text[start..].find('>').map_or(text.len(), |e| start + e)];
+    let Some(v) = tag
+        .split("version=\"")
+        .nth(1)
+        .and_then(|v| v.split('"').next())
+    else {
+        return Ok(()); // hwloc 1.x exports carry no version attribute
+    };
+    let major: u32 = v
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    if major > 2 {
+        return Err(Error::input(format!(
+            "{}: hwloc XML version {v} is newer than this hwloc (2.9) can import (versions 1.x and 2.x); re-export it with hwloc 2.x",
+            path.display()
+        )));
+    }
+    Ok(())
+}
