@@ -24,7 +24,7 @@ impl Geometry {
         if self.ways == 0 || !self.line_bytes.is_power_of_two() || per_set == 0 {
             return None;
         }
-        if self.size_bytes == 0 || self.size_bytes % per_set != 0 {
+        if self.size_bytes == 0 || !self.size_bytes.is_multiple_of(per_set) {
             return None;
         }
         let sets = self.size_bytes / per_set;

@@ -402,6 +402,7 @@ impl Machine {
 }
 
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)] // tests build machines field by field
 mod tests {
     use super::*;
 

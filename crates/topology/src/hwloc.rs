@@ -31,9 +31,15 @@ pub enum HwlocInput<'a> {
 }
 
 /// Loads a topology through hwloc and converts it into a [`Machine`] (units not derived).
-pub fn load(input: HwlocInput<'_>, name: &str, source: &str) -> Result<Machine> {
-    let topology = build(&input, source)?;
-    Ok(convert(&topology, name, source))
+/// `origin` names the input in errors (a path, or "live").
+pub fn load(input: HwlocInput<'_>, name: &str, origin: &str) -> Result<Machine> {
+    let topology = build(&input, origin)?;
+    let source = match input {
+        HwlocInput::Live => "hwloc:live".to_string(),
+        HwlocInput::Xml(_) => format!("hwloc-xml:{origin}"),
+        HwlocInput::SysfsRoot { .. } => format!("hwloc-sysfs:{origin}"),
+    };
+    Ok(convert(&topology, name, &source))
 }
 
 fn hwloc_err(source: &str, what: impl std::fmt::Display) -> Error {

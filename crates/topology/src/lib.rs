@@ -88,7 +88,7 @@ pub fn load_source(source: &Source) -> Result<Machine> {
     match source {
         Source::Live => {
             let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-            hwloc::load(hwloc::HwlocInput::Live, host.trim(), "hwloc:live")
+            hwloc::load(hwloc::HwlocInput::Live, host.trim(), "live")
         }
         Source::Preset(name) => {
             let p = presets::find(name).expect("parsed preset exists");
@@ -102,7 +102,7 @@ pub fn load_source(source: &Source) -> Result<Machine> {
             hwloc::load(
                 hwloc::HwlocInput::Xml(path),
                 name.trim_end_matches(".xml"),
-                &format!("hwloc-xml:{origin}"),
+                &origin,
             )
         }
         Source::SysfsArchive(path) => {
@@ -116,7 +116,7 @@ pub fn load_source(source: &Source) -> Result<Machine> {
             hwloc::load(
                 input,
                 name.trim_end_matches(".tar.bz2"),
-                &format!("hwloc-sysfs:{}", path.display()),
+                &path.display().to_string(),
             )
         }
         Source::SysfsDir(path) => {
@@ -125,11 +125,7 @@ pub fn load_source(source: &Source) -> Result<Machine> {
                 root: &dump.root,
                 env: &[],
             };
-            hwloc::load(
-                input,
-                &file_name(path),
-                &format!("hwloc-sysfs:{}", path.display()),
-            )
+            hwloc::load(input, &file_name(path), &path.display().to_string())
         }
     }
 }

@@ -140,7 +140,7 @@ fn observed(m: &Machine) -> Expected {
 }
 
 /// The expected file named by the dump's `.test` file (`target:` line).
-fn expected_for(archive: &PathBuf) -> Expected {
+fn expected_for(archive: &std::path::Path) -> Expected {
     let test =
         std::fs::read_to_string(archive.to_str().unwrap().replace(".tar.bz2", ".test")).unwrap();
     let target = test
