@@ -355,3 +355,19 @@ fn every_preset_loads() {
         4
     );
 }
+
+#[test]
+fn an_extracted_dump_directory_loads_like_its_archive() {
+    let archive = shared().join("sysfs/16amd64-8n2c.tar.bz2");
+    let dump = hetsched_topology::sysfs_dump::extract(&archive).unwrap();
+    // The archive's single top-level directory, and the directory holding it, both work.
+    for dir in [dump.root.clone(), dump.root.parent().unwrap().to_path_buf()] {
+        let m = hetsched_topology::load(dir.to_str().unwrap(), UnitGranularity::Pu).unwrap();
+        assert_eq!(observed(&m), expected_for(&archive), "{}", dir.display());
+    }
+    let empty = tempfile::tempdir().unwrap();
+    match hetsched_topology::load(empty.path().to_str().unwrap(), UnitGranularity::Pu) {
+        Err(Error::Input(msg)) => assert!(msg.contains("not a sysfs dump"), "{msg}"),
+        other => panic!("expected an input error, got {other:?}"),
+    }
+}
