@@ -5,6 +5,7 @@
 //! errors), failures while doing valid work exit 1.
 
 mod bench;
+mod daemon_cmd;
 mod experiment;
 mod topology_cmd;
 
@@ -29,6 +30,10 @@ enum Command {
     Topology(topology_cmd::TopologyArgs),
     /// List the built-in machine presets.
     Machines,
+    /// Run the live scheduler daemon on a Unix socket.
+    Daemon(daemon_cmd::DaemonArgs),
+    /// Talk to a running daemon: list units, statistics, hold a unit.
+    Client(daemon_cmd::ClientArgs),
     /// Run a benchmark program and print its figures.
     Bench {
         #[command(subcommand)]
@@ -45,6 +50,8 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Topology(args) => topology_cmd::topology(args),
         Command::Machines => topology_cmd::machines(),
+        Command::Daemon(args) => daemon_cmd::daemon(args),
+        Command::Client(args) => daemon_cmd::client(args),
         Command::Bench { which } => bench::run(which),
         Command::Experiment { which } => experiment::run(which),
     }

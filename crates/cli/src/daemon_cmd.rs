@@ -1,0 +1,151 @@
+//! `hetsched daemon` (the live runtime) and `hetsched client ...` (talk to one).
+
+use clap::{Args, Subcommand};
+use hetsched_core::machine::UnitGranularity;
+use hetsched_core::{Error, Result};
+use hetsched_live::arbiter::Arbiter;
+use hetsched_live::client::Client;
+use hetsched_live::protocol::{MetaInfo, WireAffinity};
+use hetsched_live::{devices, server};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct DaemonArgs {
+    /// Socket path (default: $HETSCHED_SOCKET, $XDG_RUNTIME_DIR/hetsched/daemon.sock or /tmp/hetsched-$UID/daemon.sock).
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// Policy spec, `name[:key=value,...]` (see `hetsched policies`).
+    #[arg(long, default_value = "cfs")]
+    policy: String,
+    /// Machine whose units to arbitrate: `live` (this machine's PUs plus the OpenCL and
+    /// CUDA devices found) or any description (its units become virtual ones).
+    #[arg(long, default_value = "live")]
+    machine: String,
+    /// Seed for seeded policies.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+pub fn daemon(args: DaemonArgs) -> Result<()> {
+    let mut machine = hetsched_topology::load(&args.machine, UnitGranularity::Pu)?;
+    let device_index = if args.machine == "live" {
+        let mut found = devices::opencl_devices();
+        found.extend(devices::cuda_devices());
+        devices::attach(&mut machine, &found)
+    } else {
+        devices::described(&machine)
+    };
+    let policy = hetsched_policies::build(&args.policy, args.seed)?;
+    let path = args.socket.unwrap_or_else(server::default_socket_path);
+    let units = machine.units.len();
+    let arbiter = Arbiter::new(machine, device_index, policy);
+    let mut daemon = server::Daemon::bind(&path, arbiter)?;
+    eprintln!(
+        "hetsched daemon: {} units, policy {}, listening on {}",
+        units,
+        args.policy,
+        path.display()
+    );
+    daemon.run()
+}
+
+#[derive(Subcommand)]
+pub enum ClientCommand {
+    /// List the daemon's units.
+    Units,
+    /// Print the daemon's statistics (grants, decisions, per-task history) as JSON.
+    Stats,
+    /// Allocate a unit and hold it (until --ms pass, or until killed).
+    Hold(HoldArgs),
+    /// Take a unit offline (control API: the daemon's uid or root); a busy unit leaves
+    /// when its holder frees it.
+    RemoveUnit { id: u32 },
+}
+
+#[derive(Args)]
+pub struct ClientArgs {
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    #[command(subcommand)]
+    command: ClientCommand,
+}
+
+#[derive(Args)]
+pub struct HoldArgs {
+    /// Affinities, e.g. `cpu=1,opencl=2`.
+    #[arg(long, default_value = "cpu=1")]
+    affinity: String,
+    /// Milliseconds to hold the unit; 0 = until killed.
+    #[arg(long, default_value_t = 0)]
+    ms: u64,
+}
+
+fn parse_affinity(spec: &str) -> Result<WireAffinity> {
+    let mut a = WireAffinity::default();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| Error::input(format!("--affinity: {part:?} is not type=value")))?;
+        let v: f64 = v
+            .parse()
+            .map_err(|_| Error::input(format!("--affinity: {v:?} is not a number")))?;
+        match k {
+            "cpu" => a.cpu = v,
+            "gpu" => a.gpu = v,
+            "opencl" => a.opencl = v,
+            "coprocessor" => a.coprocessor = v,
+            _ => {
+                return Err(Error::input(format!(
+                    "--affinity: unknown unit type {k:?} (cpu, gpu, opencl, coprocessor)"
+                )))
+            }
+        }
+    }
+    Ok(a)
+}
+
+pub fn client(args: ClientArgs) -> Result<()> {
+    let path = args.socket.unwrap_or_else(server::default_socket_path);
+    let mut c = Client::connect(&path, "hetsched client")?;
+    match args.command {
+        ClientCommand::Units => {
+            for u in c.list_units()? {
+                println!(
+                    "{:>3} {:<8} {:<24} capacity {:>5} {} running {:?} queued {}",
+                    u.id,
+                    u.kind.to_string(),
+                    u.name,
+                    u.capacity,
+                    if u.online { "online " } else { "leaving" },
+                    u.running,
+                    u.queued
+                );
+            }
+        }
+        ClientCommand::Stats => println!(
+            "{}",
+            serde_json::to_string_pretty(&c.stats()?).map_err(Error::runtime)?
+        ),
+        ClientCommand::RemoveUnit { id } => c.remove_unit(id)?,
+        ClientCommand::Hold(h) => {
+            let meta = MetaInfo {
+                kind: "hold".into(),
+                affinity: parse_affinity(&h.affinity)?,
+                memory_to_copy: 0,
+                weight: 1024,
+            };
+            let unit = c.alloc(&meta)?;
+            println!("granted unit {} ({} {})", unit.id, unit.kind, unit.name);
+            use std::io::Write;
+            let _ = std::io::stdout().flush();
+            if h.ms == 0 {
+                loop {
+                    std::thread::park();
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(h.ms));
+            c.free(true)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,365 @@
+//! The live daemon with real processes and a real Unix socket: `hetsched daemon` is
+//! started as a child process; clients are the library (in threads of this test) and
+//! `hetsched client` processes.
+
+use hetsched_live::client::Client;
+use hetsched_live::protocol::{MetaInfo, Verdict, WireAffinity};
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_hetsched");
+
+struct Daemon {
+    child: Child,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Daemon {
+    /// Starts a daemon over a machine file with `cpus` CPU units and `opencl` OpenCL units.
+    fn start(cpus: u32, opencl: u32, policy: &str) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        let machine = dir.path().join("m.toml");
+        let mut text = format!("name = \"test\"\n[[package]]\ncores = {cpus}\n");
+        if opencl > 0 {
+            text +=
+                &format!("[[accelerator]]\ntype = \"opencl\"\nname = \"cl\"\ncount = {opencl}\n");
+        }
+        std::fs::write(&machine, text).unwrap();
+        let socket = dir.path().join("run/daemon.sock");
+        let child = Command::new(BIN)
+            .args([
+                "daemon",
+                "--socket",
+                socket.to_str().unwrap(),
+                "--machine",
+                machine.to_str().unwrap(),
+                "--policy",
+                policy,
+            ])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while UnixStream::connect(&socket).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "daemon did not start"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Daemon {
+            child,
+            socket,
+            _dir: dir,
+        }
+    }
+
+    fn client(&self) -> Client {
+        Client::connect(&self.socket, "test").unwrap()
+    }
+
+    fn signal(&self, sig: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), sig).unwrap();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn meta(cpu: f64, opencl: f64) -> MetaInfo {
+    MetaInfo {
+        kind: "t".into(),
+        affinity: WireAffinity {
+            cpu,
+            opencl,
+            ..Default::default()
+        },
+        memory_to_copy: 0,
+        weight: 1024,
+    }
+}
+
+/// Allocates in a thread; the receiver gets the granted unit id.
+fn alloc_in_thread(
+    socket: &Path,
+    m: MetaInfo,
+) -> (mpsc::Receiver<u32>, std::thread::JoinHandle<Client>) {
+    let (tx, rx) = mpsc::channel();
+    let socket = socket.to_path_buf();
+    let h = std::thread::spawn(move || {
+        let mut c = Client::connect(&socket, "waiter").unwrap();
+        let unit = c.alloc(&m).unwrap();
+        tx.send(unit.id).unwrap();
+        c
+    });
+    (rx, h)
+}
+
+#[test]
+fn waiting_clients_queue_and_get_the_unit_when_it_is_freed() {
+    let d = Daemon::start(1, 0, "fcfs");
+    let mut a = d.client();
+    assert_eq!(a.alloc(&meta(1.0, 0.0)).unwrap().id, 0);
+    let (granted, h) = alloc_in_thread(&d.socket, meta(1.0, 0.0));
+    assert!(
+        granted.recv_timeout(Duration::from_millis(200)).is_err(),
+        "second client must wait"
+    );
+    a.free(true).unwrap();
+    assert_eq!(granted.recv_timeout(Duration::from_secs(5)).unwrap(), 0);
+    h.join().unwrap().free(true).unwrap();
+}
+
+#[test]
+fn kill_9_of_a_holder_hands_the_unit_on_within_100_ms() {
+    let d = Daemon::start(1, 0, "fcfs");
+    let mut holder = Command::new(BIN)
+        .args(["client", "--socket", d.socket.to_str().unwrap(), "hold"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = [0u8; 7];
+    holder
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut line)
+        .unwrap();
+    assert_eq!(&line, b"granted");
+    let (granted, h) = alloc_in_thread(&d.socket, meta(1.0, 0.0));
+    assert!(granted.recv_timeout(Duration::from_millis(100)).is_err());
+    let killed = Instant::now();
+    holder.kill().unwrap(); // SIGKILL
+    let unit = granted.recv_timeout(Duration::from_secs(5)).unwrap();
+    let handoff = killed.elapsed();
+    holder.wait().unwrap();
+    assert_eq!(unit, 0);
+    assert!(
+        handoff < Duration::from_millis(100),
+        "hand-off took {handoff:?}"
+    );
+    h.join().unwrap();
+}
+
+/// Sends raw bytes and returns what the daemon answered before closing.
+fn raw(socket: &Path, bytes: &[u8]) -> String {
+    let mut s = UnixStream::connect(socket).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(bytes).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap(); // returns at EOF: the daemon closed
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn frame(json: &str) -> Vec<u8> {
+    let mut v = (json.len() as u32).to_le_bytes().to_vec();
+    v.extend_from_slice(json.as_bytes());
+    v
+}
+
+#[test]
+fn garbage_and_out_of_order_requests_close_only_that_connection() {
+    let d = Daemon::start(1, 0, "fcfs");
+    let mut holder = d.client();
+    holder.alloc(&meta(1.0, 0.0)).unwrap();
+
+    assert!(raw(&d.socket, b"\xff\xff\xff\x7fGARBAGE").contains("malformed"));
+    assert!(raw(&d.socket, &frame("{not json")).contains("malformed"));
+    assert!(raw(
+        &d.socket,
+        &frame(r#"{"op":"alloc","meta":{"kind":"x","affinity":{}}}"#)
+    )
+    .contains("hello"));
+    let mut hello = frame(r#"{"op":"hello","version":1,"name":"raw"}"#);
+    hello.extend(frame(r#"{"op":"rerequest"}"#));
+    assert!(raw(&d.socket, &hello).contains("out_of_order"));
+    assert!(raw(
+        &d.socket,
+        &frame(r#"{"op":"hello","version":99,"name":"raw"}"#)
+    )
+    .contains("version"));
+
+    // The holder still holds its unit and the daemon still serves.
+    assert_eq!(holder.rerequest().unwrap(), Verdict::Keep);
+    let mut other = d.client();
+    assert_eq!(other.list_units().unwrap().len(), 1);
+    holder.free(true).unwrap();
+    assert_eq!(other.alloc(&meta(1.0, 0.0)).unwrap().id, 0);
+}
+
+#[test]
+fn a_task_without_an_opencl_implementation_never_gets_the_opencl_unit() {
+    let d = Daemon::start(1, 1, "fcfs");
+    let mut cpu_only = d.client();
+    assert_eq!(
+        cpu_only.alloc(&meta(1.0, 0.0)).unwrap().kind.to_string(),
+        "cpu"
+    );
+    // A second CPU-only task waits for the CPU although the OpenCL unit is idle.
+    let (granted, h) = alloc_in_thread(&d.socket, meta(1.0, 0.0));
+    assert!(granted.recv_timeout(Duration::from_millis(300)).is_err());
+    let mut flexible = d.client();
+    assert_eq!(
+        flexible.alloc(&meta(1.0, 2.0)).unwrap().kind.to_string(),
+        "opencl"
+    );
+    cpu_only.free(true).unwrap();
+    assert_eq!(granted.recv_timeout(Duration::from_secs(5)).unwrap(), 0);
+    h.join().unwrap();
+    // No implementation for anything present: a clear error, and the connection lives on.
+    let mut nothing = d.client();
+    let err = nothing.alloc(&meta(0.0, 0.0)).unwrap_err().to_string();
+    assert!(err.contains("no unit can run"), "{err}");
+    assert_eq!(nothing.list_units().unwrap().len(), 2);
+}
+
+#[test]
+fn with_a_short_slice_two_tasks_alternate_on_one_unit() {
+    let d = Daemon::start(1, 0, "cfs:latency_ms=2,min_granularity_ms=1");
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<char>::new()));
+    let worker = |name: char| {
+        let socket = d.socket.clone();
+        let log = log.clone();
+        std::thread::spawn(move || {
+            let mut c = Client::connect(&socket, "worker").unwrap();
+            let mut checkpoints = 0;
+            while checkpoints < 40 {
+                c.alloc(&meta(1.0, 0.0)).unwrap();
+                log.lock().unwrap().push(name);
+                loop {
+                    std::thread::sleep(Duration::from_millis(1)); // work to the next checkpoint
+                    checkpoints += 1;
+                    if checkpoints == 40 {
+                        c.free(true).unwrap();
+                        return;
+                    }
+                    if c.rerequest().unwrap() != Verdict::Keep {
+                        c.free(false).unwrap();
+                        break;
+                    }
+                }
+            }
+        })
+    };
+    let (a, b) = (worker('A'), worker('B'));
+    a.join().unwrap();
+    b.join().unwrap();
+    let log = log.lock().unwrap().clone();
+    let switches = log.windows(2).filter(|w| w[0] != w[1]).count();
+    assert!(switches >= 4, "grants {log:?}: the tasks should take turns");
+}
+
+#[test]
+fn rerequests_inside_the_slice_need_no_daemon() {
+    let d = Daemon::start(1, 0, "fcfs");
+    let mut c = d.client();
+    c.alloc(&meta(1.0, 0.0)).unwrap();
+    // A stopped daemon cannot answer: keeps can only come from the flag page.
+    d.signal(nix::sys::signal::Signal::SIGSTOP);
+    let start = Instant::now();
+    for _ in 0..10_000 {
+        assert_eq!(c.rerequest().unwrap(), Verdict::Keep);
+    }
+    let took = start.elapsed();
+    d.signal(nix::sys::signal::Signal::SIGCONT);
+    assert!(took < Duration::from_millis(500), "{took:?}");
+    c.free(true).unwrap();
+}
+
+#[test]
+fn no_daemon_says_how_to_start_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Client::connect(&dir.path().join("none.sock"), "x")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("no hetsched daemon") && err.contains("hetsched daemon --socket"),
+        "{err}"
+    );
+    let out = Command::new(BIN)
+        .args([
+            "client",
+            "--socket",
+            dir.path().join("none.sock").to_str().unwrap(),
+            "units",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hetsched daemon --socket"));
+    assert_ne!(out.status.code(), Some(0));
+}
+
+#[test]
+fn socket_permissions_and_the_control_api() {
+    let d = Daemon::start(2, 0, "fcfs");
+    let mode = std::fs::metadata(&d.socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o660);
+    let dir_mode = std::fs::metadata(d.socket.parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(
+        dir_mode & 0o022,
+        0,
+        "directory writable by others: {dir_mode:o}"
+    );
+
+    // Remove a busy unit: it stays (leaving) until its holder frees it.
+    let mut holder = d.client();
+    let unit = holder.alloc(&meta(1.0, 0.0)).unwrap().id;
+    let mut admin = d.client();
+    admin.remove_unit(unit).unwrap();
+    let units = admin.list_units().unwrap();
+    assert!(units.iter().any(|u| u.id == unit && !u.online));
+    holder.free(true).unwrap();
+    assert!(admin.list_units().unwrap().iter().all(|u| u.id != unit));
+    assert!(admin.remove_unit(unit).is_err());
+
+    // Another uid (nobody, in the socket's group so it may connect) may look but not change.
+    if nix::unistd::getuid().is_root() {
+        std::fs::set_permissions(
+            d.socket.parent().unwrap(),
+            std::fs::Permissions::from_mode(0o750),
+        )
+        .unwrap();
+        std::fs::set_permissions(d._dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let nobody = |args: &[&str]| {
+            use std::os::unix::process::CommandExt;
+            Command::new(BIN)
+                .args(["client", "--socket", d.socket.to_str().unwrap()])
+                .args(args)
+                .uid(65534)
+                .gid(0)
+                .output()
+                .unwrap()
+        };
+        let list = nobody(&["units"]);
+        assert!(
+            list.status.success(),
+            "{}",
+            String::from_utf8_lossy(&list.stderr)
+        );
+        let remove = nobody(&["remove-unit", "1"]);
+        assert!(
+            String::from_utf8_lossy(&remove.stderr).contains("may not change units"),
+            "{}",
+            String::from_utf8_lossy(&remove.stderr)
+        );
+        assert_eq!(
+            admin.list_units().unwrap().len(),
+            1,
+            "the unit is still there"
+        );
+    }
+}

@@ -1,0 +1,747 @@
+//! The live engine: arbitrates the machine's units among the daemon's clients by
+//! calling the same [`Policy`] the simulator calls, in the same situations.
+//!
+//! It is pure state (no sockets, no threads): each request returns the replies and flag
+//! changes it causes, which the server delivers. Time is wall-clock nanoseconds since
+//! the daemon started.
+//!
+//! Mapping of Beisel et al.'s API onto the contract:
+//! - `alloc` of a new task → `submit`; the task waits in the queue the policy chose;
+//!   idle units are asked to `pick` (in id order) and a pick is a grant;
+//! - `rerequest` → `checkpoint`: `Continue` = keep, `Yield` = re-queued on its unit,
+//!   `Migrate(v)` = re-queued on `v`; the client then writes its checkpoint back and
+//!   `free`s, and its next `alloc` waits for the grant;
+//! - `free` of a finished task → `complete`; the freed unit picks again;
+//! - a client that disconnects loses its task at once: its unit is freed (and picks
+//!   again) or its queue entry dropped. The policy is told through `complete`, the only
+//!   end-of-task event of the contract, so per-task state it keeps is released.
+
+use crate::protocol::{
+    ErrorCode, MetaInfo, NewUnit, Reply, TaskStats, UnitChanges, UnitInfo, Verdict,
+};
+use hetsched_core::machine::{Machine, Unit, UnitType};
+use hetsched_core::policy::{
+    CheckpointDecision, PickDecision, Policy, Running, SubmitDecision, UnitId, View,
+};
+use hetsched_core::task::{Affinity, PerUnitType, Placement, QueueId, Task, TaskEntry, TaskId};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+use std::time::Instant;
+
+pub type ClientId = u64;
+
+/// The policy's view of the engine, borrowing only the state fields (so that the
+/// policy itself can be borrowed mutably beside it).
+macro_rules! view {
+    ($a:expr, $now:expr) => {
+        View::new(
+            $now,
+            &$a.machine,
+            &$a.queues,
+            &$a.central,
+            &$a.running,
+            &$a.tasks,
+        )
+    };
+}
+
+/// What a request makes the server do besides answering the requester.
+#[derive(Debug, PartialEq)]
+pub enum Effect {
+    /// Send this reply to a client (e.g. the grant another client was waiting for).
+    Reply(ClientId, Reply),
+    /// Set the client's flag page to `ASK`: its next re-request must come to us.
+    Ask(ClientId),
+}
+
+pub type Failure = (ErrorCode, String);
+
+#[derive(Default)]
+struct UnitState {
+    online: bool,
+    /// Leaves (goes offline) when its holder frees it.
+    removing: bool,
+    /// The holder was told to give the unit up and has not freed it yet.
+    releasing: bool,
+    /// OpenCL / CUDA device index for accelerators.
+    device: Option<u32>,
+}
+
+struct TaskState {
+    client: ClientId,
+    grants: u32,
+    /// Set when the client was told to give up its unit and has not freed it yet.
+    told_to_release: bool,
+    /// When the current grant started.
+    granted_at: Option<u64>,
+    /// The unit of the latest grant (the one being released after a denial).
+    last_unit: Option<UnitId>,
+}
+
+pub struct Arbiter {
+    machine: Machine,
+    units: Vec<UnitState>,
+    queues: Vec<VecDeque<TaskId>>,
+    central: VecDeque<TaskId>,
+    running: Vec<Option<Running>>,
+    tasks: FxHashMap<TaskId, TaskEntry>,
+    state: FxHashMap<TaskId, TaskState>,
+    client_task: FxHashMap<ClientId, TaskId>,
+    policy: Box<dyn Policy>,
+    start: Instant,
+    next_task: TaskId,
+    grants: u64,
+    decisions: u64,
+    /// Flag deadlines: (time ns, unit, task) when a running task's slice ends.
+    deadlines: Vec<(u64, UnitId, TaskId)>,
+    history: Vec<TaskStats>,
+}
+
+impl Arbiter {
+    /// `devices[i]` is the device index of unit `i` where it is an accelerator.
+    pub fn new(machine: Machine, devices: Vec<Option<u32>>, policy: Box<dyn Policy>) -> Arbiter {
+        let n = machine.units.len();
+        Arbiter {
+            units: (0..n)
+                .map(|i| UnitState {
+                    online: true,
+                    device: devices.get(i).copied().flatten(),
+                    ..Default::default()
+                })
+                .collect(),
+            queues: vec![VecDeque::new(); n],
+            central: VecDeque::new(),
+            running: vec![None; n],
+            tasks: FxHashMap::default(),
+            state: FxHashMap::default(),
+            client_task: FxHashMap::default(),
+            machine,
+            policy,
+            start: Instant::now(),
+            next_task: 0,
+            grants: 0,
+            decisions: 0,
+            deadlines: Vec::new(),
+            history: Vec::new(),
+        }
+    }
+
+    pub fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    pub fn policy_name(&self) -> &str {
+        self.policy.name()
+    }
+
+    fn unit_info(&self, u: &Unit) -> UnitInfo {
+        let s = &self.units[u.id as usize];
+        UnitInfo {
+            id: u.id,
+            kind: u.kind,
+            name: u.name.clone(),
+            cpus: u.cpus.clone(),
+            device: s.device,
+            capacity: u.capacity,
+            online: s.online && !s.removing,
+            running: self.running[u.id as usize].map(|r| r.task),
+            queued: self.queues[u.id as usize].len(),
+        }
+    }
+
+    /// A client asks for a unit. `Ok(effects)`: the grant (to this client or others)
+    /// comes as effects; no effect for this client means it waits.
+    pub fn alloc(&mut self, client: ClientId, meta: &MetaInfo) -> Result<Vec<Effect>, Failure> {
+        let now = self.now_ns();
+        if let Some(&task) = self.client_task.get(&client) {
+            let st = &self.state[&task];
+            if matches!(self.tasks[&task].placement, Placement::Running(_)) && !st.told_to_release {
+                return Err((
+                    ErrorCode::OutOfOrder,
+                    "alloc while holding a unit: free it first".into(),
+                ));
+            }
+            if st.told_to_release {
+                return Err((
+                    ErrorCode::OutOfOrder,
+                    "alloc before free: free the unit you were told to give up".into(),
+                ));
+            }
+            // The same task again after yielding: it already waits in a queue.
+            return Ok(self.dispatch(now));
+        }
+        let mut affinity = Affinity::default();
+        for kind in UnitType::ALL {
+            let a = meta.affinity.get(kind);
+            if !(a.is_finite() && a >= 0.0) {
+                return Err((
+                    ErrorCode::Malformed,
+                    format!("affinity for {kind} must be a non-negative number"),
+                ));
+            }
+            affinity.set(kind, a);
+        }
+        if !self
+            .machine
+            .units
+            .iter()
+            .any(|u| self.units[u.id as usize].online && affinity.runs_on(u.kind))
+        {
+            let present: Vec<String> = self.online_types().iter().map(|t| t.to_string()).collect();
+            return Err((
+                ErrorCode::NoUnit,
+                format!("no unit can run task kind {:?}: its affinities are 0 for every unit type present ({})", meta.kind, present.join(", ")),
+            ));
+        }
+        let id = self.next_task;
+        self.next_task += 1;
+        let task = Task {
+            id,
+            kind: meta.kind.clone(),
+            affinity,
+            speed: PerUnitType::default(),
+            // Unknown live: the work is whatever the application does.
+            work_s: 0.0,
+            bytes_in: meta.memory_to_copy,
+            bytes_out: 0,
+            memory_bound: 0.0,
+            numa_home: None,
+            weight: meta.weight.max(1),
+            arrival_ns: now,
+            checkpoint_ns: PerUnitType::default(),
+        };
+        self.tasks.insert(
+            id,
+            TaskEntry {
+                task,
+                placement: Placement::Queued(QueueId::Central),
+                remaining_ns: 0,
+                runs: 0,
+                run_ns: 0,
+            },
+        );
+        self.state.insert(
+            id,
+            TaskState {
+                client,
+                grants: 0,
+                told_to_release: false,
+                granted_at: None,
+                last_unit: None,
+            },
+        );
+        self.client_task.insert(client, id);
+        let decision = self.policy.submit(&view!(self, now), id);
+        self.decisions += 1;
+        let mut effects = Vec::new();
+        match decision {
+            SubmitDecision::Enqueue(q) => self.enqueue(id, q, &mut effects),
+            SubmitDecision::Reject(reason) => {
+                self.forget(id);
+                return Err((
+                    ErrorCode::NoUnit,
+                    format!("the policy rejected the task: {reason}"),
+                ));
+            }
+        }
+        effects.extend(self.dispatch(now));
+        Ok(effects)
+    }
+
+    fn online_types(&self) -> Vec<UnitType> {
+        let mut v: Vec<UnitType> = self
+            .machine
+            .units
+            .iter()
+            .filter(|u| self.units[u.id as usize].online)
+            .map(|u| u.kind)
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    fn enqueue(&mut self, task: TaskId, q: QueueId, effects: &mut Vec<Effect>) {
+        let q = match q {
+            QueueId::Unit(u)
+                if (u as usize) < self.queues.len() && self.units[u as usize].online =>
+            {
+                q
+            }
+            // A policy that names a unit that is gone: the task waits centrally.
+            _ => QueueId::Central,
+        };
+        match q {
+            QueueId::Unit(u) => {
+                self.queues[u as usize].push_back(task);
+                if let Some(r) = self.running[u as usize] {
+                    self.ask(r.task, effects);
+                }
+            }
+            QueueId::Central => self.central.push_back(task),
+        }
+        if let Some(e) = self.tasks.get_mut(&task) {
+            e.placement = Placement::Queued(q);
+        }
+        // A waiting task may change any holder's answer it could replace.
+        let holders: Vec<TaskId> = self
+            .running
+            .iter()
+            .enumerate()
+            .filter_map(|(u, r)| {
+                r.filter(|_| {
+                    self.tasks[&task]
+                        .task
+                        .affinity
+                        .runs_on(self.machine.units[u].kind)
+                })
+                .map(|r| r.task)
+            })
+            .collect();
+        for t in holders {
+            self.ask(t, effects);
+        }
+    }
+
+    fn ask(&self, task: TaskId, effects: &mut Vec<Effect>) {
+        if let Some(st) = self.state.get(&task) {
+            let e = Effect::Ask(st.client);
+            if !effects.contains(&e) {
+                effects.push(e);
+            }
+        }
+    }
+
+    /// Idle online units pick, in id order, until none changes.
+    fn dispatch(&mut self, now: u64) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        loop {
+            let mut progressed = false;
+            for u in 0..self.machine.units.len() as UnitId {
+                let s = &self.units[u as usize];
+                if !s.online || s.releasing || self.running[u as usize].is_some() {
+                    continue;
+                }
+                if self.queues.iter().all(VecDeque::is_empty) && self.central.is_empty() {
+                    return effects;
+                }
+                let decision = self.policy.pick(&view!(self, now), u);
+                self.decisions += 1;
+                let task = match decision {
+                    PickDecision::Idle => continue,
+                    PickDecision::Run(t) => {
+                        if !self.remove_queued(t) {
+                            continue;
+                        }
+                        t
+                    }
+                    PickDecision::Steal { task, .. } => {
+                        if !self.remove_queued(task) {
+                            continue;
+                        }
+                        task
+                    }
+                };
+                if !self.tasks[&task]
+                    .task
+                    .affinity
+                    .runs_on(self.machine.units[u as usize].kind)
+                {
+                    // Never grant a unit the task has no implementation for.
+                    self.central.push_back(task);
+                    continue;
+                }
+                self.grant(task, u, now, &mut effects);
+                progressed = true;
+            }
+            if !progressed {
+                return effects;
+            }
+        }
+    }
+
+    /// Takes a queued task out of whatever queue holds it.
+    fn remove_queued(&mut self, task: TaskId) -> bool {
+        let Some(e) = self.tasks.get(&task) else {
+            return false;
+        };
+        let queue = match e.placement {
+            Placement::Queued(QueueId::Unit(q)) => &mut self.queues[q as usize],
+            Placement::Queued(QueueId::Central) => &mut self.central,
+            _ => return false,
+        };
+        match queue.iter().position(|&t| t == task) {
+            Some(i) => {
+                queue.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn grant(&mut self, task: TaskId, u: UnitId, now: u64, effects: &mut Vec<Effect>) {
+        self.running[u as usize] = Some(Running {
+            task,
+            since_ns: now,
+        });
+        let e = self.tasks.get_mut(&task).unwrap();
+        e.placement = Placement::Running(u);
+        e.runs += 1;
+        let st = self.state.get_mut(&task).unwrap();
+        st.grants += 1;
+        st.granted_at = Some(now);
+        st.told_to_release = false;
+        st.last_unit = Some(u);
+        self.grants += 1;
+        let client = st.client;
+        let slice = self.policy.time_slice(&view!(self, now), u, task);
+        if let Some(ns) = slice {
+            self.deadlines.push((now + ns, u, task));
+        }
+        let unit = self.unit_info(&self.machine.units[u as usize]);
+        effects.push(Effect::Reply(client, Reply::Granted { unit, task }));
+    }
+
+    /// A checkpoint: asks the policy whether the client's task keeps its unit.
+    pub fn rerequest(&mut self, client: ClientId) -> Result<(Verdict, Vec<Effect>), Failure> {
+        let now = self.now_ns();
+        let (task, u) = self.held(client)?;
+        if self.state[&task].told_to_release {
+            return Err((
+                ErrorCode::OutOfOrder,
+                "rerequest after being told to give the unit up: free it".into(),
+            ));
+        }
+        let decision = if self.units[u as usize].removing {
+            // The unit is leaving: the task must go elsewhere.
+            CheckpointDecision::Yield
+        } else {
+            self.policy.checkpoint(&view!(self, now), task, u)
+        };
+        self.decisions += 1;
+        let mut effects = Vec::new();
+        let verdict = match decision {
+            CheckpointDecision::Continue => {
+                if let Some(ns) = self.policy.time_slice(&view!(self, now), u, task) {
+                    self.deadlines.push((now + ns, u, task));
+                }
+                return Ok((Verdict::Keep, effects));
+            }
+            CheckpointDecision::Yield => {
+                let q = if self.units[u as usize].removing {
+                    self.resubmit_queue(task, now)
+                } else {
+                    QueueId::Unit(u)
+                };
+                self.release_to(task, u, q, &mut effects);
+                Verdict::Yield
+            }
+            CheckpointDecision::Migrate(v)
+                if (v as usize) < self.queues.len() && self.can_run(task, v) =>
+            {
+                self.release_to(task, u, QueueId::Unit(v), &mut effects);
+                Verdict::Migrate { to: v }
+            }
+            CheckpointDecision::Migrate(_) => return Ok((Verdict::Keep, effects)),
+        };
+        Ok((verdict, effects))
+    }
+
+    fn can_run(&self, task: TaskId, u: UnitId) -> bool {
+        self.units[u as usize].online
+            && self.tasks[&task]
+                .task
+                .affinity
+                .runs_on(self.machine.units[u as usize].kind)
+    }
+
+    fn resubmit_queue(&mut self, task: TaskId, now: u64) -> QueueId {
+        self.decisions += 1;
+        match self.policy.submit(&view!(self, now), task) {
+            SubmitDecision::Enqueue(q) => q,
+            SubmitDecision::Reject(_) => QueueId::Central,
+        }
+    }
+
+    /// The holder of `u` must give it up; its task waits in `q` meanwhile.
+    fn release_to(&mut self, task: TaskId, u: UnitId, q: QueueId, effects: &mut Vec<Effect>) {
+        self.units[u as usize].releasing = true;
+        self.state.get_mut(&task).unwrap().told_to_release = true;
+        self.running[u as usize] = None;
+        self.account_run(task);
+        self.enqueue(task, q, effects);
+    }
+
+    fn account_run(&mut self, task: TaskId) {
+        let now = self.now_ns();
+        if let Some(at) = self.state.get_mut(&task).and_then(|s| s.granted_at.take()) {
+            self.tasks.get_mut(&task).unwrap().run_ns += now - at;
+        }
+    }
+
+    fn held(&self, client: ClientId) -> Result<(TaskId, UnitId), Failure> {
+        let task = *self
+            .client_task
+            .get(&client)
+            .ok_or((ErrorCode::OutOfOrder, "no task: alloc first".to_string()))?;
+        let st = &self.state[&task];
+        if st.told_to_release {
+            // Released logically; find the unit still marked releasing by this task.
+            return Err((
+                ErrorCode::OutOfOrder,
+                "the unit was given up: free it".into(),
+            ));
+        }
+        match self.tasks[&task].placement {
+            Placement::Running(u) => Ok((task, u)),
+            Placement::Queued(_) => Err((ErrorCode::OutOfOrder, "no unit granted yet".into())),
+        }
+    }
+
+    /// The client releases its unit: finished, after a denied re-request, or of its own
+    /// accord (then its task waits on that unit's queue).
+    pub fn free(&mut self, client: ClientId, finished: bool) -> Result<Vec<Effect>, Failure> {
+        let now = self.now_ns();
+        let task = *self
+            .client_task
+            .get(&client)
+            .ok_or((ErrorCode::OutOfOrder, "free without a task".to_string()))?;
+        let mut effects = Vec::new();
+        if self.state[&task].told_to_release {
+            // The unit it held is the one still marked releasing with no runner.
+            self.finish_release(task);
+            if finished {
+                self.end_task(task, None, now, &mut effects);
+            }
+        } else {
+            let Placement::Running(u) = self.tasks[&task].placement else {
+                return Err((ErrorCode::OutOfOrder, "free without a granted unit".into()));
+            };
+            self.running[u as usize] = None;
+            self.account_run(task);
+            self.unit_freed(u);
+            if finished {
+                self.end_task(task, Some(u), now, &mut effects);
+            } else {
+                self.state.get_mut(&task).unwrap().told_to_release = false;
+                self.enqueue(task, QueueId::Unit(u), &mut effects);
+            }
+        }
+        effects.extend(self.dispatch(now));
+        Ok(effects)
+    }
+
+    /// The unit the task was releasing is free now.
+    fn finish_release(&mut self, task: TaskId) {
+        self.state.get_mut(&task).unwrap().told_to_release = false;
+        if let Some(u) = self.last_unit(task) {
+            self.units[u as usize].releasing = false;
+            self.unit_freed(u);
+        }
+    }
+
+    fn last_unit(&self, task: TaskId) -> Option<UnitId> {
+        self.state.get(&task).and_then(|s| s.last_unit)
+    }
+
+    fn unit_freed(&mut self, u: UnitId) {
+        let s = &mut self.units[u as usize];
+        if s.removing {
+            s.removing = false;
+            s.online = false;
+        }
+        self.deadlines.retain(|d| d.1 != u);
+    }
+
+    fn end_task(
+        &mut self,
+        task: TaskId,
+        unit: Option<UnitId>,
+        now: u64,
+        effects: &mut Vec<Effect>,
+    ) {
+        let _ = effects;
+        let u = unit.or_else(|| self.last_unit(task)).unwrap_or(0);
+        self.policy.complete(&view!(self, now), task, u);
+        self.forget(task);
+    }
+
+    fn forget(&mut self, task: TaskId) {
+        if let (Some(e), Some(st)) = (self.tasks.remove(&task), self.state.remove(&task)) {
+            self.client_task.remove(&st.client);
+            self.history.push(TaskStats {
+                task,
+                kind: e.task.kind,
+                client: st.client,
+                state: "ended".into(),
+                unit: None,
+                grants: st.grants,
+                run_ms: e.run_ns as f64 / 1e6,
+            });
+        }
+    }
+
+    /// A client went away (closed, crashed, killed): it loses its task at once.
+    pub fn disconnect(&mut self, client: ClientId) -> Vec<Effect> {
+        let now = self.now_ns();
+        let Some(&task) = self.client_task.get(&client) else {
+            return Vec::new();
+        };
+        match self.tasks[&task].placement {
+            Placement::Running(u) => {
+                self.running[u as usize] = None;
+                self.unit_freed(u);
+            }
+            Placement::Queued(_) => {
+                if self.state[&task].told_to_release {
+                    self.finish_release(task);
+                }
+                self.remove_queued(task);
+            }
+        }
+        let mut effects = Vec::new();
+        self.end_task(task, None, now, &mut effects);
+        effects.extend(self.dispatch(now));
+        effects
+    }
+
+    /// Raises flags for slices that ended; returns the next deadline, if any.
+    pub fn expire(&mut self) -> (Vec<Effect>, Option<u64>) {
+        let now = self.now_ns();
+        let mut effects = Vec::new();
+        let due: Vec<(u64, UnitId, TaskId)> = self
+            .deadlines
+            .iter()
+            .copied()
+            .filter(|d| d.0 <= now)
+            .collect();
+        self.deadlines.retain(|d| d.0 > now);
+        for (_, u, t) in due {
+            if self.running[u as usize].is_some_and(|r| r.task == t) {
+                self.ask(t, &mut effects);
+            }
+        }
+        (effects, self.deadlines.iter().map(|d| d.0).min())
+    }
+
+    // ---- control API ----
+
+    pub fn list_units(&self) -> Vec<UnitInfo> {
+        self.machine
+            .units
+            .iter()
+            .filter(|u| self.units[u.id as usize].online || self.units[u.id as usize].removing)
+            .map(|u| self.unit_info(u))
+            .collect()
+    }
+
+    pub fn add_unit(&mut self, new: &NewUnit) -> Result<Vec<Effect>, Failure> {
+        if new.kind == UnitType::Cpu && new.cpus.is_empty() {
+            return Err((
+                ErrorCode::Invalid,
+                "a CPU unit needs the PUs it pins to (cpus)".into(),
+            ));
+        }
+        let id = self.machine.units.len() as UnitId;
+        self.machine.units.push(Unit {
+            id,
+            kind: new.kind,
+            os_index: new.cpus.first().copied(),
+            cpus: new.cpus.clone(),
+            cpu_kind: None,
+            capacity: new.capacity,
+            numa_node: None,
+            accelerator: None,
+            name: new.name.clone(),
+        });
+        self.units.push(UnitState {
+            online: true,
+            device: new.device,
+            ..Default::default()
+        });
+        self.queues.push(VecDeque::new());
+        self.running.push(None);
+        let now = self.now_ns();
+        let mut effects = Vec::new();
+        // A new unit may be better for running tasks: let their next checkpoint ask.
+        let holders: Vec<TaskId> = self.running.iter().flatten().map(|r| r.task).collect();
+        for t in holders {
+            if self.tasks[&t].task.affinity.runs_on(new.kind) {
+                self.ask(t, &mut effects);
+            }
+        }
+        effects.extend(self.dispatch(now));
+        Ok(effects)
+    }
+
+    pub fn remove_unit(&mut self, id: UnitId) -> Result<Vec<Effect>, Failure> {
+        let now = self.now_ns();
+        let s = self
+            .units
+            .get_mut(id as usize)
+            .filter(|s| s.online)
+            .ok_or((ErrorCode::Invalid, format!("no online unit {id}")))?;
+        let mut effects = Vec::new();
+        if self.running[id as usize].is_some() || s.releasing {
+            s.removing = true;
+            if let Some(r) = self.running[id as usize] {
+                self.ask(r.task, &mut effects);
+            }
+        } else {
+            s.online = false;
+        }
+        // Tasks waiting for this unit go where the policy puts them now.
+        let waiting: Vec<TaskId> = self.queues[id as usize].drain(..).collect();
+        for t in waiting {
+            let q = self.resubmit_queue(t, now);
+            self.enqueue(t, q, &mut effects);
+        }
+        effects.extend(self.dispatch(now));
+        Ok(effects)
+    }
+
+    pub fn alter_unit(&mut self, id: UnitId, changes: &UnitChanges) -> Result<(), Failure> {
+        let unit = self
+            .machine
+            .units
+            .get_mut(id as usize)
+            .ok_or((ErrorCode::Invalid, format!("no unit {id}")))?;
+        if let Some(c) = changes.capacity {
+            if c == 0 {
+                return Err((ErrorCode::Invalid, "capacity must be positive".into()));
+            }
+            unit.capacity = c;
+        }
+        if let Some(n) = &changes.name {
+            unit.name = n.clone();
+        }
+        Ok(())
+    }
+
+    pub fn stats(&self) -> Reply {
+        let mut tasks = self.history.clone();
+        for (id, e) in &self.tasks {
+            let st = &self.state[id];
+            let (state, unit) = match e.placement {
+                Placement::Running(u) => ("running".to_string(), Some(u)),
+                Placement::Queued(QueueId::Unit(u)) => ("queued".to_string(), Some(u)),
+                Placement::Queued(QueueId::Central) => ("queued".to_string(), None),
+            };
+            tasks.push(TaskStats {
+                task: *id,
+                kind: e.task.kind.clone(),
+                client: st.client,
+                state,
+                unit,
+                grants: st.grants,
+                run_ms: e.run_ns as f64 / 1e6,
+            });
+        }
+        tasks.sort_by_key(|t| t.task);
+        Reply::Stats {
+            grants: self.grants,
+            decisions: self.decisions,
+            tasks,
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! hetsched's live runtime: a daemon that arbitrates this machine's compute units
+//! among processes with the same policy objects the simulator runs, and the client
+//! library applications use to talk to it.
+
+pub mod arbiter;
+pub mod client;
+pub mod devices;
+pub mod protocol;
+pub mod server;
+pub mod shm;

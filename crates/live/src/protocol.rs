@@ -1,0 +1,291 @@
+//! The daemon's wire protocol, version 1 (documented in `docs/live.md`).
+//!
+//! A connection is a Unix stream socket carrying frames: a 4-byte little-endian length
+//! followed by that many bytes of JSON (one [`Request`] from the client, one [`Reply`]
+//! from the daemon). The first request must be `hello` with the protocol version; the
+//! daemon answers `welcome` and passes the client's shared flag page (see `shm`) as an
+//! `SCM_RIGHTS` file descriptor with that frame. After that a client runs at most one
+//! task at a time: `alloc` (answered when a unit is granted), `rerequest` at checkpoints,
+//! `free` when it finished or was told to give the unit up.
+//!
+//! A malformed frame, an unknown request or one that is out of order (e.g. `rerequest`
+//! without a grant) is answered with `error` and the connection is closed; the daemon
+//! serves everyone else as before.
+
+use hetsched_core::machine::UnitType;
+use serde::{Deserialize, Serialize};
+
+pub const VERSION: u32 = 1;
+/// Largest frame either side accepts; a larger length prefix is a protocol error.
+pub const MAX_FRAME: usize = 64 * 1024;
+
+/// Per-unit-type affinity as sent on the wire (0 or absent = no implementation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireAffinity {
+    #[serde(default)]
+    pub cpu: f64,
+    #[serde(default)]
+    pub gpu: f64,
+    #[serde(default)]
+    pub opencl: f64,
+    #[serde(default)]
+    pub coprocessor: f64,
+}
+
+impl WireAffinity {
+    pub fn get(&self, kind: UnitType) -> f64 {
+        match kind {
+            UnitType::Cpu => self.cpu,
+            UnitType::Gpu => self.gpu,
+            UnitType::OpenCl => self.opencl,
+            UnitType::CoProcessor => self.coprocessor,
+        }
+    }
+}
+
+/// A task's meta information (Beisel et al.'s `meta_info`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetaInfo {
+    /// Task type name (performance models learn per type), e.g. "md5".
+    pub kind: String,
+    pub affinity: WireAffinity,
+    /// Bytes copied to an accelerator when the task starts there.
+    #[serde(default)]
+    pub memory_to_copy: u64,
+    /// CFS-style weight, 1024 = nice 0.
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+}
+
+fn default_weight() -> u32 {
+    1024
+}
+
+/// A unit as the daemon reports it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnitInfo {
+    pub id: u32,
+    #[serde(rename = "type")]
+    pub kind: UnitType,
+    pub name: String,
+    /// PUs a CPU grant pins to.
+    pub cpus: Vec<u32>,
+    /// OpenCL platform/device index or CUDA ordinal, for accelerators.
+    pub device: Option<u32>,
+    pub capacity: u32,
+    /// Offline units take no new work and leave when their holder frees them.
+    pub online: bool,
+    pub running: Option<u64>,
+    pub queued: usize,
+}
+
+/// What a control client may change on a unit.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnitChanges {
+    pub capacity: Option<u32>,
+    pub name: Option<String>,
+}
+
+/// A unit a control client adds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewUnit {
+    #[serde(rename = "type")]
+    pub kind: UnitType,
+    pub name: String,
+    #[serde(default)]
+    pub cpus: Vec<u32>,
+    #[serde(default)]
+    pub device: Option<u32>,
+    #[serde(default = "default_capacity")]
+    pub capacity: u32,
+}
+
+fn default_capacity() -> u32 {
+    1024
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    Hello {
+        version: u32,
+        name: String,
+    },
+    /// Ask for a unit for this connection's task (a new task, or the same task again
+    /// after it gave its unit up). Answered with `granted` once a unit is free for it.
+    Alloc {
+        meta: MetaInfo,
+    },
+    /// At a checkpoint: may the task keep its unit?
+    Rerequest,
+    /// Release the unit; `finished` says the task is done (else it waits in a queue).
+    Free {
+        finished: bool,
+    },
+    /// Control API (daemon's uid or root only).
+    ListUnits,
+    AddUnit {
+        unit: NewUnit,
+    },
+    RemoveUnit {
+        id: u32,
+    },
+    AlterUnit {
+        id: u32,
+        changes: UnitChanges,
+    },
+    Stats,
+}
+
+/// The answer to a `rerequest`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Keep the unit until the next checkpoint.
+    Keep,
+    /// Write the checkpoint back, `free`, and `alloc` again: the task waits in a queue.
+    Yield,
+    /// As `yield`, and the next grant will be this unit (a migration).
+    Migrate { to: u32 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The frame was not valid JSON for a request, or too large.
+    Malformed,
+    /// The request is valid but not now (e.g. `rerequest` without a grant).
+    OutOfOrder,
+    /// The protocol version is not one this daemon speaks.
+    Version,
+    /// No unit, now or ever, can run the task (all affinities 0 for present types).
+    NoUnit,
+    /// The control API needs the daemon's uid or root.
+    PermissionDenied,
+    /// A control request named a unit that does not exist, or is otherwise invalid.
+    Invalid,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskStats {
+    pub task: u64,
+    pub kind: String,
+    pub client: u64,
+    pub state: String,
+    pub unit: Option<u32>,
+    pub grants: u32,
+    pub run_ms: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum Reply {
+    Welcome {
+        version: u32,
+        client: u64,
+    },
+    Granted {
+        unit: UnitInfo,
+        task: u64,
+    },
+    Rerequest {
+        verdict: Verdict,
+    },
+    Freed,
+    Units {
+        units: Vec<UnitInfo>,
+    },
+    Done,
+    Stats {
+        grants: u64,
+        decisions: u64,
+        tasks: Vec<TaskStats>,
+    },
+    Error {
+        code: ErrorCode,
+        message: String,
+    },
+}
+
+/// Appends one frame holding `msg` to `out`.
+pub fn encode<T: Serialize>(msg: &T, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    serde_json::to_writer(&mut *out, msg).expect("protocol messages serialise");
+    let len = (out.len() - start - 4) as u32;
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+/// A frame cut from the front of a buffer.
+#[derive(Debug, PartialEq)]
+pub enum Frame<'a> {
+    /// Not all of it has arrived yet.
+    Incomplete,
+    /// A frame body and the total bytes it used.
+    Body(&'a [u8], usize),
+    /// The length prefix exceeds [`MAX_FRAME`].
+    TooLarge(usize),
+}
+
+pub fn next_frame(buf: &[u8]) -> Frame<'_> {
+    if buf.len() < 4 {
+        return Frame::Incomplete;
+    }
+    let len = u32::from_le_bytes(buf[..4].try_into().unwrap()) as usize;
+    if len > MAX_FRAME {
+        return Frame::TooLarge(len);
+    }
+    if buf.len() < 4 + len {
+        return Frame::Incomplete;
+    }
+    Frame::Body(&buf[4..4 + len], 4 + len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_and_split() {
+        let mut buf = Vec::new();
+        encode(&Request::Rerequest, &mut buf);
+        encode(&Request::Free { finished: true }, &mut buf);
+        let Frame::Body(body, used) = next_frame(&buf) else {
+            panic!()
+        };
+        assert_eq!(
+            serde_json::from_slice::<Request>(body).unwrap(),
+            Request::Rerequest
+        );
+        assert_eq!(next_frame(&buf[..used - 1]), Frame::Incomplete);
+        let Frame::Body(body, _) = next_frame(&buf[used..]) else {
+            panic!()
+        };
+        assert_eq!(
+            serde_json::from_slice::<Request>(body).unwrap(),
+            Request::Free { finished: true }
+        );
+        assert_eq!(
+            next_frame(&u32::MAX.to_le_bytes()),
+            Frame::TooLarge(u32::MAX as usize)
+        );
+    }
+
+    #[test]
+    fn unknown_fields_and_ops_are_rejected() {
+        assert!(serde_json::from_str::<Request>(r#"{"op":"launch_missiles"}"#).is_err());
+        assert!(serde_json::from_str::<Request>(r#"{"op":"free","finished":true,"x":1}"#).is_err());
+        let alloc = r#"{"op":"alloc","meta":{"kind":"md5","affinity":{"cpu":1,"opencl":2}}}"#;
+        let Request::Alloc { meta } = serde_json::from_str(alloc).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (meta.affinity.get(UnitType::OpenCl), meta.weight),
+            (2.0, 1024)
+        );
+    }
+}

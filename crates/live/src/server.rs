@@ -1,0 +1,487 @@
+//! The daemon's event loop: one thread, one `mio` poll over the listening socket and
+//! every client connection, the [`Arbiter`] as its only state. Nothing a client sends can
+//! stop it: a bad frame closes that one connection (after an error reply), a vanished
+//! client loses its task at once, and the unit goes to the next waiter.
+
+use crate::arbiter::{Arbiter, ClientId, Effect};
+use crate::protocol::{self, ErrorCode, Frame, Reply, Request, VERSION};
+use crate::shm::{FlagPage, ASK, KEEP};
+use hetsched_core::{Error, Result};
+use mio::net::{UnixListener, UnixStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+use std::collections::HashMap;
+use std::io::{ErrorKind, IoSlice, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const LISTENER: Token = Token(0);
+const WAKER: Token = Token(1);
+/// Client ids start here so that `Token(id)` never collides with the two above.
+const FIRST_CLIENT: u64 = 2;
+
+/// Where a daemon listens unless told otherwise: `$HETSCHED_SOCKET`, else
+/// `$XDG_RUNTIME_DIR/hetsched/daemon.sock`, else `/tmp/hetsched-$UID/daemon.sock`.
+pub fn default_socket_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("HETSCHED_SOCKET") {
+        return PathBuf::from(p);
+    }
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) => PathBuf::from(d).join("hetsched"),
+        None => PathBuf::from(format!("/tmp/hetsched-{}", nix::unistd::getuid())),
+    };
+    dir.join("daemon.sock")
+}
+
+/// Creates the socket's directory (mode 0750) or checks an existing one: it must be
+/// ours and writable by nobody else, or another user could replace the socket.
+fn prepare_dir(dir: &Path) -> Result<()> {
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o750)
+            .create(dir)
+            .map_err(|e| {
+                Error::runtime(format!(
+                    "{}: cannot create the socket directory: {e}",
+                    dir.display()
+                ))
+            })?;
+    }
+    let meta =
+        std::fs::metadata(dir).map_err(|e| Error::runtime(format!("{}: {e}", dir.display())))?;
+    let uid = nix::unistd::getuid().as_raw();
+    if meta.uid() != uid || meta.mode() & 0o022 != 0 {
+        return Err(Error::input(format!(
+            "{}: the socket directory must belong to uid {uid} and be writable only by it (mode {:o})",
+            dir.display(),
+            meta.mode() & 0o777
+        )));
+    }
+    Ok(())
+}
+
+struct Conn {
+    stream: UnixStream,
+    uid: u32,
+    input: Vec<u8>,
+    output: Vec<u8>,
+    flags: Option<FlagPage>,
+    greeted: bool,
+    /// Close once the output is flushed (after an error reply).
+    closing: bool,
+}
+
+/// Stops a running daemon from another thread.
+#[derive(Clone)]
+pub struct StopHandle {
+    stop: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+}
+
+impl StopHandle {
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.waker.wake();
+    }
+}
+
+pub struct Daemon {
+    path: PathBuf,
+    poll: Poll,
+    listener: UnixListener,
+    conns: HashMap<ClientId, Conn>,
+    arbiter: Arbiter,
+    next_client: ClientId,
+    uid: u32,
+    stop: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+}
+
+impl Daemon {
+    /// Binds the socket (0660, in a directory only its owner writes).
+    pub fn bind(path: &Path, arbiter: Arbiter) -> Result<Daemon> {
+        if let Some(dir) = path.parent() {
+            prepare_dir(dir)?;
+        }
+        if path.exists() {
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                return Err(Error::input(format!(
+                    "{}: a daemon already listens there",
+                    path.display()
+                )));
+            }
+            std::fs::remove_file(path)
+                .map_err(|e| Error::runtime(format!("{}: stale socket: {e}", path.display())))?;
+        }
+        let mut listener = UnixListener::bind(path)
+            .map_err(|e| Error::runtime(format!("{}: cannot listen: {e}", path.display())))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
+            .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
+        let poll = Poll::new().map_err(Error::runtime)?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .map_err(Error::runtime)?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER).map_err(Error::runtime)?);
+        Ok(Daemon {
+            path: path.to_path_buf(),
+            poll,
+            listener,
+            conns: HashMap::new(),
+            arbiter,
+            next_client: FIRST_CLIENT,
+            uid: nix::unistd::getuid().as_raw(),
+            stop: Arc::new(AtomicBool::new(false)),
+            waker,
+        })
+    }
+
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle {
+            stop: self.stop.clone(),
+            waker: self.waker.clone(),
+        }
+    }
+
+    /// Serves until stopped.
+    pub fn run(&mut self) -> Result<()> {
+        let mut events = Events::with_capacity(256);
+        let mut next_deadline: Option<u64> = None;
+        while !self.stop.load(Ordering::SeqCst) {
+            let timeout = next_deadline
+                .map(|d| Duration::from_nanos(d.saturating_sub(self.arbiter.now_ns())));
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() == ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(Error::runtime(format!("poll: {e}")));
+            }
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => self.accept(),
+                    WAKER => {}
+                    Token(t) => {
+                        let client = t as ClientId;
+                        if event.is_readable() || event.is_read_closed() {
+                            self.read(client);
+                        }
+                        if event.is_writable() {
+                            self.flush(client);
+                        }
+                    }
+                }
+            }
+            let (effects, next) = self.arbiter.expire();
+            self.apply(effects);
+            next_deadline = next;
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((mut stream, _)) => {
+                    let uid = match nix::sys::socket::getsockopt(
+                        &stream,
+                        nix::sys::socket::sockopt::PeerCredentials,
+                    ) {
+                        Ok(cred) => cred.uid(),
+                        Err(_) => continue, // cannot identify the peer: refuse it
+                    };
+                    let client = self.next_client;
+                    self.next_client += 1;
+                    if self
+                        .poll
+                        .registry()
+                        .register(
+                            &mut stream,
+                            Token(client as usize),
+                            Interest::READABLE | Interest::WRITABLE,
+                        )
+                        .is_err()
+                    {
+                        continue;
+                    }
+                    self.conns.insert(
+                        client,
+                        Conn {
+                            stream,
+                            uid,
+                            input: Vec::new(),
+                            output: Vec::new(),
+                            flags: None,
+                            greeted: false,
+                            closing: false,
+                        },
+                    );
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn read(&mut self, client: ClientId) {
+        let mut closed = false;
+        {
+            let Some(conn) = self.conns.get_mut(&client) else {
+                return;
+            };
+            let mut buf = [0u8; 8192];
+            loop {
+                match conn.stream.read(&mut buf) {
+                    Ok(0) => {
+                        closed = true;
+                        break;
+                    }
+                    Ok(n) => conn.input.extend_from_slice(&buf[..n]),
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(_) => {
+                        closed = true;
+                        break;
+                    }
+                }
+            }
+        }
+        // Handle every complete frame, then the close.
+        loop {
+            let Some(conn) = self.conns.get_mut(&client) else {
+                return;
+            };
+            if conn.closing {
+                break;
+            }
+            let (request, used) = match protocol::next_frame(&conn.input) {
+                Frame::Incomplete => break,
+                Frame::TooLarge(n) => {
+                    self.fail(
+                        client,
+                        ErrorCode::Malformed,
+                        format!("frame of {n} bytes exceeds {}", protocol::MAX_FRAME),
+                    );
+                    break;
+                }
+                Frame::Body(body, used) => (serde_json::from_slice::<Request>(body), used),
+            };
+            conn.input.drain(..used);
+            match request {
+                Ok(r) => self.handle(client, r),
+                Err(e) => self.fail(
+                    client,
+                    ErrorCode::Malformed,
+                    format!("not a valid request: {e}"),
+                ),
+            }
+        }
+        if closed {
+            self.close(client);
+        } else {
+            self.flush(client);
+        }
+    }
+
+    fn send(&mut self, client: ClientId, reply: &Reply) {
+        if let Some(conn) = self.conns.get_mut(&client) {
+            protocol::encode(reply, &mut conn.output);
+        }
+    }
+
+    /// Error reply, then the connection closes.
+    fn fail(&mut self, client: ClientId, code: ErrorCode, message: String) {
+        self.send(client, &Reply::Error { code, message });
+        if let Some(conn) = self.conns.get_mut(&client) {
+            conn.closing = true;
+        }
+        self.flush(client);
+    }
+
+    fn handle(&mut self, client: ClientId, request: Request) {
+        let conn = &self.conns[&client];
+        if !conn.greeted {
+            return match request {
+                Request::Hello { version, .. } if version == VERSION => self.welcome(client),
+                Request::Hello { version, .. } => self.fail(
+                    client,
+                    ErrorCode::Version,
+                    format!(
+                        "protocol version {version} not supported (this daemon speaks {VERSION})"
+                    ),
+                ),
+                _ => self.fail(
+                    client,
+                    ErrorCode::OutOfOrder,
+                    "the first request must be hello".into(),
+                ),
+            };
+        }
+        let control = matches!(
+            request,
+            Request::AddUnit { .. } | Request::RemoveUnit { .. } | Request::AlterUnit { .. }
+        );
+        if control && conn.uid != self.uid && conn.uid != 0 {
+            self.send(
+                client,
+                &Reply::Error {
+                    code: ErrorCode::PermissionDenied,
+                    message: format!(
+                        "uid {} may not change units (daemon uid {})",
+                        conn.uid, self.uid
+                    ),
+                },
+            );
+            return;
+        }
+        match request {
+            Request::Hello { .. } => self.fail(client, ErrorCode::OutOfOrder, "hello twice".into()),
+            Request::Alloc { meta } => match self.arbiter.alloc(client, &meta) {
+                Ok(effects) => self.apply(effects),
+                Err((ErrorCode::OutOfOrder, m)) => self.fail(client, ErrorCode::OutOfOrder, m),
+                Err((code, message)) => self.send(client, &Reply::Error { code, message }),
+            },
+            Request::Rerequest => match self.arbiter.rerequest(client) {
+                Ok((verdict, effects)) => {
+                    if verdict == crate::protocol::Verdict::Keep {
+                        // Until something else changes, checkpoints stay local.
+                        if let Some(f) = &self.conns[&client].flags {
+                            f.set(KEEP);
+                        }
+                    }
+                    self.send(client, &Reply::Rerequest { verdict });
+                    self.apply(effects);
+                }
+                Err((code, m)) => self.fail(client, code, m),
+            },
+            Request::Free { finished } => match self.arbiter.free(client, finished) {
+                Ok(effects) => {
+                    self.send(client, &Reply::Freed);
+                    self.apply(effects);
+                }
+                Err((code, m)) => self.fail(client, code, m),
+            },
+            Request::ListUnits => {
+                let units = self.arbiter.list_units();
+                self.send(client, &Reply::Units { units });
+            }
+            Request::AddUnit { unit } => self.control(client, |a| a.add_unit(&unit)),
+            Request::RemoveUnit { id } => self.control(client, |a| a.remove_unit(id)),
+            Request::AlterUnit { id, changes } => {
+                self.control(client, |a| a.alter_unit(id, &changes).map(|()| Vec::new()))
+            }
+            Request::Stats => {
+                let stats = self.arbiter.stats();
+                self.send(client, &stats);
+            }
+        }
+    }
+
+    fn control(
+        &mut self,
+        client: ClientId,
+        f: impl FnOnce(&mut Arbiter) -> Result<Vec<Effect>, crate::arbiter::Failure>,
+    ) {
+        match f(&mut self.arbiter) {
+            Ok(effects) => {
+                self.send(client, &Reply::Done);
+                self.apply(effects);
+            }
+            Err((code, message)) => self.send(client, &Reply::Error { code, message }),
+        }
+    }
+
+    /// `welcome`, with the client's flag page passed as SCM_RIGHTS.
+    fn welcome(&mut self, client: ClientId) {
+        let page = match FlagPage::create() {
+            Ok(p) => p,
+            Err(e) => {
+                return self.fail(
+                    client,
+                    ErrorCode::Invalid,
+                    format!("cannot create the flag page: {e}"),
+                )
+            }
+        };
+        let mut frame = Vec::new();
+        protocol::encode(
+            &Reply::Welcome {
+                version: VERSION,
+                client,
+            },
+            &mut frame,
+        );
+        let conn = self.conns.get_mut(&client).unwrap();
+        let fds = [page.fd().as_raw_fd()];
+        let cmsg = [nix::sys::socket::ControlMessage::ScmRights(&fds)];
+        // The first bytes on a fresh socket: the kernel buffer is empty, so the whole
+        // small frame goes at once; anything else is a broken peer.
+        let sent = nix::sys::socket::sendmsg::<()>(
+            conn.stream.as_raw_fd(),
+            &[IoSlice::new(&frame)],
+            &cmsg,
+            nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+            None,
+        );
+        match sent {
+            Ok(n) if n == frame.len() => {
+                conn.flags = Some(page);
+                conn.greeted = true;
+            }
+            _ => self.close(client),
+        }
+    }
+
+    fn apply(&mut self, effects: Vec<Effect>) {
+        for e in effects {
+            match e {
+                Effect::Reply(c, r) => {
+                    self.send(c, &r);
+                    self.flush(c);
+                }
+                Effect::Ask(c) => {
+                    if let Some(f) = self.conns.get(&c).and_then(|c| c.flags.as_ref()) {
+                        f.set(ASK);
+                    }
+                }
+            }
+        }
+    }
+
+    fn flush(&mut self, client: ClientId) {
+        let Some(conn) = self.conns.get_mut(&client) else {
+            return;
+        };
+        while !conn.output.is_empty() {
+            match conn.stream.write(&conn.output) {
+                Ok(0) => break,
+                Ok(n) => {
+                    conn.output.drain(..n);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => return self.close(client),
+            }
+        }
+        if conn.output.is_empty() && conn.closing {
+            self.close(client);
+        }
+    }
+
+    fn close(&mut self, client: ClientId) {
+        if let Some(mut conn) = self.conns.remove(&client) {
+            let _ = self.poll.registry().deregister(&mut conn.stream);
+            let effects = self.arbiter.disconnect(client);
+            self.apply(effects);
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
