@@ -7,6 +7,8 @@ use std::time::Instant;
 
 #[derive(Subcommand)]
 pub enum Bench {
+    /// The live daemon: alloc+free latency, in-slice re-request cost, throughput.
+    Daemon(crate::daemon_bench::DaemonBench),
     /// Time loading a machine description (default: the 192-core hwloc XML).
     Topology(TopologyBench),
 }
@@ -14,6 +16,7 @@ pub enum Bench {
 pub fn run(which: Bench) -> Result<()> {
     match which {
         Bench::Topology(args) => topology(args),
+        Bench::Daemon(args) => crate::daemon_bench::run(args),
     }
 }
 

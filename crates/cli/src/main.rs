@@ -5,6 +5,7 @@
 //! errors), failures while doing valid work exit 1.
 
 mod bench;
+mod daemon_bench;
 mod daemon_cmd;
 mod experiment;
 mod topology_cmd;

@@ -1,0 +1,142 @@
+//! `hetsched bench daemon`: the live runtime's decision costs, measured against a real
+//! daemon (in this process, on a real Unix socket) with real clients.
+
+use clap::Args;
+use hetsched_core::machine::UnitGranularity;
+use hetsched_core::{Error, Result};
+use hetsched_live::arbiter::Arbiter;
+use hetsched_live::client::Client;
+use hetsched_live::protocol::{MetaInfo, Verdict, WireAffinity};
+use hetsched_live::{devices, server};
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct DaemonBench {
+    /// Alloc+free round trips timed for the latency figures.
+    #[arg(long, default_value_t = 20_000)]
+    round_trips: usize,
+    /// Concurrent clients for the throughput figure.
+    #[arg(long, default_value_t = 64)]
+    clients: usize,
+    /// Units the daemon arbitrates (virtual CPU units).
+    #[arg(long, default_value_t = 16)]
+    units: u32,
+    /// Policy spec.
+    #[arg(long, default_value = "fcfs")]
+    policy: String,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+pub fn run(args: DaemonBench) -> Result<()> {
+    let text = format!(
+        "name = \"bench\"\n[[package]]\ncores = {}\n",
+        args.units.max(1)
+    );
+    let mut machine = hetsched_topology::machine_file::parse(&text, "bench machine")?;
+    machine.derive_units(UnitGranularity::Pu);
+    let index = devices::described(&machine);
+    let dir = tempfile::tempdir().map_err(Error::runtime)?;
+    let socket = dir.path().join("bench.sock");
+    // Policies are not Send: the daemon is built on its own thread.
+    hetsched_policies::build(&args.policy, 0)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (spec, path) = (args.policy.clone(), socket.clone());
+    let thread = std::thread::spawn(move || -> Result<()> {
+        let arbiter = Arbiter::new(machine, index, hetsched_policies::build(&spec, 0)?);
+        let mut daemon = server::Daemon::bind(&path, arbiter)?;
+        tx.send(daemon.stop_handle()).map_err(Error::runtime)?;
+        daemon.run()
+    });
+    let stop = rx
+        .recv()
+        .map_err(|_| Error::runtime("the daemon thread did not start"))?;
+    let meta = MetaInfo {
+        kind: "bench".into(),
+        affinity: WireAffinity {
+            cpu: 1.0,
+            ..Default::default()
+        },
+        memory_to_copy: 0,
+        weight: 1024,
+    };
+
+    // Latency: one client, alloc + free.
+    let mut c = Client::connect(&socket, "bench")?;
+    for _ in 0..1000 {
+        c.alloc(&meta)?;
+        c.free(true)?;
+    }
+    let mut us = Vec::with_capacity(args.round_trips);
+    for _ in 0..args.round_trips {
+        let t = Instant::now();
+        c.alloc(&meta)?;
+        c.free(true)?;
+        us.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    us.sort_by(f64::total_cmp);
+
+    // In-slice re-request: the flag-page fast path.
+    c.alloc(&meta)?;
+    let n = 10_000_000u32;
+    let t = Instant::now();
+    for _ in 0..n {
+        if c.rerequest()? != Verdict::Keep {
+            return Err(Error::runtime("in-slice re-request was not kept"));
+        }
+    }
+    let rereq_ns = t.elapsed().as_secs_f64() * 1e9 / n as f64;
+    c.free(true)?;
+
+    // Throughput: many clients, each alloc + free in a loop; a decision = one request.
+    let per_client = 2000;
+    let start = Instant::now();
+    let handles: Vec<_> = (0..args.clients)
+        .map(|_| {
+            let socket = socket.clone();
+            let meta = meta.clone();
+            std::thread::spawn(move || -> Result<()> {
+                let mut c = Client::connect(&socket, "bench")?;
+                for _ in 0..per_client {
+                    c.alloc(&meta)?;
+                    c.free(true)?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join()
+            .map_err(|_| Error::runtime("client thread panicked"))??;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let decisions = (args.clients * per_client * 2) as f64 / secs;
+    stop.stop();
+    thread
+        .join()
+        .map_err(|_| Error::runtime("daemon thread panicked"))??;
+
+    println!(
+        "daemon: {} units, policy {}, this machine ({} CPUs shared by daemon and clients)",
+        args.units,
+        args.policy,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!(
+        "alloc+free round trip: p50 {:.1} us, p99 {:.1} us over {} (goal p99 <= 20 us)",
+        percentile(&us, 0.5),
+        percentile(&us, 0.99),
+        us.len()
+    );
+    println!("in-slice re-request: {rereq_ns:.2} ns (goal <= 100 ns)");
+    println!(
+        "throughput: {:.0} decisions/s with {} concurrent clients ({} requests in {:.2} s; goal >= 100k/s)",
+        decisions,
+        args.clients,
+        args.clients * per_client * 2,
+        secs
+    );
+    Ok(())
+}
