@@ -1,0 +1,95 @@
+//! Builds `examples/c/worker.c` against `include/hetsched.h` and `libhetsched.so` with
+//! the system C compiler and runs it against a real daemon.
+
+use hetsched_core::machine::UnitGranularity;
+use hetsched_live::arbiter::Arbiter;
+use hetsched_live::{devices, server};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The directory holding the freshly built `libhetsched.so`: cargo puts the cdylib of
+/// the crate under test beside the test binary (`deps/`), or one level up.
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap().to_path_buf();
+    [deps.clone(), deps.parent().unwrap().to_path_buf()]
+        .into_iter()
+        .find(|d| d.join("libhetsched.so").exists())
+        .unwrap_or_else(|| panic!("libhetsched.so not built near {}", deps.display()))
+}
+
+#[test]
+fn the_c_worker_runs_against_the_daemon() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = tmp.path().join("worker");
+    let cc = Command::new("cc")
+        .arg(repo().join("examples/c/worker.c"))
+        .arg("-I")
+        .arg(repo().join("include"))
+        .arg("-L")
+        .arg(lib_dir())
+        .args(["-lhetsched", "-o"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "cc: {}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+
+    let socket = tmp.path().join("run/d.sock");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = socket.clone();
+    std::thread::spawn(move || {
+        let mut m = hetsched_topology::machine_file::parse(
+            "name = \"one\"\n[[package]]\ncores = 1\n",
+            "test",
+        )
+        .unwrap();
+        m.derive_units(UnitGranularity::Pu);
+        let index = devices::described(&m);
+        let policy =
+            hetsched_policies::build("cfs:latency_ms=1,min_granularity_ms=0.5", 0).unwrap();
+        let mut d = server::Daemon::bind(&path, Arbiter::new(m, index, policy)).unwrap();
+        tx.send(d.stop_handle()).unwrap();
+        d.run().unwrap();
+    });
+    let stop = rx.recv().unwrap();
+    let run = |n: &str| {
+        Command::new(&exe)
+            .args([socket.to_str().unwrap(), n, "1000"])
+            .env("LD_LIBRARY_PATH", lib_dir())
+            .spawn()
+            .unwrap()
+    };
+    // Two workers share one unit; each must count to the end.
+    let (a, b) = (run("3000000"), run("3000000"));
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+    }
+    let out = Command::new(&exe)
+        .args([socket.to_str().unwrap(), "5000", "1000"])
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("done 5000 grants "),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Bad input: no daemon there.
+    let none = Command::new(&exe)
+        .args([tmp.path().join("none").to_str().unwrap(), "1", "1"])
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no hetsched daemon"));
+    stop.stop();
+}

@@ -1,0 +1,66 @@
+/* hetsched client library: C ABI.
+ *
+ * A worker thread connects once, then per task: hetsched_alloc (blocks until a unit is
+ * granted), hetsched_rerequest at each checkpoint (no system call while the daemon has
+ * nothing to say), hetsched_free when done or when told to give the unit up.
+ * Functions returning int give 0 (or a verdict >= 0) on success and -1 on error;
+ * hetsched_last_error() then describes it (thread-local, valid until the next call).
+ * Link with -lhetsched.
+ */
+#ifndef HETSCHED_H
+#define HETSCHED_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hetsched_client hetsched_client;
+
+/* Affinity per unit type: 0 = no implementation; higher = better. */
+typedef struct {
+    double cpu;
+    double gpu;
+    double opencl;
+    double coprocessor;
+} hetsched_affinity;
+
+enum hetsched_unit_type {
+    HETSCHED_CPU = 0,
+    HETSCHED_GPU = 1,
+    HETSCHED_OPENCL = 2,
+    HETSCHED_COPROCESSOR = 3,
+};
+
+#define HETSCHED_MAX_CPUS 256
+
+typedef struct {
+    uint32_t unit;      /* unit id */
+    int32_t type;       /* enum hetsched_unit_type */
+    int32_t device;     /* OpenCL device index / CUDA ordinal, -1 for CPUs */
+    uint32_t ncpus;     /* PUs to pin to for a CPU unit */
+    uint32_t cpus[HETSCHED_MAX_CPUS];
+} hetsched_grant;
+
+enum hetsched_verdict {
+    HETSCHED_KEEP = 0,    /* keep the unit until the next checkpoint */
+    HETSCHED_YIELD = 1,   /* write the checkpoint back, free, alloc again */
+    HETSCHED_MIGRATE = 2, /* as YIELD; the next grant is the unit in *migrate_to */
+};
+
+/* socket_path NULL: the default ($HETSCHED_SOCKET, $XDG_RUNTIME_DIR/hetsched/daemon.sock,
+ * /tmp/hetsched-$UID/daemon.sock). Returns NULL on error. */
+hetsched_client *hetsched_connect(const char *socket_path, const char *name);
+int hetsched_alloc(hetsched_client *c, const char *kind, const hetsched_affinity *affinity,
+                   uint64_t memory_to_copy, hetsched_grant *grant);
+/* Returns a hetsched_verdict, or -1. */
+int hetsched_rerequest(hetsched_client *c, uint32_t *migrate_to);
+int hetsched_free(hetsched_client *c, int finished);
+void hetsched_disconnect(hetsched_client *c);
+const char *hetsched_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
