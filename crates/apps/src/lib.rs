@@ -8,3 +8,4 @@ mod md5_cl;
 pub mod opencl;
 pub mod prime;
 mod prime_cl;
+pub mod rate;

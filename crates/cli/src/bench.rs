@@ -9,11 +9,14 @@ use std::time::Instant;
 pub enum Bench {
     /// Time loading a machine description (default: the 192-core hwloc XML).
     Topology(TopologyBench),
+    /// MD5 words/s and trial divisions/s of the example apps, CPU and OpenCL.
+    Apps(crate::app_cmd::AppsBench),
 }
 
 pub fn run(which: Bench) -> Result<()> {
     match which {
         Bench::Topology(args) => topology(args),
+        Bench::Apps(args) => crate::app_cmd::bench(args),
     }
 }
 

@@ -4,6 +4,7 @@
 //! Errors print as one line on stderr; bad input exits 2 (as clap does for usage
 //! errors), failures while doing valid work exit 1.
 
+mod app_cmd;
 mod bench;
 mod experiment;
 mod topology_cmd;
@@ -29,6 +30,11 @@ enum Command {
     Topology(topology_cmd::TopologyArgs),
     /// List the built-in machine presets.
     Machines,
+    /// Run an example application (Beisel et al.) on the worker model.
+    App {
+        #[command(subcommand)]
+        which: app_cmd::App,
+    },
     /// Run a benchmark program and print its figures.
     Bench {
         #[command(subcommand)]
@@ -45,6 +51,7 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Topology(args) => topology_cmd::topology(args),
         Command::Machines => topology_cmd::machines(),
+        Command::App { which } => app_cmd::run_app(which),
         Command::Bench { which } => bench::run(which),
         Command::Experiment { which } => experiment::run(which),
     }
