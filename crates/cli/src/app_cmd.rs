@@ -278,6 +278,11 @@ pub fn bench(args: AppsBench) -> Result<()> {
         ),
     ];
     println!("CPU: one thread pinned to PU {cpu}; OpenCL: {cl_name} ({cl_units} compute units)");
+    // Rates on a shared machine depend on its load: print it beside them.
+    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+        let avg: Vec<&str> = load.split_whitespace().take(3).collect();
+        println!("load average (1/5/15 min): {}", avg.join(" "));
+    }
     println!(
         "{:<6} {:<7} {:>5} {:>14} {:>16} {:>12}",
         "app", "device", "cores", "items/s", "items/s/core", "checkpoints"
