@@ -158,3 +158,17 @@ fn meta_info_matches_the_paper() {
     assert_eq!(m.affinity(UnitType::OpenCl), 2);
     assert_eq!(m.affinity(UnitType::Cpu), 1);
 }
+
+#[test]
+fn a_gpu_grant_is_refused_because_there_is_no_cuda_implementation() {
+    let w = Md5Cracker::new(job_without_answer(), config()).unwrap();
+    let gpu = hetsched_worker::Grant {
+        unit: 7,
+        kind: UnitType::Gpu,
+        cpus: Vec::new(),
+        opencl_device: None,
+    };
+    let err = run(&w, &mut Fixed::new(gpu), Md5Checkpoint::default()).unwrap_err();
+    assert!(matches!(err, Error::Input(_)), "{err}");
+    assert!(err.to_string().contains("gpu affinity is 0"), "{err}");
+}

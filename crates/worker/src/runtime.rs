@@ -4,6 +4,7 @@
 use crate::affinity::{pin_current_thread, CpuMask};
 use crate::model::{Grant, Step, Worker};
 use crate::scheduler::{Rerequest, Scheduler};
+use hetsched_core::machine::UnitType;
 use hetsched_core::{Error, Result};
 
 /// One stay on one granted unit.
@@ -64,26 +65,38 @@ fn drive<W: Worker, S: Scheduler>(
                 )));
             }
         };
-        if grant.kind == hetsched_core::machine::UnitType::Cpu && !grant.cpus.is_empty() {
-            pin_current_thread(&grant.cpus)?;
-        } else {
-            original.apply()?;
-        }
-        let mut state = implementation.init(&checkpoint, &grant)?;
-        let mut reached = 0;
-        let output = loop {
-            match state.main()? {
-                Step::Done(output) => break Some(output),
-                Step::Checkpoint => {
-                    reached += 1;
-                    match scheduler.rerequest()? {
-                        Rerequest::Keep => {}
-                        Rerequest::Yield | Rerequest::Migrate(_) => break None,
+        let stay = (|| {
+            if grant.kind == UnitType::Cpu && !grant.cpus.is_empty() {
+                pin_current_thread(&grant.cpus)?;
+            } else {
+                original.apply()?;
+            }
+            let mut state = implementation.init(&checkpoint, &grant)?;
+            let mut reached = 0;
+            let output = loop {
+                match state.main()? {
+                    Step::Done(output) => break Some(output),
+                    Step::Checkpoint => {
+                        reached += 1;
+                        match scheduler.rerequest()? {
+                            Rerequest::Keep => {}
+                            Rerequest::Yield | Rerequest::Migrate(_) => break None,
+                        }
                     }
                 }
+            };
+            Ok((state.free()?, reached, output))
+        })();
+        let (written, reached, output) = match stay {
+            Ok(stay) => stay,
+            Err(e) => {
+                // Do not keep a unit the worker can no longer use; the first error
+                // is the one to report.
+                let _ = scheduler.free();
+                return Err(e);
             }
         };
-        checkpoint = state.free()?;
+        checkpoint = written;
         scheduler.free()?;
         segments.push(Segment {
             grant,

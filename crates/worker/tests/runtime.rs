@@ -1,5 +1,5 @@
 //! The worker lifecycle against the `Fixed` scheduler, with a small summing worker
-//! whose two implementations (CPU and "co-processor", both host code) record what
+//! whose two implementations (CPU and "OpenCL", both host code) record what
 //! they did, so the tests can check pinning, migration and accounting.
 
 use hetsched_core::machine::UnitType;
@@ -20,23 +20,29 @@ struct SumCp {
 struct Summer {
     n: u64,
     per_step: u64,
+    /// `main` fails once `next` reaches this.
+    fail_at: u64,
     /// CPU masks seen at each init.
     seen_masks: RefCell<Vec<Vec<usize>>>,
 }
 
 struct Holder {
     summer: Summer,
-    coprocessor_affinity: u32,
+    opencl_affinity: u32,
 }
 
 struct State {
     n: u64,
     per_step: u64,
+    fail_at: u64,
     cp: SumCp,
 }
 
 impl UnitState<SumCp, u64> for State {
     fn main(&mut self) -> Result<Step<u64>> {
+        if self.cp.next >= self.fail_at {
+            return Err(Error::runtime("device lost"));
+        }
         let end = (self.cp.next + self.per_step).min(self.n);
         for i in self.cp.next..end {
             self.cp.sum += i;
@@ -63,6 +69,7 @@ impl Implementation<SumCp, u64> for Summer {
         Ok(Box::new(State {
             n: self.n,
             per_step: self.per_step,
+            fail_at: self.fail_at,
             cp: cp.clone(),
         }))
     }
@@ -73,40 +80,35 @@ impl Worker for Holder {
     type Output = u64;
     fn meta_info(&self) -> MetaInfo {
         MetaInfo::new(
-            &[
-                (UnitType::Cpu, 1),
-                (UnitType::CoProcessor, self.coprocessor_affinity),
-            ],
+            &[(UnitType::Cpu, 1), (UnitType::OpenCl, self.opencl_affinity)],
             0,
             24,
         )
     }
     fn implementation_for(&self, unit: UnitType) -> Option<&dyn Implementation<SumCp, u64>> {
         match unit {
-            UnitType::Cpu | UnitType::CoProcessor => Some(&self.summer),
+            UnitType::Cpu | UnitType::OpenCl => Some(&self.summer),
             _ => None,
         }
     }
 }
 
-fn worker(n: u64, per_step: u64, coprocessor_affinity: u32) -> Holder {
+fn worker(n: u64, per_step: u64, opencl_affinity: u32) -> Holder {
     Holder {
         summer: Summer {
             n,
             per_step,
+            fail_at: u64::MAX,
             seen_masks: RefCell::new(Vec::new()),
         },
-        coprocessor_affinity,
+        opencl_affinity,
     }
 }
 
-fn coprocessor(unit: u32) -> Grant {
-    Grant {
-        unit,
-        kind: UnitType::CoProcessor,
-        cpus: Vec::new(),
-        opencl_device: None,
-    }
+/// An OpenCL grant; the test worker's "OpenCL implementation" is host code, so no
+/// device is opened.
+fn opencl(unit: u32) -> Grant {
+    Grant::opencl(unit, 0)
 }
 
 #[test]
@@ -137,8 +139,8 @@ fn scripted_migration_resumes_from_the_checkpoint() {
     let before = CpuMask::current().unwrap().cpus();
     let w = worker(10_000, 100, 2);
     let mut s = Fixed::new(Grant::cpu(0, vec![before[0]]))
-        .with_unit(coprocessor(9))
-        .answer_at(3, Rerequest::Migrate(UnitType::CoProcessor));
+        .with_unit(opencl(9))
+        .answer_at(3, Rerequest::Migrate(UnitType::OpenCl));
     let r = run(&w, &mut s, SumCp::default()).unwrap();
     assert_eq!(r.output, 9_999 * 10_000 / 2);
     let kinds: Vec<_> = r
@@ -148,11 +150,11 @@ fn scripted_migration_resumes_from_the_checkpoint() {
         .collect();
     assert_eq!(
         kinds,
-        vec![(UnitType::Cpu, 3), (UnitType::CoProcessor, 100 - 3 - 1)]
+        vec![(UnitType::Cpu, 3), (UnitType::OpenCl, 100 - 3 - 1)]
     );
     // Every number added exactly once across the two units.
     assert_eq!(r.checkpoint.added, 10_000);
-    // Pinned on the CPU, unpinned (original mask) on the co-processor.
+    // Pinned on the CPU, unpinned (original mask) on the OpenCL.
     assert_eq!(*w.summer.seen_masks.borrow(), vec![vec![before[0]], before]);
 }
 
@@ -169,7 +171,7 @@ fn yield_reallocates_the_same_unit() {
 #[test]
 fn zero_affinity_unit_is_refused() {
     let w = worker(50, 10, 0);
-    let mut s = Fixed::new(coprocessor(4));
+    let mut s = Fixed::new(opencl(4));
     let err = run(&w, &mut s, SumCp::default()).unwrap_err();
     assert!(matches!(err, Error::Input(_)), "{err}");
     assert!(err.to_string().contains("affinity is 0"), "{err}");
@@ -189,4 +191,16 @@ fn meta_info_prefers_the_highest_affinity() {
     let m = MetaInfo::new(&[(UnitType::OpenCl, 2), (UnitType::Cpu, 1)], 0, 8);
     assert_eq!(m.preferred(), Some(UnitType::OpenCl));
     assert_eq!(m.affinity(UnitType::Gpu), 0);
+}
+
+#[test]
+fn a_failing_implementation_releases_its_unit() {
+    let mut w = worker(100, 10, 1);
+    w.summer.fail_at = 30;
+    let mut s = Fixed::new(Grant::cpu(0, Vec::new()));
+    let err = run(&w, &mut s, SumCp::default()).unwrap_err();
+    assert!(err.to_string().contains("device lost"), "{err}");
+    // The unit was freed: it can be allocated again.
+    use hetsched_worker::Scheduler;
+    assert!(s.alloc(&w.meta_info()).is_ok());
 }
