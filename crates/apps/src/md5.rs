@@ -155,7 +155,9 @@ pub struct Md5Cracker {
 impl Md5Cracker {
     pub fn new(job: Md5Job, config: Md5Config) -> Result<Self> {
         if config.cpu_interval == 0 || config.opencl_interval == 0 {
-            return Err(Error::input("checkpoint intervals must be at least 1"));
+            return Err(Error::input(
+                "--cpu-interval / --opencl-interval: expected at least 1",
+            ));
         }
         let job = Arc::new(job);
         Ok(Md5Cracker {

@@ -149,7 +149,9 @@ pub struct PrimeFactoriser {
 impl PrimeFactoriser {
     pub fn new(config: PrimeConfig) -> Result<Self> {
         if config.cpu_interval == 0 || config.opencl_interval == 0 {
-            return Err(Error::input("checkpoint intervals must be at least 1"));
+            return Err(Error::input(
+                "--cpu-interval / --opencl-interval: expected at least 1",
+            ));
         }
         Ok(PrimeFactoriser {
             cpu: CpuPrime {

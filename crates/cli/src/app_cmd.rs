@@ -53,13 +53,7 @@ struct Placement {
 
 impl Placement {
     fn scheduler(&self) -> Result<Fixed> {
-        let cpu = match self.cpu {
-            Some(c) => c,
-            None => *CpuMask::current()?
-                .cpus()
-                .first()
-                .ok_or_else(|| Error::runtime("the process may run on no CPU"))?,
-        };
+        let cpu = allowed_cpu(self.cpu)?;
         let cpu = Grant::cpu(0, vec![cpu]);
         let opencl = Grant::opencl(1, self.opencl_device);
         let (first, other) = match self.device {
@@ -75,6 +69,21 @@ impl Placement {
             s = s.answer_at(k, Rerequest::Migrate(other_kind));
         }
         Ok(s)
+    }
+}
+
+/// `requested` if this process may run there, else the first PU it may run on.
+fn allowed_cpu(requested: Option<usize>) -> Result<usize> {
+    let allowed = CpuMask::current()?.cpus();
+    match requested {
+        Some(c) if allowed.contains(&c) => Ok(c),
+        Some(c) => Err(Error::input(format!(
+            "--cpu: this process may not run on PU {c} (allowed: {allowed:?})"
+        ))),
+        None => allowed
+            .first()
+            .copied()
+            .ok_or_else(|| Error::runtime("the process may run on no CPU")),
     }
 }
 
@@ -218,10 +227,7 @@ pub fn bench(args: AppsBench) -> Result<()> {
         return Err(Error::input("--seconds: expected a positive number"));
     }
     let budget = Duration::from_secs_f64(args.seconds);
-    let cpu = match args.cpu {
-        Some(c) => c,
-        None => CpuMask::current()?.cpus()[0],
-    };
+    let cpu = allowed_cpu(args.cpu)?;
     let cpu_grant = Grant::cpu(0, vec![cpu]);
     let cl_grant = Grant::opencl(1, args.opencl_device);
     let devices = hetsched_apps::opencl::devices()?;

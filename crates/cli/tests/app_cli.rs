@@ -101,4 +101,23 @@ fn bad_input_exits_2_with_a_clear_message() {
         "--migrate-after",
     );
     assert_input_error(&["app", "prime", "12", "--device", "gpu"], "--device");
+    assert_input_error(&["app", "prime", "12", "--cpu", "100000"], "--cpu");
+    assert_input_error(
+        &["app", "prime", "12", "--opencl-interval", "0"],
+        "--opencl-interval",
+    );
+    assert_input_error(&["app", "prime", "18446744073709551616"], "N");
+    assert_input_error(
+        &[
+            "app",
+            "md5",
+            "--hash",
+            HELLO,
+            "--length",
+            "30",
+            "--alphabet",
+            "abcdefghij",
+        ],
+        "64 bits",
+    );
 }
