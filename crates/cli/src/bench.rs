@@ -11,12 +11,15 @@ pub enum Bench {
     Daemon(crate::daemon_bench::DaemonBench),
     /// Time loading a machine description (default: the 192-core hwloc XML).
     Topology(TopologyBench),
+    /// MD5 words/s and trial divisions/s of the example apps, CPU and OpenCL.
+    Apps(crate::app_cmd::AppsBench),
 }
 
 pub fn run(which: Bench) -> Result<()> {
     match which {
         Bench::Topology(args) => topology(args),
         Bench::Daemon(args) => crate::daemon_bench::run(args),
+        Bench::Apps(args) => crate::app_cmd::bench(args),
     }
 }
 

@@ -4,6 +4,7 @@
 //! Errors print as one line on stderr; bad input exits 2 (as clap does for usage
 //! errors), failures while doing valid work exit 1.
 
+mod app_cmd;
 mod bench;
 mod daemon_bench;
 mod daemon_cmd;
@@ -35,6 +36,11 @@ enum Command {
     Daemon(daemon_cmd::DaemonArgs),
     /// Talk to a running daemon: list units, statistics, hold a unit.
     Client(daemon_cmd::ClientArgs),
+    /// Run an example application (Beisel et al.) on the worker model.
+    App {
+        #[command(subcommand)]
+        which: app_cmd::App,
+    },
     /// Run a benchmark program and print its figures.
     Bench {
         #[command(subcommand)]
@@ -53,6 +59,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Machines => topology_cmd::machines(),
         Command::Daemon(args) => daemon_cmd::daemon(args),
         Command::Client(args) => daemon_cmd::client(args),
+        Command::App { which } => app_cmd::run_app(which),
         Command::Bench { which } => bench::run(which),
         Command::Experiment { which } => experiment::run(which),
     }

@@ -1,0 +1,321 @@
+//! `hetsched app md5|prime`: run an example application on the worker model under
+//! the standalone `Fixed` scheduler; `hetsched bench apps`: measure their rates.
+
+use clap::{Args, Subcommand, ValueEnum};
+use hetsched_apps::md5::{Md5Checkpoint, Md5Config, Md5Cracker, Md5Job};
+use hetsched_apps::prime::{PrimeCheckpoint, PrimeConfig, PrimeFactoriser};
+use hetsched_apps::rate::{measure, Rate};
+use hetsched_core::machine::UnitType;
+use hetsched_core::{Error, Result};
+use hetsched_worker::{run, CpuMask, Fixed, Grant, Rerequest, Segment};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Subcommand)]
+pub enum App {
+    /// Brute-force an MD5 hash over all words of LENGTH letters of ALPHABET.
+    Md5(Md5Args),
+    /// Factorise N by trial division.
+    Prime(PrimeArgs),
+}
+
+pub fn run_app(which: App) -> Result<()> {
+    match which {
+        App::Md5(args) => md5(args),
+        App::Prime(args) => prime(args),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Device {
+    Cpu,
+    Opencl,
+}
+
+/// Where to run and whether to force a migration.
+#[derive(Args)]
+struct Placement {
+    /// The unit to start on.
+    #[arg(long, value_enum, default_value = "cpu")]
+    device: Device,
+    /// PU (OS index) a CPU grant pins to [default: the first allowed PU].
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// OpenCL device index (over all platforms).
+    #[arg(long, default_value_t = 0)]
+    opencl_device: usize,
+    /// At checkpoint K, migrate to the other device (cpu → opencl or back) and
+    /// resume from the checkpoint.
+    #[arg(long, value_name = "K")]
+    migrate_after: Option<u64>,
+}
+
+impl Placement {
+    fn scheduler(&self) -> Result<Fixed> {
+        let cpu = allowed_cpu(self.cpu)?;
+        let cpu = Grant::cpu(0, vec![cpu]);
+        let opencl = Grant::opencl(1, self.opencl_device);
+        let (first, other) = match self.device {
+            Device::Cpu => (cpu, opencl),
+            Device::Opencl => (opencl, cpu),
+        };
+        let other_kind = other.kind;
+        let mut s = Fixed::new(first).with_unit(other);
+        if let Some(k) = self.migrate_after {
+            if k == 0 {
+                return Err(Error::input("--migrate-after: checkpoints count from 1"));
+            }
+            s = s.answer_at(k, Rerequest::Migrate(other_kind));
+        }
+        Ok(s)
+    }
+}
+
+/// `requested` if this process may run there, else the first PU it may run on.
+fn allowed_cpu(requested: Option<usize>) -> Result<usize> {
+    let allowed = CpuMask::current()?.cpus();
+    match requested {
+        Some(c) if allowed.contains(&c) => Ok(c),
+        Some(c) => Err(Error::input(format!(
+            "--cpu: this process may not run on PU {c} (allowed: {allowed:?})"
+        ))),
+        None => allowed
+            .first()
+            .copied()
+            .ok_or_else(|| Error::runtime("the process may run on no CPU")),
+    }
+}
+
+fn describe(segments: &[Segment], migrate_after: Option<u64>) -> String {
+    let mut out = String::new();
+    let reached: u64 = segments.iter().map(|s| s.checkpoints).sum();
+    if let Some(k) = migrate_after.filter(|&k| k > reached) {
+        let _ = writeln!(
+            out,
+            "note: finished after {reached} checkpoints, before --migrate-after {k}: no migration"
+        );
+    }
+    for s in segments {
+        let unit = match s.grant.kind {
+            UnitType::Cpu => format!("cpu (PUs {:?})", s.grant.cpus),
+            UnitType::OpenCl => {
+                let index = s.grant.opencl_device.unwrap_or(0);
+                let name = hetsched_apps::opencl::devices()
+                    .ok()
+                    .and_then(|d| d.get(index).map(hetsched_apps::opencl::device_name))
+                    .unwrap_or_default();
+                format!("opencl (device {index}: {name})")
+            }
+            other => other.to_string(),
+        };
+        let _ = writeln!(out, "  {:>8} checkpoints on {unit}", s.checkpoints);
+    }
+    out
+}
+
+#[derive(Args)]
+pub struct Md5Args {
+    /// The MD5 to find, 32 hex digits.
+    #[arg(long)]
+    hash: String,
+    /// Letters per word (1..=55).
+    #[arg(long)]
+    length: u32,
+    /// The letters words are made of (distinct ASCII).
+    #[arg(long, default_value = "abcdefghijklmnopqrstuvwxyz")]
+    alphabet: String,
+    /// Words between checkpoints on the CPU (paper: 500).
+    #[arg(long, default_value_t = hetsched_apps::md5::CPU_INTERVAL)]
+    cpu_interval: u64,
+    /// Words per OpenCL launch / checkpoint (paper: 10^9 on a GPU).
+    #[arg(long, default_value_t = hetsched_apps::md5::OPENCL_INTERVAL)]
+    opencl_interval: u32,
+    #[command(flatten)]
+    placement: Placement,
+}
+
+fn md5(args: Md5Args) -> Result<()> {
+    let job = Md5Job::new(&args.hash, &args.alphabet, args.length)?;
+    let worker = Md5Cracker::new(
+        job,
+        Md5Config {
+            cpu_interval: args.cpu_interval,
+            opencl_interval: args.opencl_interval,
+        },
+    )?;
+    let mut sched = args.placement.scheduler()?;
+    let words = worker.job().words;
+    let r = run(&worker, &mut sched, Md5Checkpoint::default())?;
+    match &r.output {
+        Some(found) => println!(
+            "found: {:?} (word {} of {words}; MD5 verified = {})",
+            found.word,
+            found.index,
+            worker.job().target_hex()
+        ),
+        None => println!("not found: no word of the {words} matches"),
+    }
+    println!("words hashed: {}", r.checkpoint.words_hashed);
+    print!("{}", describe(&r.segments, args.placement.migrate_after));
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct PrimeArgs {
+    /// The number to factorise (2 ..= 2^64-1).
+    n: u64,
+    /// Divisors between checkpoints on the CPU (paper: 1000).
+    #[arg(long, default_value_t = hetsched_apps::prime::CPU_INTERVAL)]
+    cpu_interval: u64,
+    /// Divisors per OpenCL launch / checkpoint.
+    #[arg(long, default_value_t = hetsched_apps::prime::OPENCL_INTERVAL)]
+    opencl_interval: u32,
+    #[command(flatten)]
+    placement: Placement,
+}
+
+fn prime(args: PrimeArgs) -> Result<()> {
+    let start = PrimeCheckpoint::start(args.n)?;
+    let worker = PrimeFactoriser::new(PrimeConfig {
+        cpu_interval: args.cpu_interval,
+        opencl_interval: args.opencl_interval,
+    })?;
+    let mut sched = args.placement.scheduler()?;
+    let r = run(&worker, &mut sched, start)?;
+    let factors: Vec<String> = r
+        .output
+        .iter()
+        .map(|&(p, k)| {
+            if k == 1 {
+                p.to_string()
+            } else {
+                format!("{p}^{k}")
+            }
+        })
+        .collect();
+    println!(
+        "{} = {} (verified: product and primality)",
+        args.n,
+        factors.join(" * ")
+    );
+    println!("divisors tested: {}", r.checkpoint.divisors_tested);
+    print!("{}", describe(&r.segments, args.placement.migrate_after));
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct AppsBench {
+    /// Seconds to measure each (application, device).
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// PU the CPU implementations are pinned to [default: the first allowed PU].
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// OpenCL device index.
+    #[arg(long, default_value_t = 0)]
+    opencl_device: usize,
+    /// Directory for rates.csv.
+    #[arg(long, default_value = "hetsched-out/bench-apps")]
+    out: PathBuf,
+}
+
+/// `hetsched bench apps`: MD5 words/s and trial divisions/s, CPU (one pinned
+/// thread) and OpenCL (whole device, and per compute unit).
+pub fn bench(args: AppsBench) -> Result<()> {
+    if !args.seconds.is_finite() || args.seconds <= 0.0 {
+        return Err(Error::input("--seconds: expected a positive number"));
+    }
+    let budget = Duration::from_secs_f64(args.seconds);
+    let cpu = allowed_cpu(args.cpu)?;
+    let cpu_grant = Grant::cpu(0, vec![cpu]);
+    let cl_grant = Grant::opencl(1, args.opencl_device);
+    let devices = hetsched_apps::opencl::devices()?;
+    let device = devices.get(args.opencl_device).ok_or_else(|| {
+        Error::input(format!(
+            "--opencl-device: {} does not exist ({} devices)",
+            args.opencl_device,
+            devices.len()
+        ))
+    })?;
+    let cl_name = hetsched_apps::opencl::device_name(device);
+    let cl_units = device
+        .max_compute_units()
+        .map_err(|e| Error::runtime(format!("OpenCL compute units: {e}")))?
+        .max(1);
+
+    // No word of this space hashes to MD5("!"), so the search never ends early.
+    let md5_job = Md5Job::new(
+        &hetsched_apps::md5::md5_hex(b"!"),
+        "abcdefghijklmnopqrstuvwxyz0123456789",
+        8,
+    )?;
+    let md5 = Md5Cracker::new(md5_job, Md5Config::default())?;
+    let words = |c: &Md5Checkpoint| c.words_hashed;
+    // 2^61 - 1 is prime: trial division runs to 1.5e9 and never ends early.
+    let prime = PrimeFactoriser::new(PrimeConfig::default())?;
+    let pstart = PrimeCheckpoint::start((1 << 61) - 1)?;
+    let divisors = |c: &PrimeCheckpoint| c.divisors_tested;
+
+    let rows: Vec<(&str, &str, u32, Rate)> = vec![
+        (
+            "md5",
+            "cpu",
+            1,
+            measure(&md5, &cpu_grant, &Md5Checkpoint::default(), budget, words)?,
+        ),
+        (
+            "md5",
+            "opencl",
+            cl_units,
+            measure(&md5, &cl_grant, &Md5Checkpoint::default(), budget, words)?,
+        ),
+        (
+            "prime",
+            "cpu",
+            1,
+            measure(&prime, &cpu_grant, &pstart, budget, divisors)?,
+        ),
+        (
+            "prime",
+            "opencl",
+            cl_units,
+            measure(&prime, &cl_grant, &pstart, budget, divisors)?,
+        ),
+    ];
+    println!("CPU: one thread pinned to PU {cpu}; OpenCL: {cl_name} ({cl_units} compute units)");
+    // Rates on a shared machine depend on its load: print it beside them.
+    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+        let avg: Vec<&str> = load.split_whitespace().take(3).collect();
+        println!("load average (1/5/15 min): {}", avg.join(" "));
+    }
+    println!(
+        "{:<6} {:<7} {:>5} {:>14} {:>16} {:>12}",
+        "app", "device", "cores", "items/s", "items/s/core", "checkpoints"
+    );
+    let mut csv = String::from("app,device,cores,items,seconds,items_per_s,items_per_s_per_core\n");
+    for (app, dev, cores, r) in &rows {
+        let per_core = r.per_second() / *cores as f64;
+        println!(
+            "{app:<6} {dev:<7} {cores:>5} {:>14.4e} {per_core:>16.4e} {:>12}",
+            r.per_second(),
+            r.checkpoints
+        );
+        let _ = writeln!(
+            csv,
+            "{app},{dev},{cores},{},{:.6},{:.1},{:.1}",
+            r.work,
+            r.seconds,
+            r.per_second(),
+            per_core
+        );
+    }
+    println!("(items: md5 = words hashed, prime = divisors tested)");
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| Error::runtime(format!("creating {}: {e}", args.out.display())))?;
+    let path = args.out.join("rates.csv");
+    std::fs::write(&path, csv)
+        .map_err(|e| Error::runtime(format!("writing {}: {e}", path.display())))?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
