@@ -6,6 +6,7 @@
 
 mod bench;
 mod experiment;
+mod simulate_cmd;
 mod topology_cmd;
 
 use clap::{Parser, Subcommand};
@@ -29,6 +30,8 @@ enum Command {
     Topology(topology_cmd::TopologyArgs),
     /// List the built-in machine presets.
     Machines,
+    /// Compare scheduling policies on a scenario in the discrete-event simulator.
+    Simulate(simulate_cmd::SimulateArgs),
     /// Run a benchmark program and print its figures.
     Bench {
         #[command(subcommand)]
@@ -45,6 +48,7 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Topology(args) => topology_cmd::topology(args),
         Command::Machines => topology_cmd::machines(),
+        Command::Simulate(args) => simulate_cmd::simulate(args),
         Command::Bench { which } => bench::run(which),
         Command::Experiment { which } => experiment::run(which),
     }
