@@ -9,11 +9,14 @@ use std::time::Instant;
 pub enum Bench {
     /// Time loading a machine description (default: the 192-core hwloc XML).
     Topology(TopologyBench),
+    /// Simulator throughput: 1,000,000 tasks on a 1,024-unit machine under cfs and fcfs.
+    Sim(SimBench),
 }
 
 pub fn run(which: Bench) -> Result<()> {
     match which {
         Bench::Topology(args) => topology(args),
+        Bench::Sim(args) => sim(args),
     }
 }
 
@@ -57,5 +60,71 @@ fn topology(args: TopologyBench) -> Result<()> {
         ms[ms.len() - 1],
         ms.len()
     );
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct SimBench {
+    /// Tasks to simulate.
+    #[arg(long, default_value_t = 1_000_000)]
+    tasks: u64,
+    /// Packages of the generated machine.
+    #[arg(long, default_value_t = 64)]
+    packages: u32,
+    /// Cores per package.
+    #[arg(long, default_value_t = 16)]
+    cores: u32,
+    /// Mean task work in reference seconds (exponential sizes).
+    #[arg(long, default_value_t = 0.01)]
+    mean_work: f64,
+    /// Offered load as a fraction of the machine's capacity (Poisson arrivals).
+    #[arg(long, default_value_t = 0.9)]
+    load: f64,
+    /// Policies to time.
+    #[arg(long = "policy", default_values_t = ["cfs".to_string(), "fcfs".to_string()])]
+    policies: Vec<String>,
+}
+
+/// Peak resident memory of this process in KiB (Linux `VmHWM`), if readable.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn sim(args: SimBench) -> Result<()> {
+    let machine = hetsched_sim::bench::machine(args.packages, args.cores)?;
+    let units = machine.units.len();
+    println!(
+        "machine: {} x {} = {units} units; {} tasks, exponential work mean {} s, load {}",
+        args.packages, args.cores, args.tasks, args.mean_work, args.load
+    );
+    for spec in &args.policies {
+        let mut policy = hetsched_policies::build(spec, 1)?;
+        let tasks = hetsched_sim::bench::tasks(args.tasks, units, args.mean_work, args.load, 1);
+        let mut counter = hetsched_core::record::EventCounter::default();
+        let start = Instant::now();
+        let summary = hetsched_sim::run(
+            &machine,
+            policy.as_mut(),
+            tasks,
+            &hetsched_sim::Config::default(),
+            &mut counter,
+        )?;
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "{spec:<6} {:>6.2} s wall, {:>11} engine events ({:>5.2} M/s), {:>11} record events ({:>5.2} M/s), simulated {:.1} s, completed {}, peak live tasks {}, peak RSS {} MiB",
+            secs,
+            summary.events,
+            summary.events as f64 / secs / 1e6,
+            counter.events,
+            counter.events as f64 / secs / 1e6,
+            summary.end_ns as f64 * 1e-9,
+            summary.completed,
+            summary.peak_live,
+            peak_rss_kib().map_or("?".into(), |k| (k / 1024).to_string()),
+        );
+    }
+    println!("goal: >= 10 M events/s on one core and <= 5 s per 1,000,000-task run");
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! hetsched's discrete-event simulator: the engine, the speed model, scenario files,
 //! reports and traces.
 
+pub mod bench;
 pub mod engine;
 pub mod report;
 pub mod scenario;
