@@ -85,6 +85,16 @@ pub struct SimBench {
     policies: Vec<String>,
 }
 
+/// CPU seconds this thread has used (user + system, from `/proc/thread-self/stat`,
+/// clock ticks of 1/100 s), if readable: on a shared machine wall time overstates.
+fn thread_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
+}
+
 /// Peak resident memory of this process in KiB (Linux `VmHWM`), if readable.
 fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -104,6 +114,7 @@ fn sim(args: SimBench) -> Result<()> {
         let tasks = hetsched_sim::bench::tasks(args.tasks, units, args.mean_work, args.load, 1);
         let mut counter = hetsched_core::record::EventCounter::default();
         let start = Instant::now();
+        let cpu0 = thread_cpu_s();
         let summary = hetsched_sim::run(
             &machine,
             policy.as_mut(),
@@ -112,13 +123,18 @@ fn sim(args: SimBench) -> Result<()> {
             &mut counter,
         )?;
         let secs = start.elapsed().as_secs_f64();
+        let cpu = match (cpu0, thread_cpu_s()) {
+            (Some(a), Some(b)) if b > a => b - a,
+            _ => secs,
+        };
         println!(
-            "{spec:<6} {:>6.2} s wall, {:>11} engine events ({:>5.2} M/s), {:>11} record events ({:>5.2} M/s), simulated {:.1} s, completed {}, peak live tasks {}, peak RSS {} MiB",
+            "{spec:<6} {:>6.2} s wall, {:>6.2} s CPU, {:>9} engine events ({:>5.2} M/s per CPU s), {:>9} record events ({:>5.2} M/s), simulated {:.1} s, completed {}, peak live tasks {}, peak RSS {} MiB",
             secs,
+            cpu,
             summary.events,
-            summary.events as f64 / secs / 1e6,
+            summary.events as f64 / cpu / 1e6,
             counter.events,
-            counter.events as f64 / secs / 1e6,
+            counter.events as f64 / cpu / 1e6,
             summary.end_ns as f64 * 1e-9,
             summary.completed,
             summary.peak_live,
