@@ -7,6 +7,7 @@ pub mod report;
 pub mod scenario;
 pub mod speed;
 pub mod trace;
+pub mod unit_set;
 
 pub use engine::{run, Config, RunSummary};
 
