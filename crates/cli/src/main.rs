@@ -7,6 +7,7 @@
 mod app_cmd;
 mod bench;
 mod experiment;
+mod simulate_cmd;
 mod topology_cmd;
 
 use clap::{Parser, Subcommand};
@@ -35,6 +36,8 @@ enum Command {
         #[command(subcommand)]
         which: app_cmd::App,
     },
+    /// Compare scheduling policies on a scenario in the discrete-event simulator.
+    Simulate(simulate_cmd::SimulateArgs),
     /// Run a benchmark program and print its figures.
     Bench {
         #[command(subcommand)]
@@ -52,6 +55,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Topology(args) => topology_cmd::topology(args),
         Command::Machines => topology_cmd::machines(),
         Command::App { which } => app_cmd::run_app(which),
+        Command::Simulate(args) => simulate_cmd::simulate(args),
         Command::Bench { which } => bench::run(which),
         Command::Experiment { which } => experiment::run(which),
     }

@@ -2,5 +2,8 @@
 
 pub mod error;
 pub mod machine;
+pub mod policy;
+pub mod record;
+pub mod task;
 
 pub use error::{Error, Result};

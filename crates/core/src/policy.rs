@@ -1,0 +1,180 @@
+//! The policy contract: what every engine (simulator or live runtime) calls, in the
+//! same situations, and what a policy answers.
+//!
+//! A policy never owns time or queues. The engine owns per-unit queues plus one central
+//! queue; a policy decides where a submitted task waits (`submit`), what an idle unit
+//! runs (`pick`), whether a running task keeps its unit at a checkpoint or CPU time-slice
+//! end (`checkpoint`), and, periodically, which tasks move (`tick`). It reads a [`View`]
+//! of the engine's state and must not assume anything else.
+//!
+//! When the engine calls what:
+//! - `submit` once per arriving task;
+//! - `pick(u)` whenever unit `u` is idle and may have work: when it becomes free, when a
+//!   task is enqueued on it, and (idle balancing) when a task is enqueued anywhere it
+//!   could run, idle units being asked in id order until that task has started;
+//! - `checkpoint` on a CPU when the policy's `time_slice` ends, on an accelerator when
+//!   the task's checkpoint interval for that unit type ends (each costs the engine's
+//!   checkpoint cost); never when the task finishes first;
+//! - `complete` once per finished task, after its unit became free and before the unit's
+//!   next `pick`;
+//! - `tick` every `tick_interval` while tasks are live, with counter samples.
+
+use crate::machine::{Machine, Unit, UnitType};
+use crate::task::{QueueId, Task, TaskEntry, TaskId};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+
+pub type UnitId = u32;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SubmitDecision {
+    /// Put the task at the tail of this queue.
+    Enqueue(QueueId),
+    /// Refuse the task (no unit can run it, admission control...).
+    Reject(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PickDecision {
+    /// Run a task from this unit's own queue or from the central queue.
+    Run(TaskId),
+    /// Run a task taken from another unit's queue.
+    Steal { from: UnitId, task: TaskId },
+    /// Stay idle until something changes.
+    Idle,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckpointDecision {
+    /// Keep running on this unit.
+    Continue,
+    /// Go back to the tail of this unit's queue (the unit then picks again).
+    Yield,
+    /// Move to the tail of another unit's queue.
+    Migrate(UnitId),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TickAction {
+    /// Move a queued task (or a task running on a CPU, which is preempted) to the tail
+    /// of `to`'s queue. Tasks running on accelerators move only at checkpoints.
+    Migrate { task: TaskId, to: UnitId },
+}
+
+/// One counter sample per unit since the previous tick.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    pub unit: UnitId,
+    /// The task running at sample time.
+    pub task: Option<TaskId>,
+    /// Nanoseconds the unit was busy since the previous sample.
+    pub busy_ns: u64,
+    /// Estimated memory-bound fraction of the running task (from counters live; the
+    /// task's model value in the simulator).
+    pub memory_bound: Option<f64>,
+}
+
+/// What runs on a unit right now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Running {
+    pub task: TaskId,
+    /// When the current segment started (transfers included).
+    pub since_ns: u64,
+}
+
+/// A read-only snapshot of an engine's state, handed to every policy call.
+pub struct View<'a> {
+    now_ns: u64,
+    machine: &'a Machine,
+    queues: &'a [VecDeque<TaskId>],
+    central: &'a VecDeque<TaskId>,
+    running: &'a [Option<Running>],
+    tasks: &'a FxHashMap<TaskId, TaskEntry>,
+}
+
+impl<'a> View<'a> {
+    pub fn new(
+        now_ns: u64,
+        machine: &'a Machine,
+        queues: &'a [VecDeque<TaskId>],
+        central: &'a VecDeque<TaskId>,
+        running: &'a [Option<Running>],
+        tasks: &'a FxHashMap<TaskId, TaskEntry>,
+    ) -> Self {
+        View {
+            now_ns,
+            machine,
+            queues,
+            central,
+            running,
+            tasks,
+        }
+    }
+    /// Current time in nanoseconds since the start of the run.
+    pub fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+    pub fn machine(&self) -> &'a Machine {
+        self.machine
+    }
+    pub fn units(&self) -> &'a [Unit] {
+        &self.machine.units
+    }
+    pub fn unit(&self, id: UnitId) -> &'a Unit {
+        &self.machine.units[id as usize]
+    }
+    /// Tasks waiting in a unit's queue, head first.
+    pub fn queue(&self, unit: UnitId) -> &'a VecDeque<TaskId> {
+        &self.queues[unit as usize]
+    }
+    /// Tasks waiting in the central queue, head first.
+    pub fn central(&self) -> &'a VecDeque<TaskId> {
+        self.central
+    }
+    pub fn running(&self, unit: UnitId) -> Option<Running> {
+        self.running[unit as usize]
+    }
+    /// Queued plus running tasks of a unit.
+    pub fn load(&self, unit: UnitId) -> usize {
+        self.queues[unit as usize].len() + self.running[unit as usize].is_some() as usize
+    }
+    /// A live task (submitted and not yet finished).
+    pub fn task(&self, id: TaskId) -> &'a Task {
+        &self.tasks[&id].task
+    }
+    pub fn entry(&self, id: TaskId) -> Option<&'a TaskEntry> {
+        self.tasks.get(&id)
+    }
+    /// Whether `task` has an implementation for `unit`'s type.
+    pub fn can_run(&self, task: TaskId, unit: UnitId) -> bool {
+        self.task(task).affinity.runs_on(self.unit(unit).kind)
+    }
+    /// Units of one type.
+    pub fn units_of(&self, kind: UnitType) -> impl Iterator<Item = &'a Unit> {
+        self.machine.units.iter().filter(move |u| u.kind == kind)
+    }
+}
+
+/// A scheduling policy. See the module documentation for when each method is called.
+pub trait Policy {
+    /// The policy's registry name with its parameters, e.g. `cfs:latency_ms=6`.
+    fn name(&self) -> &str;
+    fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision;
+    fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision;
+    /// CPU time slice for the task about to run on `unit` (`None`: run until done or
+    /// until a checkpoint). Ignored on accelerators, which stop only at checkpoints.
+    fn time_slice(&mut self, _view: &View, _unit: UnitId, _task: TaskId) -> Option<u64> {
+        None
+    }
+    fn checkpoint(&mut self, _view: &View, _task: TaskId, _unit: UnitId) -> CheckpointDecision {
+        CheckpointDecision::Continue
+    }
+    fn complete(&mut self, _view: &View, _task: TaskId, _unit: UnitId) {}
+    /// Period of `tick` in ns (`None`: never).
+    fn tick_interval(&self) -> Option<u64> {
+        None
+    }
+    fn tick(&mut self, _view: &View, _samples: &[Sample]) -> Vec<TickAction> {
+        Vec::new()
+    }
+}

@@ -1,0 +1,202 @@
+//! `cfs`: Linux's Completely Fair Scheduler as a heterogeneity-agnostic baseline.
+//!
+//! Per-unit run queues ordered by weighted virtual runtime; the running task is
+//! preempted when its slice (`latency × weight / queue weight`, at least
+//! `min_granularity`) ends and a queued task has no larger vruntime. New tasks go to the
+//! unit with the fewest tasks (ties: lowest id) and start at that queue's min_vruntime;
+//! an idle unit pulls from the unit with most tasks (new-idle balance); every
+//! `balance_ms`, queued tasks move from the units with most tasks to those with fewest
+//! until counts differ by at most one. By construction it counts tasks and never looks at
+//! unit speed. Accelerators are treated as ordinary run queues (their tasks stop only at
+//! checkpoints).
+//!
+//! Parameters: `latency_ms` (6), `min_granularity_ms` (0.75), `balance_ms` (4; 0 = off).
+
+use crate::load::LoadIndex;
+use crate::params::{ms_to_ns, Params};
+use hetsched_core::machine::UnitType;
+use hetsched_core::policy::{
+    CheckpointDecision, PickDecision, Policy, Sample, SubmitDecision, TickAction, UnitId, View,
+};
+use hetsched_core::task::{QueueId, TaskId};
+use hetsched_core::Result;
+use rustc_hash::FxHashMap;
+
+pub struct Cfs {
+    name: String,
+    latency_ns: u64,
+    min_granularity_ns: u64,
+    balance_ns: u64,
+    loads: Option<LoadIndex>,
+    vruntime: FxHashMap<TaskId, u64>,
+    min_vruntime: Vec<u64>,
+    /// Sum of weights of the tasks queued on or running on each unit.
+    weight: Vec<u64>,
+    exec_start: Vec<u64>,
+}
+
+impl Cfs {
+    pub fn from_params(spec: &str, mut p: Params) -> Result<Cfs> {
+        let latency_ns = ms_to_ns(p.f64("latency_ms", 6.0)?);
+        let min_granularity_ns = ms_to_ns(p.f64("min_granularity_ms", 0.75)?);
+        let balance_ns = ms_to_ns(p.f64("balance_ms", 4.0)?);
+        p.finish()?;
+        Ok(Cfs {
+            name: spec.to_string(),
+            latency_ns,
+            min_granularity_ns,
+            balance_ns,
+            loads: None,
+            vruntime: FxHashMap::default(),
+            min_vruntime: Vec::new(),
+            weight: Vec::new(),
+            exec_start: Vec::new(),
+        })
+    }
+
+    fn init(&mut self, view: &View) {
+        if self.loads.is_none() {
+            let n = view.units().len();
+            self.loads = Some(LoadIndex::new(view));
+            self.min_vruntime = vec![0; n];
+            self.weight = vec![0; n];
+            self.exec_start = vec![0; n];
+        }
+    }
+
+    fn weight_of(view: &View, t: TaskId) -> u64 {
+        view.task(t).weight.max(1) as u64
+    }
+
+    /// Moves a queued task's accounting from unit `from` to unit `to`.
+    fn transfer(&mut self, view: &View, t: TaskId, from: UnitId, to: UnitId) {
+        let w = Self::weight_of(view, t);
+        let loads = self.loads.as_mut().unwrap();
+        loads.add(from, -1);
+        loads.add(to, 1);
+        self.weight[from as usize] -= w;
+        self.weight[to as usize] += w;
+        let v = self.vruntime.get_mut(&t).unwrap();
+        *v = v.saturating_sub(self.min_vruntime[from as usize]) + self.min_vruntime[to as usize];
+    }
+
+    /// The queued task with the least vruntime on `unit` (ties: nearest the head).
+    fn leftmost(&self, view: &View, unit: UnitId) -> Option<(u64, TaskId)> {
+        view.queue(unit)
+            .iter()
+            .map(|t| (self.vruntime[t], *t))
+            .min_by_key(|&(v, _)| v)
+    }
+}
+
+impl Policy for Cfs {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
+        self.init(view);
+        let t = view.task(task);
+        let Some(u) = self.loads.as_ref().unwrap().least(&t.affinity) else {
+            return SubmitDecision::Reject("no unit can run it".into());
+        };
+        self.loads.as_mut().unwrap().add(u, 1);
+        self.weight[u as usize] += Self::weight_of(view, task);
+        self.vruntime.insert(task, self.min_vruntime[u as usize]);
+        SubmitDecision::Enqueue(QueueId::Unit(u))
+    }
+
+    fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
+        self.init(view);
+        self.exec_start[unit as usize] = view.now_ns();
+        if let Some((v, t)) = self.leftmost(view, unit) {
+            let m = &mut self.min_vruntime[unit as usize];
+            *m = (*m).max(v);
+            return PickDecision::Run(t);
+        }
+        // New-idle balance: pull from the unit of this type with the most tasks.
+        let kind = view.unit(unit).kind;
+        let Some((load, from)) = self.loads.as_ref().unwrap().most(kind) else {
+            return PickDecision::Idle;
+        };
+        if load < 2 || from == unit {
+            return PickDecision::Idle;
+        }
+        let Some(&t) = view.queue(from).iter().find(|&&t| view.can_run(t, unit)) else {
+            return PickDecision::Idle;
+        };
+        self.transfer(view, t, from, unit);
+        PickDecision::Steal { from, task: t }
+    }
+
+    fn time_slice(&mut self, view: &View, unit: UnitId, task: TaskId) -> Option<u64> {
+        let total = self.weight[unit as usize].max(1);
+        let slice = self.latency_ns * Self::weight_of(view, task) / total;
+        Some(slice.max(self.min_granularity_ns))
+    }
+
+    fn checkpoint(&mut self, view: &View, task: TaskId, unit: UnitId) -> CheckpointDecision {
+        let now = view.now_ns();
+        let ran = now - self.exec_start[unit as usize];
+        self.exec_start[unit as usize] = now;
+        let w = Self::weight_of(view, task);
+        let v = self.vruntime.get_mut(&task).unwrap();
+        *v += ran * 1024 / w;
+        let curr = *v;
+        match self.leftmost(view, unit) {
+            Some((left, _)) if left <= curr => {
+                let m = &mut self.min_vruntime[unit as usize];
+                *m = (*m).max(left.min(curr));
+                CheckpointDecision::Yield
+            }
+            _ => {
+                let m = &mut self.min_vruntime[unit as usize];
+                *m = (*m).max(curr);
+                CheckpointDecision::Continue
+            }
+        }
+    }
+
+    fn complete(&mut self, view: &View, task: TaskId, unit: UnitId) {
+        self.loads.as_mut().unwrap().add(unit, -1);
+        self.weight[unit as usize] -= Self::weight_of(view, task);
+        self.vruntime.remove(&task);
+    }
+
+    fn tick_interval(&self) -> Option<u64> {
+        Some(self.balance_ns).filter(|&b| b > 0)
+    }
+
+    fn tick(&mut self, view: &View, _samples: &[Sample]) -> Vec<TickAction> {
+        self.init(view);
+        let mut actions = Vec::new();
+        for kind in UnitType::ALL {
+            // Each move narrows the gap; stop when no queued task can move.
+            for _ in 0..view.units().len() {
+                let loads = self.loads.as_ref().unwrap();
+                let (Some((hi, from)), Some((lo, to))) = (loads.most(kind), loads.least_of(kind))
+                else {
+                    break;
+                };
+                if hi < lo + 2 {
+                    break;
+                }
+                let moved: Vec<TaskId> = actions
+                    .iter()
+                    .map(|TickAction::Migrate { task, .. }| *task)
+                    .collect();
+                let Some(&t) = view
+                    .queue(from)
+                    .iter()
+                    .rev()
+                    .find(|&&t| view.can_run(t, to) && !moved.contains(&t))
+                else {
+                    break;
+                };
+                self.transfer(view, t, from, to);
+                actions.push(TickAction::Migrate { task: t, to });
+            }
+        }
+        actions
+    }
+}

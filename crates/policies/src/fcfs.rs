@@ -1,0 +1,27 @@
+//! `fcfs`: first come, first served through the engine's one central queue.
+//!
+//! Every task waits in the central queue; an idle unit runs the oldest task it has an
+//! implementation for (so a GPU-only task at the head does not block CPUs). A newly
+//! arrived task goes to the lowest-id idle unit that can run it (the engine offers idle
+//! units in id order). Tasks run to completion.
+
+use hetsched_core::policy::{PickDecision, Policy, SubmitDecision, UnitId, View};
+use hetsched_core::task::{QueueId, TaskId};
+
+#[derive(Default)]
+pub struct Fcfs;
+
+impl Policy for Fcfs {
+    fn name(&self) -> &str {
+        "fcfs"
+    }
+    fn submit(&mut self, _view: &View, _task: TaskId) -> SubmitDecision {
+        SubmitDecision::Enqueue(QueueId::Central)
+    }
+    fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
+        match view.central().iter().find(|&&t| view.can_run(t, unit)) {
+            Some(&t) => PickDecision::Run(t),
+            None => PickDecision::Idle,
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! Policy specs: `name` or `name:key=value,key=value`, with typed parameters.
+
+use hetsched_core::{Error, Result};
+
+/// The parameters of one policy spec, consumed key by key.
+pub struct Params {
+    policy: String,
+    pairs: Vec<(String, String)>,
+    known: Vec<&'static str>,
+}
+
+impl Params {
+    /// Splits `name:k=v,...` into the name and its parameters.
+    pub fn parse(spec: &str) -> Result<(String, Params)> {
+        let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
+        let name = name.trim().to_string();
+        let mut pairs = Vec::new();
+        for item in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let Some((k, v)) = item.split_once('=') else {
+                return Err(Error::input(format!(
+                    "policy {name}: parameter {item:?} is not key=value"
+                )));
+            };
+            pairs.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        Ok((
+            name.clone(),
+            Params {
+                policy: name,
+                pairs,
+                known: Vec::new(),
+            },
+        ))
+    }
+
+    fn take<T: std::str::FromStr>(
+        &mut self,
+        key: &'static str,
+        default: T,
+        what: &str,
+    ) -> Result<T> {
+        self.known.push(key);
+        match self.pairs.iter().position(|(k, _)| k == key) {
+            None => Ok(default),
+            Some(i) => {
+                let (_, v) = self.pairs.remove(i);
+                v.parse().map_err(|_| {
+                    Error::input(format!(
+                        "policy {}: {key}: expected {what}, got {v:?}",
+                        self.policy
+                    ))
+                })
+            }
+        }
+    }
+
+    /// A non-negative number.
+    pub fn f64(&mut self, key: &'static str, default: f64) -> Result<f64> {
+        let v: f64 = self.take(key, default, "a number")?;
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(Error::input(format!(
+                "policy {}: {key}: expected a non-negative number, got {v}",
+                self.policy
+            )));
+        }
+        Ok(v)
+    }
+
+    pub fn u64(&mut self, key: &'static str, default: u64) -> Result<u64> {
+        self.take(key, default, "a non-negative integer")
+    }
+
+    /// Fails on parameters no one asked for.
+    pub fn finish(self) -> Result<()> {
+        match self.pairs.first() {
+            None => Ok(()),
+            Some((k, _)) => Err(Error::input(format!(
+                "policy {}: unknown parameter {k:?} (known: {})",
+                self.policy,
+                if self.known.is_empty() {
+                    "none".to_string()
+                } else {
+                    self.known.join(", ")
+                }
+            ))),
+        }
+    }
+}
+
+/// Milliseconds (as a float parameter) to integer nanoseconds.
+pub fn ms_to_ns(ms: f64) -> u64 {
+    (ms * 1e6).round() as u64
+}

@@ -1,0 +1,59 @@
+//! `ws`: work stealing. A task is pushed on the queue of the unit with the fewest tasks
+//! (the simulator has no submitting unit; ties: lowest id); a unit runs its own queue
+//! oldest first, and an idle unit with an empty queue steals the newest task it can run
+//! from the longest queue (ties: lowest id). Tasks run to completion.
+
+use hetsched_core::policy::{PickDecision, Policy, SubmitDecision, UnitId, View};
+use hetsched_core::task::{QueueId, TaskId};
+
+use crate::load::LoadIndex;
+
+#[derive(Default)]
+pub struct WorkStealing {
+    loads: Option<LoadIndex>,
+}
+
+impl Policy for WorkStealing {
+    fn name(&self) -> &str {
+        "ws"
+    }
+    fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
+        let loads = self.loads.get_or_insert_with(|| LoadIndex::new(view));
+        match loads.least(&view.task(task).affinity) {
+            Some(u) => {
+                loads.add(u, 1);
+                SubmitDecision::Enqueue(QueueId::Unit(u))
+            }
+            None => SubmitDecision::Reject("no unit can run it".into()),
+        }
+    }
+    fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
+        if let Some(&t) = view.queue(unit).front() {
+            return PickDecision::Run(t);
+        }
+        let mut best: Option<(usize, UnitId, TaskId)> = None;
+        for v in view.units() {
+            let q = view.queue(v.id);
+            if v.id == unit || q.len() <= best.map_or(0, |b| b.0) {
+                continue;
+            }
+            if let Some(&t) = q.iter().rev().find(|&&t| view.can_run(t, unit)) {
+                best = Some((q.len(), v.id, t));
+            }
+        }
+        match best {
+            Some((_, from, task)) => {
+                let loads = self.loads.get_or_insert_with(|| LoadIndex::new(view));
+                loads.add(from, -1);
+                loads.add(unit, 1);
+                PickDecision::Steal { from, task }
+            }
+            None => PickDecision::Idle,
+        }
+    }
+    fn complete(&mut self, view: &View, _task: TaskId, unit: UnitId) {
+        self.loads
+            .get_or_insert_with(|| LoadIndex::new(view))
+            .add(unit, -1);
+    }
+}

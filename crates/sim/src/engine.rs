@@ -1,0 +1,562 @@
+//! The discrete-event engine: integer-nanosecond time, a binary heap of events ordered by
+//! (time, class, sequence number) so that runs are deterministic, and the policy
+//! contract of `hetsched_core::policy` called in the situations it documents.
+//!
+//! At equal times, run ends are handled before arrivals, and arrivals before ticks.
+//! Arrivals are pulled lazily from an iterator and finished tasks are dropped, so memory
+//! grows with live tasks, not with the length of the run (unless the recorder keeps
+//! events).
+//!
+//! A task no unit of the machine can run is rejected by the engine before the policy
+//! sees it. A policy that breaks the contract (runs a task that is not queued where it
+//! says, places a task on a unit without an implementation for it, moves a task running
+//! on an accelerator between checkpoints) gets `Error::Runtime`.
+
+use crate::speed::SpeedModel;
+use crate::unit_set::UnitSet;
+use hetsched_core::machine::{Machine, UnitType};
+use hetsched_core::policy::{
+    CheckpointDecision, PickDecision, Policy, Running, Sample, SubmitDecision, TickAction, UnitId,
+    View,
+};
+use hetsched_core::record::{Event, EventKind, Recorder};
+use hetsched_core::task::{Placement, QueueId, Task, TaskEntry, TaskId};
+use hetsched_core::{Error, Result};
+use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Engine settings that are not the policy's business.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Config {
+    /// Time an accelerator checkpoint costs (state save), charged at each checkpoint.
+    pub checkpoint_cost_ns: u64,
+    /// Stop at this time even if tasks are left.
+    pub max_time_ns: Option<u64>,
+}
+
+/// What a run did, beyond its record.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunSummary {
+    /// Engine events handled (arrivals, run ends, ticks).
+    pub events: u64,
+    pub end_ns: u64,
+    pub submitted: u64,
+    pub completed: u64,
+    pub rejected: u64,
+    /// Tasks not finished at the end (time limit, or a policy left them queued).
+    pub unfinished: u64,
+    /// Largest number of live tasks at once.
+    pub peak_live: usize,
+    /// Reference nanoseconds of work credited over all segments / of the tasks completed
+    /// (equal when every task completed: work is conserved).
+    pub work_done_ns: u64,
+    pub work_completed_ns: u64,
+}
+
+/// A heap entry: (time, class, sequence number, unit, segment epoch), smallest first.
+type Scheduled = Reverse<(u64, u8, u64, u32, u64)>;
+
+const RUN_END: u8 = 0;
+const ARRIVAL: u8 = 1;
+const TICK: u8 = 2;
+
+/// The current segment of a busy unit.
+#[derive(Clone, Copy, Debug, Default)]
+struct Segment {
+    epoch: u64,
+    compute_from_ns: u64,
+    compute_ns: u64,
+    /// Unit nanoseconds per reference nanosecond of work.
+    factor: f64,
+    finishes: bool,
+}
+
+struct Sim<'a, R: Recorder + ?Sized> {
+    machine: &'a Machine,
+    speed: SpeedModel,
+    config: &'a Config,
+    rec: &'a mut R,
+    now: u64,
+    seq: u64,
+    heap: BinaryHeap<Scheduled>,
+    queues: Vec<VecDeque<TaskId>>,
+    central: VecDeque<TaskId>,
+    running: Vec<Option<Running>>,
+    segs: Vec<Segment>,
+    tasks: FxHashMap<TaskId, TaskEntry>,
+    idle: UnitSet,
+    busy_ns: Vec<u64>,
+    busy_from: Vec<u64>,
+    last_tick: u64,
+    summary: RunSummary,
+}
+
+/// Runs `policy` on `machine` over `arrivals` (non-decreasing arrival times), recording
+/// every event into `rec`.
+pub fn run<P, R, I>(
+    machine: &Machine,
+    policy: &mut P,
+    arrivals: I,
+    config: &Config,
+    rec: &mut R,
+) -> Result<RunSummary>
+where
+    P: Policy + ?Sized,
+    R: Recorder + ?Sized,
+    I: IntoIterator<Item = Task>,
+{
+    let n = machine.units.len();
+    let mut sim = Sim {
+        machine,
+        speed: SpeedModel::new(machine),
+        config,
+        rec,
+        now: 0,
+        seq: 0,
+        heap: BinaryHeap::new(),
+        queues: vec![VecDeque::new(); n],
+        central: VecDeque::new(),
+        running: vec![None; n],
+        segs: vec![Segment::default(); n],
+        tasks: FxHashMap::default(),
+        idle: UnitSet::full(n),
+        busy_ns: vec![0; n],
+        busy_from: vec![0; n],
+        last_tick: 0,
+        summary: RunSummary::default(),
+    };
+    let mut arrivals = arrivals.into_iter();
+    let mut pending = arrivals.next();
+    if let Some(t) = &pending {
+        sim.push(t.arrival_ns, ARRIVAL, 0, 0);
+    }
+    let tick = policy.tick_interval().filter(|&t| t > 0);
+    if let Some(t) = tick {
+        sim.push(t, TICK, 0, 0);
+    }
+    while let Some(Reverse((t, class, _, unit, epoch))) = sim.heap.pop() {
+        if config.max_time_ns.is_some_and(|m| t > m) {
+            break;
+        }
+        if t < sim.now {
+            return Err(Error::runtime(format!(
+                "engine: event at {t} ns before now {} ns",
+                sim.now
+            )));
+        }
+        sim.now = t;
+        sim.summary.events += 1;
+        match class {
+            RUN_END => sim.run_end(policy, unit, epoch)?,
+            ARRIVAL => {
+                let task = pending.take().expect("an arrival event has a pending task");
+                pending = arrivals.next();
+                if let Some(next) = &pending {
+                    if next.arrival_ns < task.arrival_ns {
+                        return Err(Error::input(format!(
+                            "task {} arrives at {} ns, before task {} at {} ns: arrivals must be in time order",
+                            next.id, next.arrival_ns, task.id, task.arrival_ns
+                        )));
+                    }
+                    sim.push(next.arrival_ns, ARRIVAL, 0, 0);
+                }
+                sim.arrive(policy, task)?;
+            }
+            _ => {
+                sim.tick(policy)?;
+                if let Some(i) = tick {
+                    if !sim.tasks.is_empty() || pending.is_some() {
+                        sim.push(t + i, TICK, 0, 0);
+                    }
+                }
+            }
+        }
+    }
+    sim.summary.end_ns = sim.now;
+    sim.summary.unfinished =
+        sim.tasks.len() as u64 + pending.is_some() as u64 + arrivals.count() as u64;
+    let s = &sim.summary;
+    if sim.tasks.is_empty() && s.work_done_ns != s.work_completed_ns {
+        return Err(Error::runtime(format!(
+            "engine invariant: work done {} ns != work of completed tasks {} ns",
+            s.work_done_ns, s.work_completed_ns
+        )));
+    }
+    Ok(sim.summary)
+}
+
+impl<R: Recorder + ?Sized> Sim<'_, R> {
+    fn push(&mut self, t: u64, class: u8, unit: u32, epoch: u64) {
+        self.seq += 1;
+        self.heap.push(Reverse((t, class, self.seq, unit, epoch)));
+    }
+
+    fn view(&self) -> View<'_> {
+        View::new(
+            self.now,
+            self.machine,
+            &self.queues,
+            &self.central,
+            &self.running,
+            &self.tasks,
+        )
+    }
+
+    fn emit(&mut self, task: TaskId, kind: EventKind) {
+        self.rec.record(Event {
+            t_ns: self.now,
+            task,
+            kind,
+        });
+    }
+
+    fn unit_kind(&self, unit: UnitId) -> UnitType {
+        self.machine.units[unit as usize].kind
+    }
+
+    fn check_unit(&self, who: &str, task: TaskId, unit: UnitId) -> Result<()> {
+        let ok = (unit as usize) < self.machine.units.len()
+            && self.tasks[&task]
+                .task
+                .affinity
+                .runs_on(self.unit_kind(unit));
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::runtime(format!(
+                "policy contract: {who} placed task {task} on unit {unit}, which does not exist or has no implementation for it"
+            )))
+        }
+    }
+
+    fn arrive<P: Policy + ?Sized>(&mut self, policy: &mut P, task: Task) -> Result<()> {
+        let id = task.id;
+        if self.tasks.contains_key(&id) {
+            return Err(Error::input(format!("task id {id} is used twice")));
+        }
+        self.summary.submitted += 1;
+        let ideal = self.speed.ideal_ns(&task);
+        self.emit(
+            id,
+            EventKind::Submit {
+                ideal_ns: ideal.unwrap_or(0),
+                kind: task.kind.clone(),
+            },
+        );
+        if ideal.is_none() {
+            self.summary.rejected += 1;
+            self.emit(
+                id,
+                EventKind::Reject {
+                    reason: "no unit of this machine can run it".into(),
+                },
+            );
+            return Ok(());
+        }
+        let remaining_ns = task.work_ns();
+        self.tasks.insert(
+            id,
+            TaskEntry {
+                task,
+                placement: Placement::Queued(QueueId::Central),
+                remaining_ns,
+                runs: 0,
+                run_ns: 0,
+            },
+        );
+        self.summary.peak_live = self.summary.peak_live.max(self.tasks.len());
+        match policy.submit(&self.view(), id) {
+            SubmitDecision::Enqueue(q) => {
+                if let QueueId::Unit(u) = q {
+                    self.check_unit("submit", id, u)?;
+                }
+                self.enqueue(id, q);
+                self.wake(policy, q, id)
+            }
+            SubmitDecision::Reject(reason) => {
+                self.tasks.remove(&id);
+                self.summary.rejected += 1;
+                self.emit(id, EventKind::Reject { reason });
+                Ok(())
+            }
+        }
+    }
+
+    fn enqueue(&mut self, task: TaskId, q: QueueId) {
+        match q {
+            QueueId::Unit(u) => self.queues[u as usize].push_back(task),
+            QueueId::Central => self.central.push_back(task),
+        }
+        self.tasks.get_mut(&task).unwrap().placement = Placement::Queued(q);
+        self.emit(task, EventKind::Enqueue { queue: q });
+    }
+
+    fn is_queued(&self, task: TaskId) -> bool {
+        self.tasks
+            .get(&task)
+            .is_some_and(|e| matches!(e.placement, Placement::Queued(_)))
+    }
+
+    /// After `task` was queued on `q`: let `q`'s unit pick if idle, then offer the other
+    /// idle units that could run it, in id order, until it has started.
+    fn wake<P: Policy + ?Sized>(&mut self, policy: &mut P, q: QueueId, task: TaskId) -> Result<()> {
+        if let QueueId::Unit(u) = q {
+            if self.idle.contains(u) {
+                self.pick(policy, u)?;
+            }
+        }
+        let mut after = 0;
+        while self.is_queued(task) {
+            let Some(u) = self.idle.first_from(after) else {
+                break;
+            };
+            after = u + 1;
+            if self.tasks[&task].task.affinity.runs_on(self.unit_kind(u)) {
+                self.pick(policy, u)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn take_from(&mut self, q: QueueId, task: TaskId) -> bool {
+        let queue = match q {
+            QueueId::Unit(u) => &mut self.queues[u as usize],
+            QueueId::Central => &mut self.central,
+        };
+        match queue.iter().position(|&t| t == task) {
+            Some(i) => {
+                queue.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Asks idle unit `u` what to run.
+    fn pick<P: Policy + ?Sized>(&mut self, policy: &mut P, u: UnitId) -> Result<()> {
+        let decision = policy.pick(&self.view(), u);
+        let (task, from) = match decision {
+            PickDecision::Idle => {
+                self.idle.insert(u);
+                return Ok(());
+            }
+            PickDecision::Run(t) => {
+                if self.take_from(QueueId::Unit(u), t) {
+                    (t, QueueId::Unit(u))
+                } else if self.take_from(QueueId::Central, t) {
+                    (t, QueueId::Central)
+                } else {
+                    return Err(Error::runtime(format!(
+                        "policy contract: pick on unit {u} ran task {t}, which is neither in its queue nor in the central queue"
+                    )));
+                }
+            }
+            PickDecision::Steal { from, task } => {
+                if from == u
+                    || (from as usize) >= self.queues.len()
+                    || !self.take_from(QueueId::Unit(from), task)
+                {
+                    return Err(Error::runtime(format!(
+                        "policy contract: unit {u} stole task {task} from unit {from}, where it is not queued"
+                    )));
+                }
+                (task, QueueId::Unit(from))
+            }
+        };
+        self.check_unit("pick", task, u)?;
+        self.start(policy, u, task, from)
+    }
+
+    fn start<P: Policy + ?Sized>(
+        &mut self,
+        policy: &mut P,
+        u: UnitId,
+        task: TaskId,
+        from: QueueId,
+    ) -> Result<()> {
+        self.idle.remove(u);
+        self.emit(task, EventKind::Start { unit: u, from });
+        let e = self.tasks.get_mut(&task).unwrap();
+        e.placement = Placement::Running(u);
+        e.runs += 1;
+        self.running[u as usize] = Some(Running {
+            task,
+            since_ns: self.now,
+        });
+        self.busy_from[u as usize] = self.now;
+        let copy_in = self.speed.copy_in_ns(&self.tasks[&task].task, u);
+        self.segment(policy, u, task, self.now + copy_in)
+    }
+
+    /// Schedules the next segment of `task` on `u`, computing from `from_ns`.
+    fn segment<P: Policy + ?Sized>(
+        &mut self,
+        policy: &mut P,
+        u: UnitId,
+        task: TaskId,
+        from_ns: u64,
+    ) -> Result<()> {
+        let kind = self.unit_kind(u);
+        let entry = &self.tasks[&task];
+        let factor = self.speed.ns_per_work_s(&entry.task, u) * 1e-9;
+        let need = SpeedModel::compute_ns(entry.remaining_ns, factor);
+        let slice = if kind == UnitType::Cpu {
+            policy.time_slice(&self.view(), u, task)
+        } else {
+            Some(entry.task.checkpoint_ns.get(kind)).filter(|&c| c > 0)
+        }
+        .map(|s| s.max(1));
+        let (compute, finishes) = match slice {
+            Some(s) if s < need => (s, false),
+            _ => (need, true),
+        };
+        let tail = if finishes {
+            self.speed.copy_out_ns(&entry.task, u)
+        } else if kind != UnitType::Cpu {
+            self.config.checkpoint_cost_ns
+        } else {
+            0
+        };
+        let seg = &mut self.segs[u as usize];
+        seg.epoch += 1;
+        seg.compute_from_ns = from_ns;
+        seg.compute_ns = compute;
+        seg.factor = factor;
+        seg.finishes = finishes;
+        let epoch = seg.epoch;
+        self.push(from_ns + compute + tail, RUN_END, u, epoch);
+        Ok(())
+    }
+
+    /// Credits `compute_ns` of unit time on the current segment of `u` to its task (all
+    /// of the rest when the segment finishes it).
+    fn credit(&mut self, u: UnitId, task: TaskId, compute_ns: u64) {
+        let seg = self.segs[u as usize];
+        let e = self.tasks.get_mut(&task).unwrap();
+        let done = if seg.finishes && compute_ns == seg.compute_ns {
+            e.remaining_ns
+        } else {
+            ((compute_ns as f64 / seg.factor).round() as u64).min(e.remaining_ns)
+        };
+        e.remaining_ns -= done;
+        self.summary.work_done_ns += done;
+    }
+
+    /// Frees unit `u` (its task leaves it).
+    fn vacate(&mut self, u: UnitId, task: TaskId) {
+        let since = self.running[u as usize]
+            .take()
+            .map_or(self.now, |r| r.since_ns);
+        self.busy_ns[u as usize] += self.now - self.busy_from[u as usize].max(self.last_tick);
+        self.segs[u as usize].epoch += 1;
+        let e = self.tasks.get_mut(&task).unwrap();
+        e.run_ns += self.now - since;
+    }
+
+    fn run_end<P: Policy + ?Sized>(&mut self, policy: &mut P, u: UnitId, epoch: u64) -> Result<()> {
+        let seg = self.segs[u as usize];
+        if seg.epoch != epoch {
+            return Ok(()); // the segment was cut short (tick migration)
+        }
+        let Some(Running { task, .. }) = self.running[u as usize] else {
+            return Err(Error::runtime(format!("engine: run end on idle unit {u}")));
+        };
+        self.credit(u, task, seg.compute_ns);
+        if seg.finishes {
+            self.vacate(u, task);
+            self.summary.completed += 1;
+            self.summary.work_completed_ns += self.tasks[&task].task.work_ns();
+            self.emit(task, EventKind::Complete { unit: u });
+            // `complete` still sees the task; then it is gone.
+            policy.complete(&self.view(), task, u);
+            self.tasks.remove(&task);
+            return self.pick(policy, u);
+        }
+        match policy.checkpoint(&self.view(), task, u) {
+            CheckpointDecision::Continue => self.segment(policy, u, task, self.now),
+            CheckpointDecision::Yield => {
+                self.vacate(u, task);
+                self.emit(task, EventKind::Stop { unit: u });
+                self.enqueue(task, QueueId::Unit(u));
+                self.pick(policy, u)?;
+                self.wake(policy, QueueId::Unit(u), task)
+            }
+            CheckpointDecision::Migrate(to) => {
+                self.check_unit("checkpoint", task, to)?;
+                self.vacate(u, task);
+                self.emit(task, EventKind::Stop { unit: u });
+                self.migrate(task, Placement::Running(u), to);
+                self.pick(policy, u)?;
+                self.wake(policy, QueueId::Unit(to), task)
+            }
+        }
+    }
+
+    fn migrate(&mut self, task: TaskId, from: Placement, to: UnitId) {
+        self.emit(task, EventKind::Migrate { from, to });
+        self.queues[to as usize].push_back(task);
+        self.tasks.get_mut(&task).unwrap().placement = Placement::Queued(QueueId::Unit(to));
+    }
+
+    fn tick<P: Policy + ?Sized>(&mut self, policy: &mut P) -> Result<()> {
+        let samples: Vec<Sample> = (0..self.machine.units.len() as u32)
+            .map(|u| {
+                let running = self.running[u as usize];
+                let partial = running.map_or(0, |_| {
+                    self.now - self.busy_from[u as usize].max(self.last_tick)
+                });
+                Sample {
+                    unit: u,
+                    task: running.map(|r| r.task),
+                    busy_ns: self.busy_ns[u as usize] + partial,
+                    memory_bound: running.map(|r| self.tasks[&r.task].task.memory_bound),
+                }
+            })
+            .collect();
+        self.busy_ns.iter_mut().for_each(|b| *b = 0);
+        self.last_tick = self.now;
+        let actions = policy.tick(&self.view(), &samples);
+        for TickAction::Migrate { task, to } in actions {
+            let Some(entry) = self.tasks.get(&task) else {
+                return Err(Error::runtime(format!(
+                    "policy contract: tick migrates task {task}, which is not live"
+                )));
+            };
+            let placement = entry.placement;
+            self.check_unit("tick", task, to)?;
+            match placement {
+                Placement::Queued(q) => {
+                    if q == QueueId::Unit(to) {
+                        continue;
+                    }
+                    self.take_from(q, task);
+                    self.migrate(task, placement, to);
+                    self.wake(policy, QueueId::Unit(to), task)?;
+                }
+                Placement::Running(u) => {
+                    if u == to {
+                        continue;
+                    }
+                    if self.unit_kind(u) != UnitType::Cpu {
+                        return Err(Error::runtime(format!(
+                            "policy contract: tick migrates task {task} running on accelerator unit {u}; accelerators stop only at checkpoints"
+                        )));
+                    }
+                    let seg = self.segs[u as usize];
+                    let done = self
+                        .now
+                        .saturating_sub(seg.compute_from_ns)
+                        .min(seg.compute_ns);
+                    self.credit(u, task, done);
+                    self.vacate(u, task);
+                    self.emit(task, EventKind::Stop { unit: u });
+                    self.migrate(task, placement, to);
+                    self.pick(policy, u)?;
+                    self.wake(policy, QueueId::Unit(to), task)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,173 @@
+//! The speed model: how long a task's work takes on a unit.
+//!
+//! - CPU unit of capacity `c`, task memory-bound fraction `m`, NUMA distance `d` between
+//!   the unit's node and the task's home (10 = local):
+//!   `duration = work × (1 − m) × 1024 / c + work × m × d / 10`.
+//!   The core-bound part scales with capacity, the memory-bound part does not, and remote
+//!   memory slows it by the distance ratio. Memory-bandwidth sharing between concurrent
+//!   tasks is not modelled yet.
+//! - Accelerator unit of capacity `c` (its `relative_speed × 1024`): the task runs at
+//!   `rate = speed[type]` when the task gives an explicit speed, else
+//!   `rate = affinity[type] / affinity[cpu] × c / 1024` (with `affinity[cpu] = 0`,
+//!   i.e. no CPU implementation, the affinity itself is the speed-up), and
+//!   `duration = work / rate`. Every run segment on an accelerator copies `bytes_in`
+//!   first and the last one copies `bytes_out` back: `bytes / link bandwidth + latency`
+//!   (no copy cost when the machine does not give the link).
+
+use hetsched_core::machine::{Machine, UnitType, CAPACITY_SCALE};
+use hetsched_core::task::Task;
+
+/// What the speed model needs of a unit, precomputed.
+#[derive(Clone, Debug)]
+pub struct UnitSpeed {
+    pub kind: UnitType,
+    pub capacity: f64,
+    pub numa_node: Option<u32>,
+    pub link_bytes_per_s: Option<f64>,
+    pub link_latency_ns: f64,
+}
+
+#[derive(Clone, Debug)]
+pub struct SpeedModel {
+    pub units: Vec<UnitSpeed>,
+    /// `numa[from][to]`: distance ratio (distance / 10) by NUMA node OS index.
+    numa: Vec<Vec<f64>>,
+    /// One unit per distinct (type, capacity, NUMA node, link): where `ideal_ns` looks
+    /// for tasks with a NUMA home; `flat_classes` ignores the node (tasks without one).
+    classes: Vec<u32>,
+    flat_classes: Vec<u32>,
+}
+
+impl SpeedModel {
+    pub fn new(machine: &Machine) -> SpeedModel {
+        let units: Vec<UnitSpeed> = machine
+            .units
+            .iter()
+            .map(|u| {
+                let acc = u
+                    .accelerator
+                    .and_then(|i| machine.accelerators.get(i as usize));
+                UnitSpeed {
+                    kind: u.kind,
+                    capacity: u.capacity.max(1) as f64,
+                    numa_node: u.numa_node,
+                    link_bytes_per_s: acc.and_then(|a| a.link_bandwidth_bytes_per_s),
+                    link_latency_ns: acc.and_then(|a| a.link_latency_s).unwrap_or(0.0) * 1e9,
+                }
+            })
+            .collect();
+        let mut numa = Vec::new();
+        if let Some(d) = &machine.distances {
+            let n = d.nodes.iter().copied().max().map_or(0, |m| m as usize + 1);
+            numa = vec![vec![1.0; n]; n];
+            for (i, &a) in d.nodes.iter().enumerate() {
+                for (j, &b) in d.nodes.iter().enumerate() {
+                    numa[a as usize][b as usize] = d.matrix[i][j] as f64 / 10.0;
+                }
+            }
+        }
+        let class_of = |with_node: bool| {
+            let mut classes: Vec<u32> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for (i, u) in units.iter().enumerate() {
+                let link = u.link_bytes_per_s.map(f64::to_bits);
+                let node = u.numa_node.filter(|_| with_node);
+                if seen.insert((
+                    u.kind,
+                    u.capacity.to_bits(),
+                    node,
+                    link,
+                    u.link_latency_ns.to_bits(),
+                )) {
+                    classes.push(i as u32);
+                }
+            }
+            classes
+        };
+        let (classes, flat_classes) = (class_of(true), class_of(false));
+        SpeedModel {
+            units,
+            numa,
+            classes,
+            flat_classes,
+        }
+    }
+
+    /// Nanoseconds of `unit` time per reference second of the task's work (infinite when
+    /// the task has no implementation for the unit's type).
+    pub fn ns_per_work_s(&self, task: &Task, unit: u32) -> f64 {
+        let u = &self.units[unit as usize];
+        if !task.affinity.runs_on(u.kind) {
+            return f64::INFINITY;
+        }
+        let scale = CAPACITY_SCALE as f64;
+        if u.kind == UnitType::Cpu {
+            let m = task.memory_bound;
+            let numa = match (u.numa_node, task.numa_home) {
+                (Some(from), Some(to)) => self
+                    .numa
+                    .get(from as usize)
+                    .and_then(|row| row.get(to as usize))
+                    .copied()
+                    .unwrap_or(1.0),
+                _ => 1.0,
+            };
+            1e9 * ((1.0 - m) * scale / u.capacity + m * numa)
+        } else {
+            let explicit = task.speed.get(u.kind);
+            let rate = if explicit > 0.0 {
+                explicit
+            } else {
+                let cpu = task.affinity.get(UnitType::Cpu);
+                let base = if cpu > 0.0 { cpu } else { 1.0 };
+                task.affinity.get(u.kind) / base * u.capacity / scale
+            };
+            1e9 / rate
+        }
+    }
+
+    fn copy_ns(&self, bytes: u64, unit: u32) -> u64 {
+        let u = &self.units[unit as usize];
+        match u.link_bytes_per_s {
+            Some(bw) if u.kind != UnitType::Cpu && bw > 0.0 => {
+                (bytes as f64 / bw * 1e9 + u.link_latency_ns).ceil() as u64
+            }
+            _ => 0,
+        }
+    }
+
+    /// Copy time before a run segment on `unit`.
+    pub fn copy_in_ns(&self, task: &Task, unit: u32) -> u64 {
+        self.copy_ns(task.bytes_in, unit)
+    }
+
+    /// Copy time after the last segment on `unit`.
+    pub fn copy_out_ns(&self, task: &Task, unit: u32) -> u64 {
+        self.copy_ns(task.bytes_out, unit)
+    }
+
+    /// Unit nanoseconds for `work_ns` reference nanoseconds at `factor` unit ns per
+    /// reference ns.
+    pub fn compute_ns(work_ns: u64, factor: f64) -> u64 {
+        (work_ns as f64 * factor).ceil().max(0.0) as u64
+    }
+
+    /// The task's time alone on the best unit for it (copies included).
+    pub fn ideal_ns(&self, task: &Task) -> Option<u64> {
+        let classes = if task.numa_home.is_some() {
+            &self.classes
+        } else {
+            &self.flat_classes
+        };
+        classes
+            .iter()
+            .copied()
+            .filter(|&u| task.affinity.runs_on(self.units[u as usize].kind))
+            .map(|u| {
+                self.copy_in_ns(task, u)
+                    + Self::compute_ns(task.work_ns(), self.ns_per_work_s(task, u) * 1e-9)
+                    + self.copy_out_ns(task, u)
+            })
+            .min()
+    }
+}
