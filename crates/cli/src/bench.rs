@@ -13,6 +13,8 @@ pub enum Bench {
     Topology(TopologyBench),
     /// MD5 words/s and trial divisions/s of the example apps, CPU and OpenCL.
     Apps(crate::app_cmd::AppsBench),
+    /// Simulator throughput: 1,000,000 tasks on a 1,024-unit machine under cfs and fcfs.
+    Sim(SimBench),
 }
 
 pub fn run(which: Bench) -> Result<()> {
@@ -20,6 +22,7 @@ pub fn run(which: Bench) -> Result<()> {
         Bench::Topology(args) => topology(args),
         Bench::Daemon(args) => crate::daemon_bench::run(args),
         Bench::Apps(args) => crate::app_cmd::bench(args),
+        Bench::Sim(args) => sim(args),
     }
 }
 
@@ -63,5 +66,87 @@ fn topology(args: TopologyBench) -> Result<()> {
         ms[ms.len() - 1],
         ms.len()
     );
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct SimBench {
+    /// Tasks to simulate.
+    #[arg(long, default_value_t = 1_000_000)]
+    tasks: u64,
+    /// Packages of the generated machine.
+    #[arg(long, default_value_t = 64)]
+    packages: u32,
+    /// Cores per package.
+    #[arg(long, default_value_t = 16)]
+    cores: u32,
+    /// Mean task work in reference seconds (exponential sizes).
+    #[arg(long, default_value_t = 0.01)]
+    mean_work: f64,
+    /// Offered load as a fraction of the machine's capacity (Poisson arrivals).
+    #[arg(long, default_value_t = 0.9)]
+    load: f64,
+    /// Policies to time.
+    #[arg(long = "policy", default_values_t = ["cfs".to_string(), "fcfs".to_string()])]
+    policies: Vec<String>,
+}
+
+/// CPU seconds this thread has used (user + system, from `/proc/thread-self/stat`,
+/// clock ticks of 1/100 s), if readable: on a shared machine wall time overstates.
+fn thread_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
+}
+
+/// Peak resident memory of this process in KiB (Linux `VmHWM`), if readable.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn sim(args: SimBench) -> Result<()> {
+    let machine = hetsched_sim::bench::machine(args.packages, args.cores)?;
+    let units = machine.units.len();
+    println!(
+        "machine: {} x {} = {units} units; {} tasks, exponential work mean {} s, load {}",
+        args.packages, args.cores, args.tasks, args.mean_work, args.load
+    );
+    for spec in &args.policies {
+        let mut policy = hetsched_policies::build(spec, 1)?;
+        let tasks = hetsched_sim::bench::tasks(args.tasks, units, args.mean_work, args.load, 1);
+        let mut counter = hetsched_core::record::EventCounter::default();
+        let start = Instant::now();
+        let cpu0 = thread_cpu_s();
+        let summary = hetsched_sim::run(
+            &machine,
+            policy.as_mut(),
+            tasks,
+            &hetsched_sim::Config::default(),
+            &mut counter,
+        )?;
+        let secs = start.elapsed().as_secs_f64();
+        let cpu = match (cpu0, thread_cpu_s()) {
+            (Some(a), Some(b)) if b > a => b - a,
+            _ => secs,
+        };
+        println!(
+            "{spec:<6} {:>6.2} s wall, {:>6.2} s CPU, {:>9} engine events ({:>5.2} M/s per CPU s), {:>9} record events ({:>5.2} M/s), simulated {:.1} s, completed {}, peak live tasks {}, peak RSS {} MiB",
+            secs,
+            cpu,
+            summary.events,
+            summary.events as f64 / cpu / 1e6,
+            counter.events,
+            counter.events as f64 / cpu / 1e6,
+            summary.end_ns as f64 * 1e-9,
+            summary.completed,
+            summary.peak_live,
+            peak_rss_kib().map_or("?".into(), |k| (k / 1024).to_string()),
+        );
+    }
+    println!("goal: >= 10 M events/s on one core and <= 5 s per 1,000,000-task run");
     Ok(())
 }

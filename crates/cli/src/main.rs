@@ -9,6 +9,7 @@ mod bench;
 mod daemon_bench;
 mod daemon_cmd;
 mod experiment;
+mod simulate_cmd;
 mod topology_cmd;
 
 use clap::{Parser, Subcommand};
@@ -41,6 +42,8 @@ enum Command {
         #[command(subcommand)]
         which: app_cmd::App,
     },
+    /// Compare scheduling policies on a scenario in the discrete-event simulator.
+    Simulate(simulate_cmd::SimulateArgs),
     /// Run a benchmark program and print its figures.
     Bench {
         #[command(subcommand)]
@@ -60,6 +63,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Daemon(args) => daemon_cmd::daemon(args),
         Command::Client(args) => daemon_cmd::client(args),
         Command::App { which } => app_cmd::run_app(which),
+        Command::Simulate(args) => simulate_cmd::simulate(args),
         Command::Bench { which } => bench::run(which),
         Command::Experiment { which } => experiment::run(which),
     }

@@ -13,6 +13,7 @@
 //! on an accelerator between checkpoints) gets `Error::Runtime`.
 
 use crate::speed::SpeedModel;
+use crate::unit_set::UnitSet;
 use hetsched_core::machine::{Machine, UnitType};
 use hetsched_core::policy::{
     CheckpointDecision, PickDecision, Policy, Running, Sample, SubmitDecision, TickAction, UnitId,
@@ -23,7 +24,7 @@ use hetsched_core::task::{Placement, QueueId, Task, TaskEntry, TaskId};
 use hetsched_core::{Error, Result};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 
 /// Engine settings that are not the policy's business.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -84,7 +85,7 @@ struct Sim<'a, R: Recorder + ?Sized> {
     running: Vec<Option<Running>>,
     segs: Vec<Segment>,
     tasks: FxHashMap<TaskId, TaskEntry>,
-    idle: BTreeSet<UnitId>,
+    idle: UnitSet,
     busy_ns: Vec<u64>,
     busy_from: Vec<u64>,
     last_tick: u64,
@@ -119,7 +120,7 @@ where
         running: vec![None; n],
         segs: vec![Segment::default(); n],
         tasks: FxHashMap::default(),
-        idle: (0..n as u32).collect(),
+        idle: UnitSet::full(n),
         busy_ns: vec![0; n],
         busy_from: vec![0; n],
         last_tick: 0,
@@ -301,13 +302,13 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     /// idle units that could run it, in id order, until it has started.
     fn wake<P: Policy + ?Sized>(&mut self, policy: &mut P, q: QueueId, task: TaskId) -> Result<()> {
         if let QueueId::Unit(u) = q {
-            if self.idle.contains(&u) {
+            if self.idle.contains(u) {
                 self.pick(policy, u)?;
             }
         }
         let mut after = 0;
         while self.is_queued(task) {
-            let Some(&u) = self.idle.range(after..).next() else {
+            let Some(u) = self.idle.first_from(after) else {
                 break;
             };
             after = u + 1;
@@ -374,7 +375,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         task: TaskId,
         from: QueueId,
     ) -> Result<()> {
-        self.idle.remove(&u);
+        self.idle.remove(u);
         self.emit(task, EventKind::Start { unit: u, from });
         let e = self.tasks.get_mut(&task).unwrap();
         e.placement = Placement::Running(u);

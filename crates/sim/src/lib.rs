@@ -1,8 +1,13 @@
 //! hetsched's discrete-event simulator: the engine, the speed model, scenario files,
 //! reports and traces.
 
+pub mod bench;
 pub mod engine;
+pub mod report;
+pub mod scenario;
 pub mod speed;
+pub mod trace;
+pub mod unit_set;
 
 pub use engine::{run, Config, RunSummary};
 
@@ -14,4 +19,24 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine> {
     let mut m = hetsched_topology::machine_file::parse(text, origin)?;
     m.derive_units(UnitGranularity::Pu);
     Ok(m)
+}
+
+/// Runs one policy (a registry spec) on a scenario and records every event.
+/// `on_task` is called with each task as it arrives (progress reporting).
+pub fn run_policy(
+    scenario: &scenario::Scenario,
+    spec: &str,
+    seed: u64,
+    on_task: &mut dyn FnMut(&hetsched_core::task::Task),
+) -> Result<(hetsched_core::record::Record, RunSummary)> {
+    let mut policy = hetsched_policies::build(spec, seed)?;
+    let m = &scenario.machine;
+    let mut record = hetsched_core::record::Record::new(
+        spec,
+        m.units.iter().map(|u| u.kind).collect(),
+        m.units.iter().map(|u| u.name.clone()).collect(),
+    );
+    let tasks = scenario.tasks().inspect(|t| on_task(t));
+    let summary = run(m, policy.as_mut(), tasks, &scenario.config, &mut record)?;
+    Ok((record, summary))
 }

@@ -30,12 +30,17 @@ pub struct UnitSpeed {
 #[derive(Clone, Debug)]
 pub struct SpeedModel {
     pub units: Vec<UnitSpeed>,
-    distances: Option<hetsched_core::machine::Distances>,
+    /// `numa[from][to]`: distance ratio (distance / 10) by NUMA node OS index.
+    numa: Vec<Vec<f64>>,
+    /// One unit per distinct (type, capacity, NUMA node, link): where `ideal_ns` looks
+    /// for tasks with a NUMA home; `flat_classes` ignores the node (tasks without one).
+    classes: Vec<u32>,
+    flat_classes: Vec<u32>,
 }
 
 impl SpeedModel {
     pub fn new(machine: &Machine) -> SpeedModel {
-        let units = machine
+        let units: Vec<UnitSpeed> = machine
             .units
             .iter()
             .map(|u| {
@@ -51,9 +56,40 @@ impl SpeedModel {
                 }
             })
             .collect();
+        let mut numa = Vec::new();
+        if let Some(d) = &machine.distances {
+            let n = d.nodes.iter().copied().max().map_or(0, |m| m as usize + 1);
+            numa = vec![vec![1.0; n]; n];
+            for (i, &a) in d.nodes.iter().enumerate() {
+                for (j, &b) in d.nodes.iter().enumerate() {
+                    numa[a as usize][b as usize] = d.matrix[i][j] as f64 / 10.0;
+                }
+            }
+        }
+        let class_of = |with_node: bool| {
+            let mut classes: Vec<u32> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for (i, u) in units.iter().enumerate() {
+                let link = u.link_bytes_per_s.map(f64::to_bits);
+                let node = u.numa_node.filter(|_| with_node);
+                if seen.insert((
+                    u.kind,
+                    u.capacity.to_bits(),
+                    node,
+                    link,
+                    u.link_latency_ns.to_bits(),
+                )) {
+                    classes.push(i as u32);
+                }
+            }
+            classes
+        };
+        let (classes, flat_classes) = (class_of(true), class_of(false));
         SpeedModel {
             units,
-            distances: machine.distances.clone(),
+            numa,
+            classes,
+            flat_classes,
         }
     }
 
@@ -67,8 +103,13 @@ impl SpeedModel {
         let scale = CAPACITY_SCALE as f64;
         if u.kind == UnitType::Cpu {
             let m = task.memory_bound;
-            let numa = match (&self.distances, u.numa_node, task.numa_home) {
-                (Some(d), Some(from), Some(to)) => d.between(from, to).unwrap_or(10) as f64 / 10.0,
+            let numa = match (u.numa_node, task.numa_home) {
+                (Some(from), Some(to)) => self
+                    .numa
+                    .get(from as usize)
+                    .and_then(|row| row.get(to as usize))
+                    .copied()
+                    .unwrap_or(1.0),
                 _ => 1.0,
             };
             1e9 * ((1.0 - m) * scale / u.capacity + m * numa)
@@ -113,7 +154,14 @@ impl SpeedModel {
 
     /// The task's time alone on the best unit for it (copies included).
     pub fn ideal_ns(&self, task: &Task) -> Option<u64> {
-        (0..self.units.len() as u32)
+        let classes = if task.numa_home.is_some() {
+            &self.classes
+        } else {
+            &self.flat_classes
+        };
+        classes
+            .iter()
+            .copied()
             .filter(|&u| task.affinity.runs_on(self.units[u as usize].kind))
             .map(|u| {
                 self.copy_in_ns(task, u)

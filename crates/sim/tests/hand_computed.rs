@@ -2,8 +2,12 @@
 //! through the real engine and the real policies.
 
 use hetsched_core::machine::{Machine, UnitType};
-use hetsched_core::record::Record;
+use hetsched_core::policy::{
+    CheckpointDecision, PickDecision, Policy, Sample, SubmitDecision, TickAction, UnitId, View,
+};
+use hetsched_core::record::{EventKind, Record};
 use hetsched_core::task::Task;
+use hetsched_core::task::{QueueId, TaskId};
 use hetsched_sim::{machine_from_toml, run, Config};
 
 const MS: u64 = 1_000_000;
@@ -190,4 +194,122 @@ fn dmda_uses_speed_and_transfer_costs() {
     };
     let rec = simulate(&m, "dmda", vec![task(0), task(1), task(2)]);
     assert_eq!(completions(&rec), vec![(0, 0, S), (1, 1, S), (2, 0, 2 * S)]);
+}
+
+#[test]
+fn accelerators_stop_only_at_checkpoints_which_cost_time() {
+    // One GPU (no link given: no copies) and two GPU-only tasks of 50 ms (affinity 1 with
+    // no CPU implementation: speed-up 1). Checkpoint every 10 ms of GPU time, each costing
+    // 1 ms; cfs treats the GPU as a run queue and ignores its time slice: at each
+    // checkpoint the waiting task has the smaller vruntime, so the two alternate 11 ms
+    // segments (10 ms of work + 1 ms checkpoint). The fifth segment of each finishes the
+    // task without a checkpoint: t0 runs 88..98 ms, t1 98..108 ms.
+    let text =
+        "name = \"g\"\n[[package]]\ncores = 1\n[[accelerator]]\ntype = \"gpu\"\nname = \"gpu0\"\n";
+    let m = machine_from_toml(text, "g.toml").unwrap();
+    let task = |id| {
+        let mut t = Task::cpu(id, 0.05, 0);
+        t.affinity.set(UnitType::Cpu, 0.0);
+        t.affinity.set(UnitType::Gpu, 1.0);
+        t.checkpoint_ns.set(UnitType::Gpu, 10 * MS);
+        t
+    };
+    let mut p = hetsched_policies::build("cfs", 1).unwrap();
+    let mut rec = Record::new(
+        "cfs",
+        m.units.iter().map(|u| u.kind).collect(),
+        m.units.iter().map(|u| u.name.clone()).collect(),
+    );
+    let config = Config {
+        checkpoint_cost_ns: MS,
+        max_time_ns: None,
+    };
+    run(&m, p.as_mut(), vec![task(0), task(1)], &config, &mut rec).unwrap();
+    rec.check().unwrap();
+    assert_eq!(completions(&rec), vec![(0, 1, 98 * MS), (1, 1, 108 * MS)]);
+    let runs: Vec<u32> = rec.outcomes().iter().map(|o| o.runs).collect();
+    assert_eq!(runs, vec![5, 5]);
+}
+
+/// A policy that exercises the migration paths of the contract once each.
+struct MoveOnce {
+    checkpoint_moved: bool,
+    tick_moved: bool,
+}
+
+impl Policy for MoveOnce {
+    fn name(&self) -> &str {
+        "move-once"
+    }
+    fn submit(&mut self, _: &View, _: TaskId) -> SubmitDecision {
+        SubmitDecision::Enqueue(QueueId::Unit(0))
+    }
+    fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
+        view.queue(unit)
+            .front()
+            .map_or(PickDecision::Idle, |&t| PickDecision::Run(t))
+    }
+    fn time_slice(&mut self, _: &View, _: UnitId, _: TaskId) -> Option<u64> {
+        Some(100 * MS)
+    }
+    fn checkpoint(&mut self, _: &View, _: TaskId, unit: UnitId) -> CheckpointDecision {
+        if unit == 0 && !self.checkpoint_moved {
+            self.checkpoint_moved = true;
+            return CheckpointDecision::Migrate(1);
+        }
+        CheckpointDecision::Continue
+    }
+    fn tick_interval(&self) -> Option<u64> {
+        Some(250 * MS)
+    }
+    fn tick(&mut self, view: &View, _: &[Sample]) -> Vec<TickAction> {
+        match view.running(1) {
+            Some(r) if !self.tick_moved => {
+                self.tick_moved = true;
+                vec![TickAction::Migrate {
+                    task: r.task,
+                    to: 0,
+                }]
+            }
+            _ => vec![],
+        }
+    }
+}
+
+#[test]
+fn checkpoint_and_tick_migrations_move_running_tasks_and_conserve_work() {
+    // Two equal cores, one 1 s task. u0 runs it 0..100 ms; its checkpoint migrates it to
+    // u1, which runs it 100..250 ms (continuing at 200 ms); the 250 ms tick moves it back
+    // while running: 50 ms of that slice are credited, 750 ms remain: u0 runs 250..1000 ms.
+    let m = cpus(&[1024, 1024]);
+    let mut p = MoveOnce {
+        checkpoint_moved: false,
+        tick_moved: false,
+    };
+    let mut rec = Record::new(
+        "move-once",
+        m.units.iter().map(|u| u.kind).collect(),
+        m.units.iter().map(|u| u.name.clone()).collect(),
+    );
+    let summary = run(
+        &m,
+        &mut p,
+        vec![Task::cpu(0, 1.0, 0)],
+        &Config::default(),
+        &mut rec,
+    )
+    .unwrap();
+    rec.check().unwrap();
+    assert_eq!(summary.work_done_ns, S);
+    assert_eq!(completions(&rec), vec![(0, 0, S)]);
+    let starts: Vec<(u64, u32)> = rec
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Start { unit, .. } => Some((e.t_ns, unit)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, vec![(0, 0), (100 * MS, 1), (250 * MS, 0)]);
+    assert_eq!(rec.metrics().migrations, 2);
 }

@@ -1,0 +1,134 @@
+//! `hetsched simulate SCENARIO.toml`: compare policies on a scenario in the simulator.
+
+use clap::Args;
+use hetsched_core::{Error, Result};
+use hetsched_sim::scenario::Scenario;
+use hetsched_sim::{report, trace};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Args)]
+pub struct SimulateArgs {
+    /// Scenario file (schema: crates/sim/src/scenario.rs, examples in scenarios/).
+    pub scenario: PathBuf,
+    /// Policy spec `name[:key=value,...]`; repeat to compare; overrides the scenario's list.
+    #[arg(long = "policy")]
+    pub policies: Vec<String>,
+    /// Seed (overrides the scenario's).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output directory for metrics.json, table.txt and per-task CSVs
+    /// (default: ./hetsched-out/simulate-<scenario name>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Write a Perfetto (Chrome trace-event JSON) trace of every run to this file.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Print JSON metrics instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn write(path: &std::path::Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))
+}
+
+pub fn simulate(args: SimulateArgs) -> Result<()> {
+    let mut scenario = Scenario::load(&args.scenario)?;
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
+    let policies = if args.policies.is_empty() {
+        scenario.policies.clone()
+    } else {
+        args.policies.clone()
+    };
+    if policies.is_empty() {
+        return Err(Error::input(format!(
+            "{}: policies: none given (add `policies = [...]` or pass --policy)",
+            scenario.origin
+        )));
+    }
+    for p in &policies {
+        hetsched_policies::build(p, scenario.seed)
+            .map_err(|e| Error::input(format!("--policy {p:?}: {e}")))?;
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("hetsched-out").join(format!("simulate-{}", scenario.name))
+    });
+    std::fs::create_dir_all(&out).map_err(|e| Error::runtime(format!("{}: {e}", out.display())))?;
+
+    // Progress on stderr, shown only once the work has taken more than a second.
+    let total = scenario.task_count() * policies.len() as u64;
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} tasks ({eta})")
+            .map_err(Error::runtime)?,
+    );
+    let started = Instant::now();
+    let mut shown = false;
+    let mut since_check = 0u32;
+
+    let mut records = Vec::new();
+    let mut metrics = Vec::new();
+    for p in &policies {
+        bar.set_message(p.clone());
+        let (record, summary) = hetsched_sim::run_policy(&scenario, p, scenario.seed, &mut |_| {
+            since_check += 1;
+            if since_check == 1024 {
+                bar.inc(since_check as u64);
+                since_check = 0;
+                if !shown && started.elapsed() > Duration::from_secs(1) {
+                    bar.set_draw_target(ProgressDrawTarget::stderr());
+                    shown = true;
+                }
+            }
+        })?;
+        record
+            .check()
+            .map_err(|e| Error::runtime(format!("{p}: run record invariant: {e}")))?;
+        if summary.unfinished > 0 && scenario.config.max_time_ns.is_none() {
+            return Err(Error::runtime(format!(
+                "{p}: {} tasks never finished (the policy left them queued)",
+                summary.unfinished
+            )));
+        }
+        write(
+            &out.join(format!("tasks-{}.csv", report::file_safe(p))),
+            &report::tasks_csv(&record),
+        )?;
+        metrics.push(record.metrics());
+        records.push(record);
+    }
+    bar.finish_and_clear();
+
+    let table = report::table(&metrics);
+    let json = serde_json::to_string_pretty(&serde_json::json!({
+        "scenario": scenario.origin,
+        "machine": scenario.machine.name,
+        "seed": scenario.seed,
+        "runs": metrics,
+    }))
+    .map_err(Error::runtime)?;
+    write(&out.join("table.txt"), &table)?;
+    write(&out.join("metrics.json"), &json)?;
+    if let Some(path) = &args.trace {
+        let doc = trace::trace(&records);
+        write(path, &serde_json::to_string(&doc).map_err(Error::runtime)?)?;
+    }
+    if args.json {
+        println!("{json}");
+    } else {
+        println!(
+            "scenario {} on {} ({} units), seed {}",
+            scenario.origin,
+            scenario.machine.name,
+            scenario.machine.units.len(),
+            scenario.seed
+        );
+        print!("{table}");
+        eprintln!("outputs in {}", out.display());
+    }
+    Ok(())
+}

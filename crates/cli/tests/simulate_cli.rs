@@ -1,0 +1,195 @@
+//! `hetsched simulate` as a user runs it: the real binary, real scenario files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn hetsched(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hetsched"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn scenario(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Writes a scenario file and returns its path.
+fn file(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// Exit 2, one line on stderr naming the file and each needle, no panic.
+fn assert_input_error(out: &Output, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "one line expected: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    for n in needles {
+        assert!(stderr.contains(n), "{n:?} not in {stderr:?}");
+    }
+}
+
+#[test]
+fn bad_scenarios_name_file_and_key_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("out");
+    let out = out.to_str().unwrap();
+    let head = "machine = \"ding\"\npolicies = [\"cfs\"]\n";
+    let cases: Vec<(&str, String, Vec<&str>)> = vec![
+        ("unknown-policy.toml", "machine = \"ding\"\npolicies = [\"cfs\", \"lottery\"]\n[[task]]\nwork = 1\n".into(),
+         vec!["unknown-policy.toml", "policies[1]", "unknown policy \"lottery\""]),
+        ("unknown-key.toml", format!("{head}[[task]]\nwork = 1\nwrok = 2\n"),
+         vec!["unknown-key.toml", "line 3", "unknown field `wrok`"]),
+        ("negative-work.toml", format!("{head}[[task]]\nwork = 1\n[[task]]\nwork = -2\n"),
+         vec!["negative-work.toml", "task[1].work", "non-negative", "-2"]),
+        ("no-implementation.toml", format!("{head}[[task]]\nwork = 1\naffinity = {{ cpu = 0, gpu = 0 }}\n"),
+         vec!["no-implementation.toml", "task[0].affinity", "all affinities are 0"]),
+        ("bad-machine.toml", "machine = \"nowhere.toml\"\npolicies = [\"cfs\"]\n[[task]]\nwork = 1\n".into(),
+         vec!["bad-machine.toml", "machine", "nowhere.toml: no such file"]),
+        ("bad-mix.toml", format!("{head}[[generator]]\ncount = 2\nrate = 1\nsize = {{ dist = \"exponential\", mean = 1 }}\n[[generator.mix]]\nshare = 1\naffinity = {{ fpga = 1 }}\n"),
+         vec!["bad-mix.toml", "unknown field `fpga`"]),
+    ];
+    for (name, text, needles) in cases {
+        let path = file(d, name, &text);
+        assert_input_error(&hetsched(&["simulate", &path, "--out", out]), &needles);
+    }
+    let ok = file(d, "ok.toml", &format!("{head}[[task]]\nwork = 1\n"));
+    assert_input_error(
+        &hetsched(&[
+            "simulate",
+            &ok,
+            "--policy",
+            "cfs:latency_ms=x",
+            "--out",
+            out,
+        ]),
+        &["--policy", "latency_ms: expected a number, got \"x\""],
+    );
+    assert_input_error(
+        &hetsched(&["simulate", "/no/such.toml"]),
+        &["/no/such.toml", "cannot read"],
+    );
+}
+
+#[test]
+fn runs_are_byte_identical_and_traces_are_valid_trace_event_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |tag: &str| {
+        let out = dir.path().join(tag);
+        let trace = dir.path().join(format!("{tag}.json"));
+        let o = hetsched(&[
+            "simulate",
+            &scenario("beisel-gpu.toml"),
+            "--out",
+            out.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+            "--json",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let files: Vec<Vec<u8>> = [
+            "metrics.json",
+            "table.txt",
+            "tasks-cfs.csv",
+            "tasks-dmda.csv",
+        ]
+        .iter()
+        .map(|f| std::fs::read(out.join(f)).unwrap())
+        .collect();
+        (o.stdout, files, std::fs::read(trace).unwrap())
+    };
+    let a = run("a");
+    let b = run("b");
+    assert_eq!(a, b, "two runs of the same scenario and seed differ");
+
+    // Trace-event format (the Chrome/Perfetto JSON object form): required fields per phase.
+    let doc: serde_json::Value = serde_json::from_slice(&a.2).unwrap();
+    let events = doc["traceEvents"].as_array().expect("traceEvents array");
+    let mut threads = std::collections::BTreeSet::new();
+    let mut slices = 0;
+    for e in events {
+        let ph = e["ph"].as_str().expect("ph");
+        assert!(e["pid"].is_u64(), "{e}");
+        match ph {
+            "M" => {
+                assert!(
+                    e["args"]["name"].is_string() || e["args"]["sort_index"].is_u64(),
+                    "{e}"
+                );
+                if e["name"] == "thread_name" {
+                    threads.insert((e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()));
+                }
+            }
+            "X" => {
+                assert!(
+                    e["ts"].as_f64().unwrap() >= 0.0 && e["dur"].as_f64().unwrap() >= 0.0,
+                    "{e}"
+                );
+                assert!(e["tid"].is_u64() && e["name"].is_string(), "{e}");
+                assert!(
+                    threads.contains(&(e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap())),
+                    "slice on an unnamed track: {e}"
+                );
+                slices += 1;
+            }
+            "s" | "f" => assert!(
+                e["id"].is_u64() && e["ts"].is_f64() && e["tid"].is_u64(),
+                "{e}"
+            ),
+            "C" => assert!(
+                e["args"]["tasks"].is_i64() && e["ts"].is_f64() && e["name"].is_string(),
+                "{e}"
+            ),
+            other => panic!("unexpected phase {other}: {e}"),
+        }
+    }
+    // beisel: 16 PUs + 1 GPU = 17 tracks per policy run, 4 policies.
+    assert_eq!(threads.len(), 17 * 4);
+    assert!(
+        slices >= 4 * 1000,
+        "at least one slice per task per run: {slices}"
+    );
+    assert!(events.iter().any(|e| e["ph"] == "s") && events.iter().any(|e| e["ph"] == "f"));
+}
+
+#[test]
+fn the_hand_scenario_file_prints_the_hand_computed_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = hetsched(&[
+        "simulate",
+        &scenario("hand.toml"),
+        "--policy",
+        "fcfs",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let row = stdout.lines().find(|l| l.starts_with("fcfs")).unwrap();
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    // done, rejected, makespan, turnaround mean / median / p95 (see hand.toml).
+    assert_eq!(
+        &cols[1..7],
+        &["3", "0", "3.0000", "2.1667", "2.0000", "2.5000"]
+    );
+    let csv = std::fs::read_to_string(dir.path().join("tasks-fcfs.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4);
+    assert!(csv
+        .lines()
+        .nth(3)
+        .unwrap()
+        .starts_with("2,task,0.500000000,2.000000000,3.000000000,2.500000000,1.500000000"));
+}

@@ -1,0 +1,36 @@
+//! The workload of `hetsched bench sim`: a large machine and a lazily generated task
+//! stream, so that memory holds live tasks only.
+
+use hetsched_core::machine::Machine;
+use hetsched_core::task::Task;
+use hetsched_core::Result;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// `packages × cores` equal cores (one NUMA node per package), as a TOML machine file.
+pub fn machine(packages: u32, cores: u32) -> Result<Machine> {
+    let mut text = String::from("name = \"bench\"\n");
+    for _ in 0..packages {
+        text += &format!("[[package]]\ncores = {cores}\n");
+    }
+    crate::machine_from_toml(&text, "bench machine")
+}
+
+/// `n` compute-bound CPU tasks of exponential size (mean `mean_work_s`) arriving as a
+/// Poisson stream at `load` × the machine's capacity of `units` reference CPUs.
+pub fn tasks(
+    n: u64,
+    units: usize,
+    mean_work_s: f64,
+    load: f64,
+    seed: u64,
+) -> impl Iterator<Item = Task> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let rate = load * units as f64 / mean_work_s;
+    let mut t = 0.0f64;
+    (0..n).map(move |id| {
+        t += -(1.0 - rng.random::<f64>()).ln() / rate;
+        let work = -(1.0 - rng.random::<f64>()).ln() * mean_work_s;
+        Task::cpu(id, work, (t * 1e9).round() as u64)
+    })
+}
