@@ -1,5 +1,6 @@
-//! `hetsched app md5|prime`: run an example application on the worker model under
-//! the standalone `Fixed` scheduler; `hetsched bench apps`: measure their rates.
+//! `hetsched app md5|prime`: run an example application on the worker model, under a
+//! running daemon (`--daemon`) or the standalone `Fixed` scheduler; `hetsched bench
+//! apps`: measure their rates.
 
 use clap::{Args, Subcommand, ValueEnum};
 use hetsched_apps::md5::{Md5Checkpoint, Md5Config, Md5Cracker, Md5Job};
@@ -7,7 +8,8 @@ use hetsched_apps::prime::{PrimeCheckpoint, PrimeConfig, PrimeFactoriser};
 use hetsched_apps::rate::{measure, Rate};
 use hetsched_core::machine::UnitType;
 use hetsched_core::{Error, Result};
-use hetsched_worker::{run, CpuMask, Fixed, Grant, Rerequest, Segment};
+use hetsched_live::worker_bridge::DaemonScheduler;
+use hetsched_worker::{run, CpuMask, Fixed, Grant, Rerequest, Scheduler, Segment};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,9 +51,31 @@ struct Placement {
     /// resume from the checkpoint.
     #[arg(long, value_name = "K")]
     migrate_after: Option<u64>,
+    /// Run under a hetsched daemon (its socket; without a value the default one): the
+    /// daemon's policy picks the units and decides at each checkpoint.
+    #[arg(long, value_name = "SOCKET", num_args = 0..=1, default_missing_value = "")]
+    daemon: Option<PathBuf>,
 }
 
 impl Placement {
+    /// The daemon's scheduler when `--daemon` is given, else the standalone one.
+    fn connect(&self, kind: &str) -> Result<Box<dyn Scheduler>> {
+        let Some(socket) = &self.daemon else {
+            return Ok(Box::new(self.scheduler()?));
+        };
+        if self.migrate_after.is_some() {
+            return Err(Error::input(
+                "--migrate-after scripts standalone runs; under --daemon the policy decides",
+            ));
+        }
+        let socket = if socket.as_os_str().is_empty() {
+            hetsched_live::server::default_socket_path()
+        } else {
+            socket.clone()
+        };
+        Ok(Box::new(DaemonScheduler::connect(&socket, kind)?))
+    }
+
     fn scheduler(&self) -> Result<Fixed> {
         let cpu = allowed_cpu(self.cpu)?;
         let cpu = Grant::cpu(0, vec![cpu]);
@@ -144,9 +168,9 @@ fn md5(args: Md5Args) -> Result<()> {
             opencl_interval: args.opencl_interval,
         },
     )?;
-    let mut sched = args.placement.scheduler()?;
+    let mut sched = args.placement.connect("md5")?;
     let words = worker.job().words;
-    let r = run(&worker, &mut sched, Md5Checkpoint::default())?;
+    let r = run(&worker, sched.as_mut(), Md5Checkpoint::default())?;
     match &r.output {
         Some(found) => println!(
             "found: {:?} (word {} of {words}; MD5 verified = {})",
@@ -181,8 +205,8 @@ fn prime(args: PrimeArgs) -> Result<()> {
         cpu_interval: args.cpu_interval,
         opencl_interval: args.opencl_interval,
     })?;
-    let mut sched = args.placement.scheduler()?;
-    let r = run(&worker, &mut sched, start)?;
+    let mut sched = args.placement.connect("prime")?;
+    let r = run(&worker, sched.as_mut(), start)?;
     let factors: Vec<String> = r
         .output
         .iter()

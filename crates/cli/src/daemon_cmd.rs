@@ -24,6 +24,10 @@ pub struct DaemonArgs {
     /// Seed for seeded policies.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// On SIGINT / SIGTERM, write the run's Perfetto trace here (the simulator's
+    /// format) and print its metrics table.
+    #[arg(long)]
+    trace: Option<PathBuf>,
 }
 
 pub fn daemon(args: DaemonArgs) -> Result<()> {
@@ -38,15 +42,31 @@ pub fn daemon(args: DaemonArgs) -> Result<()> {
     let policy = hetsched_policies::build(&args.policy, args.seed)?;
     let path = args.socket.unwrap_or_else(server::default_socket_path);
     let units = machine.units.len();
-    let arbiter = Arbiter::new(machine, device_index, policy);
+    let mut arbiter = Arbiter::new(machine, device_index, policy);
+    if args.trace.is_some() {
+        arbiter.start_recording();
+    }
     let mut daemon = server::Daemon::bind(&path, arbiter)?;
+    daemon.stop_on_signals()?;
     eprintln!(
         "hetsched daemon: {} units, policy {}, listening on {}",
         units,
         args.policy,
         path.display()
     );
-    daemon.run()
+    daemon.run()?;
+    if let (Some(file), Some(record)) = (args.trace, daemon.arbiter().record()) {
+        let json = hetsched_sim::trace::trace(std::slice::from_ref(&record));
+        std::fs::write(&file, serde_json::to_vec(&json).map_err(Error::runtime)?)
+            .map_err(|e| Error::runtime(format!("{}: {e}", file.display())))?;
+        eprint!("{}", hetsched_sim::report::table(&[record.metrics()]));
+        match record.check() {
+            Ok(()) => eprintln!("hetsched daemon: run record invariants: ok"),
+            Err(e) => eprintln!("hetsched daemon: run record invariants violated: {e}"),
+        }
+        eprintln!("hetsched daemon: trace written to {}", file.display());
+    }
+    Ok(())
 }
 
 #[derive(Subcommand)]

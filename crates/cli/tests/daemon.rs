@@ -23,6 +23,10 @@ struct Daemon {
 impl Daemon {
     /// Starts a daemon over a machine file with `cpus` CPU units and `opencl` OpenCL units.
     fn start(cpus: u32, opencl: u32, policy: &str) -> Daemon {
+        Self::start_with(cpus, opencl, policy, &[], Stdio::null())
+    }
+
+    fn start_with(cpus: u32, opencl: u32, policy: &str, extra: &[&str], stderr: Stdio) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
         let machine = dir.path().join("m.toml");
         let mut text = format!("name = \"test\"\n[[package]]\ncores = {cpus}\n");
@@ -42,7 +46,8 @@ impl Daemon {
                 "--policy",
                 policy,
             ])
-            .stderr(Stdio::null())
+            .args(extra)
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let start = Instant::now();
@@ -227,19 +232,23 @@ fn a_task_without_an_opencl_implementation_never_gets_the_opencl_unit() {
 fn with_a_short_slice_two_tasks_alternate_on_one_unit() {
     let d = Daemon::start(1, 0, "cfs:latency_ms=2,min_granularity_ms=1");
     let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<char>::new()));
+    // Both connected before either asks, so that neither finishes alone on a busy machine.
+    let ready = std::sync::Arc::new(std::sync::Barrier::new(2));
     let worker = |name: char| {
         let socket = d.socket.clone();
         let log = log.clone();
+        let ready = ready.clone();
         std::thread::spawn(move || {
             let mut c = Client::connect(&socket, "worker").unwrap();
+            ready.wait();
             let mut checkpoints = 0;
-            while checkpoints < 40 {
+            while checkpoints < 100 {
                 c.alloc(&meta(1.0, 0.0)).unwrap();
                 log.lock().unwrap().push(name);
                 loop {
                     std::thread::sleep(Duration::from_millis(1)); // work to the next checkpoint
                     checkpoints += 1;
-                    if checkpoints == 40 {
+                    if checkpoints == 100 {
                         c.free(true).unwrap();
                         return;
                     }
@@ -362,4 +371,79 @@ fn socket_permissions_and_the_control_api() {
             "the unit is still there"
         );
     }
+}
+
+#[test]
+fn the_live_run_record_becomes_a_perfetto_trace_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("live.json");
+    let mut d = Daemon::start_with(
+        1,
+        1,
+        "cfs:latency_ms=1,min_granularity_ms=0.5",
+        &["--trace", trace.to_str().unwrap()],
+        Stdio::piped(),
+    );
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let socket = d.socket.clone();
+            std::thread::spawn(move || {
+                let mut c = Client::connect(&socket, "w").unwrap();
+                let mut left = 30;
+                while left > 0 {
+                    c.alloc(&meta(1.0, 0.0)).unwrap();
+                    loop {
+                        std::thread::sleep(Duration::from_millis(1));
+                        left -= 1;
+                        if left == 0 {
+                            c.free(true).unwrap();
+                            return;
+                        }
+                        if c.rerequest().unwrap() != Verdict::Keep {
+                            c.free(false).unwrap();
+                            break;
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    // One client vanishes while waiting, one while holding: both leave the record sound.
+    let mut holder = d.client();
+    holder.alloc(&meta(1.0, 0.0)).unwrap();
+    let (_granted, waiter) = alloc_in_thread(&d.socket, meta(1.0, 0.0));
+    std::thread::sleep(Duration::from_millis(100));
+    drop(holder);
+    drop(waiter);
+    std::thread::sleep(Duration::from_millis(100));
+    d.signal(nix::sys::signal::Signal::SIGTERM);
+    let status = d.child.wait().unwrap();
+    assert!(status.success());
+    let mut stderr = String::new();
+    d.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(stderr.contains("run record invariants: ok"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let tracks: Vec<_> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .collect();
+    assert_eq!(tracks.len(), 2, "one track per unit");
+    let slices = events.iter().filter(|e| e["ph"] == "X").count();
+    assert!(slices >= 4, "the two workers took turns: {slices} slices");
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .all(|e| e["tid"] == 0),
+        "nothing ran on the OpenCL unit"
+    );
 }

@@ -18,35 +18,20 @@ pub struct Event {
 pub enum EventKind {
     /// The task arrived. `ideal_ns`: its run time alone on the best unit for it
     /// (the slowdown denominator); `kind`: its task type.
-    Submit {
-        ideal_ns: u64,
-        kind: String,
-    },
+    Submit { ideal_ns: u64, kind: String },
     /// The task was put at the tail of a queue.
-    Enqueue {
-        queue: QueueId,
-    },
+    Enqueue { queue: QueueId },
     /// A run segment began on `unit`, the task taken from queue `from`.
-    Start {
-        unit: UnitId,
-        from: QueueId,
-    },
+    Start { unit: UnitId, from: QueueId },
     /// A run segment ended without finishing the task (yield or migration).
-    Stop {
-        unit: UnitId,
-    },
+    Stop { unit: UnitId },
     /// The task moved from where it was to the tail of `to`'s queue.
-    Migrate {
-        from: Placement,
-        to: UnitId,
-    },
+    Migrate { from: Placement, to: UnitId },
     /// The task finished on `unit` (ending its last segment).
-    Complete {
-        unit: UnitId,
-    },
-    Reject {
-        reason: String,
-    },
+    Complete { unit: UnitId },
+    /// The task left without finishing: refused when it arrived, or (live) its client
+    /// went away while it waited.
+    Reject { reason: String },
 }
 
 /// Receives events as an engine produces them.
@@ -371,8 +356,8 @@ impl Record {
                     }
                 }
                 EventKind::Reject { .. } => {
-                    if st != Some(St::New) {
-                        return fail("rejected after being queued");
+                    if !matches!(st, Some(St::New) | Some(St::Queued)) {
+                        return fail("rejected while running");
                     }
                     state.insert(e.task, St::Ended);
                 }

@@ -23,6 +23,7 @@ use hetsched_core::machine::{Machine, Unit, UnitType};
 use hetsched_core::policy::{
     CheckpointDecision, PickDecision, Policy, Running, SubmitDecision, UnitId, View,
 };
+use hetsched_core::record::{Event, EventKind, Record};
 use hetsched_core::task::{Affinity, PerUnitType, Placement, QueueId, Task, TaskEntry, TaskId};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
@@ -76,6 +77,16 @@ struct TaskState {
     granted_at: Option<u64>,
     /// The unit of the latest grant (the one being released after a denial).
     last_unit: Option<UnitId>,
+    /// The denial was a migration (recorded when the unit is freed).
+    migrating: bool,
+    /// The client is blocked in `alloc`: a grant is its answer.
+    awaiting: bool,
+    /// A grant made before the client asked again (it was still freeing): sent as
+    /// the answer to its next `alloc`.
+    pending: Option<Reply>,
+    /// The policy queued the task centrally when it arrived: a voluntary release puts
+    /// it back there rather than on its unit's queue.
+    central: bool,
 }
 
 pub struct Arbiter {
@@ -95,6 +106,8 @@ pub struct Arbiter {
     /// Flag deadlines: (time ns, unit, task) when a running task's slice ends.
     deadlines: Vec<(u64, UnitId, TaskId)>,
     history: Vec<TaskStats>,
+    /// The run record (the simulator's format), when the daemon traces.
+    record: Option<Record>,
 }
 
 impl Arbiter {
@@ -123,6 +136,29 @@ impl Arbiter {
             decisions: 0,
             deadlines: Vec::new(),
             history: Vec::new(),
+            record: None,
+        }
+    }
+
+    /// Keep the run record from now on (for `--trace`).
+    pub fn start_recording(&mut self) {
+        let kinds = self.machine.units.iter().map(|u| u.kind).collect();
+        let names = self.machine.units.iter().map(|u| u.name.clone()).collect();
+        self.record = Some(Record::new(self.policy.name(), kinds, names));
+    }
+
+    /// The run record so far, with the units as they are now.
+    pub fn record(&self) -> Option<Record> {
+        let mut r = self.record.clone()?;
+        r.unit_kinds = self.machine.units.iter().map(|u| u.kind).collect();
+        r.unit_names = self.machine.units.iter().map(|u| u.name.clone()).collect();
+        Some(r)
+    }
+
+    fn log(&mut self, task: TaskId, kind: EventKind) {
+        let t_ns = self.now_ns();
+        if let Some(r) = &mut self.record {
+            r.events.push(Event { t_ns, task, kind });
         }
     }
 
@@ -154,7 +190,11 @@ impl Arbiter {
     pub fn alloc(&mut self, client: ClientId, meta: &MetaInfo) -> Result<Vec<Effect>, Failure> {
         let now = self.now_ns();
         if let Some(&task) = self.client_task.get(&client) {
-            let st = &self.state[&task];
+            let st = self.state.get_mut(&task).unwrap();
+            if let Some(grant) = st.pending.take() {
+                // Granted again while it was freeing: this is the answer.
+                return Ok(vec![Effect::Reply(client, grant)]);
+            }
             if matches!(self.tasks[&task].placement, Placement::Running(_)) && !st.told_to_release {
                 return Err((
                     ErrorCode::OutOfOrder,
@@ -168,6 +208,7 @@ impl Arbiter {
                 ));
             }
             // The same task again after yielding: it already waits in a queue.
+            self.state.get_mut(&task).unwrap().awaiting = true;
             return Ok(self.dispatch(now));
         }
         let mut affinity = Affinity::default();
@@ -228,15 +269,36 @@ impl Arbiter {
                 told_to_release: false,
                 granted_at: None,
                 last_unit: None,
+                migrating: false,
+                awaiting: true,
+                pending: None,
+                central: false,
             },
         );
         self.client_task.insert(client, id);
+        // Live, a task's length is unknown: no ideal time (slowdowns are not defined).
+        self.log(
+            id,
+            EventKind::Submit {
+                ideal_ns: 0,
+                kind: meta.kind.clone(),
+            },
+        );
         let decision = self.policy.submit(&view!(self, now), id);
         self.decisions += 1;
         let mut effects = Vec::new();
         match decision {
-            SubmitDecision::Enqueue(q) => self.enqueue(id, q, &mut effects),
+            SubmitDecision::Enqueue(q) => {
+                self.state.get_mut(&id).unwrap().central = q == QueueId::Central;
+                self.enqueue(id, q, &mut effects)
+            }
             SubmitDecision::Reject(reason) => {
+                self.log(
+                    id,
+                    EventKind::Reject {
+                        reason: reason.clone(),
+                    },
+                );
                 self.forget(id);
                 return Err((
                     ErrorCode::NoUnit,
@@ -262,6 +324,13 @@ impl Arbiter {
     }
 
     fn enqueue(&mut self, task: TaskId, q: QueueId, effects: &mut Vec<Effect>) {
+        let q = self.place(task, q, effects);
+        self.log(task, EventKind::Enqueue { queue: q });
+    }
+
+    /// Puts a task in a queue (a unit that is gone: the central one) and raises the
+    /// flags of holders it could replace; returns the queue used.
+    fn place(&mut self, task: TaskId, q: QueueId, effects: &mut Vec<Effect>) -> QueueId {
         let q = match q {
             QueueId::Unit(u)
                 if (u as usize) < self.queues.len() && self.units[u as usize].online =>
@@ -301,6 +370,7 @@ impl Arbiter {
         for t in holders {
             self.ask(t, effects);
         }
+        q
     }
 
     fn ask(&self, task: TaskId, effects: &mut Vec<Effect>) {
@@ -348,7 +418,8 @@ impl Arbiter {
                     .runs_on(self.machine.units[u as usize].kind)
                 {
                     // Never grant a unit the task has no implementation for.
-                    self.central.push_back(task);
+                    let mut ignored = Vec::new();
+                    self.enqueue(task, QueueId::Central, &mut ignored);
                     continue;
                 }
                 self.grant(task, u, now, &mut effects);
@@ -385,6 +456,10 @@ impl Arbiter {
             since_ns: now,
         });
         let e = self.tasks.get_mut(&task).unwrap();
+        let from = match e.placement {
+            Placement::Queued(q) => q,
+            Placement::Running(_) => QueueId::Central,
+        };
         e.placement = Placement::Running(u);
         e.runs += 1;
         let st = self.state.get_mut(&task).unwrap();
@@ -394,12 +469,19 @@ impl Arbiter {
         st.last_unit = Some(u);
         self.grants += 1;
         let client = st.client;
+        self.log(task, EventKind::Start { unit: u, from });
         let slice = self.policy.time_slice(&view!(self, now), u, task);
         if let Some(ns) = slice {
             self.deadlines.push((now + ns, u, task));
         }
         let unit = self.unit_info(&self.machine.units[u as usize]);
-        effects.push(Effect::Reply(client, Reply::Granted { unit, task }));
+        let reply = Reply::Granted { unit, task };
+        let st = self.state.get_mut(&task).unwrap();
+        if std::mem::take(&mut st.awaiting) {
+            effects.push(Effect::Reply(client, reply));
+        } else {
+            st.pending = Some(reply);
+        }
     }
 
     /// A checkpoint: asks the policy whether the client's task keeps its unit.
@@ -469,7 +551,7 @@ impl Arbiter {
         self.state.get_mut(&task).unwrap().told_to_release = true;
         self.running[u as usize] = None;
         self.account_run(task);
-        self.enqueue(task, q, effects);
+        self.place(task, q, effects);
     }
 
     fn account_run(&mut self, task: TaskId) {
@@ -509,9 +591,30 @@ impl Arbiter {
         let mut effects = Vec::new();
         if self.state[&task].told_to_release {
             // The unit it held is the one still marked releasing with no runner.
+            // The segment ends now that the unit is back: record how.
+            let unit = self.last_unit(task).unwrap_or(0);
+            let migrating = std::mem::take(&mut self.state.get_mut(&task).unwrap().migrating);
             self.finish_release(task);
             if finished {
+                // It finished right at the checkpoint where it was told to yield: it
+                // no longer waits anywhere.
+                self.remove_queued(task);
+                self.log(task, EventKind::Complete { unit });
                 self.end_task(task, None, now, &mut effects);
+            } else {
+                self.log(task, EventKind::Stop { unit });
+                if let Placement::Queued(q) = self.tasks[&task].placement {
+                    if let (true, QueueId::Unit(to)) = (migrating, q) {
+                        self.log(
+                            task,
+                            EventKind::Migrate {
+                                from: Placement::Running(unit),
+                                to,
+                            },
+                        );
+                    }
+                    self.log(task, EventKind::Enqueue { queue: q });
+                }
             }
         } else {
             let Placement::Running(u) = self.tasks[&task].placement else {
@@ -521,10 +624,18 @@ impl Arbiter {
             self.account_run(task);
             self.unit_freed(u);
             if finished {
+                self.log(task, EventKind::Complete { unit: u });
                 self.end_task(task, Some(u), now, &mut effects);
             } else {
-                self.state.get_mut(&task).unwrap().told_to_release = false;
-                self.enqueue(task, QueueId::Unit(u), &mut effects);
+                self.log(task, EventKind::Stop { unit: u });
+                let st = self.state.get_mut(&task).unwrap();
+                st.told_to_release = false;
+                let q = if st.central {
+                    QueueId::Central
+                } else {
+                    QueueId::Unit(u)
+                };
+                self.enqueue(task, q, &mut effects);
             }
         }
         effects.extend(self.dispatch(now));
@@ -587,18 +698,28 @@ impl Arbiter {
         let Some(&task) = self.client_task.get(&client) else {
             return Vec::new();
         };
+        // In the record its segment stops and it leaves unfinished (`reject`).
         match self.tasks[&task].placement {
             Placement::Running(u) => {
                 self.running[u as usize] = None;
                 self.unit_freed(u);
+                self.log(task, EventKind::Stop { unit: u });
             }
             Placement::Queued(_) => {
                 if self.state[&task].told_to_release {
+                    let unit = self.last_unit(task).unwrap_or(0);
                     self.finish_release(task);
+                    self.log(task, EventKind::Stop { unit });
                 }
                 self.remove_queued(task);
             }
         }
+        self.log(
+            task,
+            EventKind::Reject {
+                reason: "client went away".into(),
+            },
+        );
         let mut effects = Vec::new();
         self.end_task(task, None, now, &mut effects);
         effects.extend(self.dispatch(now));
@@ -743,5 +864,75 @@ impl Arbiter {
             decisions: self.decisions,
             tasks,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::WireAffinity;
+    use hetsched_core::machine::UnitGranularity;
+
+    fn arbiter(cores: u32, policy: &str) -> Arbiter {
+        let text = format!("name = \"t\"\n[[package]]\ncores = {cores}\n");
+        let mut m = hetsched_topology::machine_file::parse(&text, "test").unwrap();
+        m.derive_units(UnitGranularity::Pu);
+        let devices = crate::devices::described(&m);
+        Arbiter::new(m, devices, hetsched_policies::build(policy, 0).unwrap())
+    }
+
+    fn meta() -> MetaInfo {
+        MetaInfo {
+            kind: "t".into(),
+            affinity: WireAffinity {
+                cpu: 1.0,
+                ..Default::default()
+            },
+            memory_to_copy: 0,
+            weight: 1024,
+        }
+    }
+
+    fn granted(effects: &[Effect], client: ClientId) -> bool {
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Reply(c, Reply::Granted { .. }) if *c == client))
+    }
+
+    #[test]
+    fn a_grant_made_while_the_client_frees_answers_its_next_alloc() {
+        let mut a = arbiter(1, "fcfs");
+        assert!(granted(&a.alloc(1, &meta()).unwrap(), 1));
+        // A voluntary release: the only task is granted the unit again at once, but the
+        // client is not asking yet, so nothing is sent until it does.
+        let effects = a.free(1, false).unwrap();
+        assert!(!granted(&effects, 1), "{effects:?}");
+        assert!(granted(&a.alloc(1, &meta()).unwrap(), 1));
+        assert_eq!(a.rerequest(1).unwrap().0, Verdict::Keep);
+        a.free(1, true).unwrap();
+        assert!(a.record().is_none());
+    }
+
+    #[test]
+    fn a_vanished_holder_frees_its_unit_for_the_next_waiter_and_the_record_stays_sound() {
+        let mut a = arbiter(1, "fcfs");
+        a.start_recording();
+        assert!(granted(&a.alloc(1, &meta()).unwrap(), 1));
+        assert!(!granted(&a.alloc(2, &meta()).unwrap(), 2));
+        assert!(!granted(&a.alloc(3, &meta()).unwrap(), 3));
+        assert!(granted(&a.disconnect(1), 2));
+        assert!(a.disconnect(3).is_empty());
+        a.free(2, true).unwrap();
+        let record = a.record().unwrap();
+        record.check().unwrap();
+        let outcomes = record.outcomes();
+        assert_eq!(outcomes.iter().filter(|o| o.rejected).count(), 2);
+        assert_eq!(
+            outcomes
+                .iter()
+                .filter(|o| !o.rejected && o.end_ns.is_some())
+                .count(),
+            1
+        );
     }
 }

@@ -8,3 +8,4 @@ pub mod devices;
 pub mod protocol;
 pub mod server;
 pub mod shm;
+pub mod worker_bridge;

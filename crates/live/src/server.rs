@@ -20,8 +20,9 @@ use std::time::Duration;
 
 const LISTENER: Token = Token(0);
 const WAKER: Token = Token(1);
-/// Client ids start here so that `Token(id)` never collides with the two above.
-const FIRST_CLIENT: u64 = 2;
+const SIGNAL: Token = Token(2);
+/// Client ids start here so that `Token(id)` never collides with the three above.
+const FIRST_CLIENT: u64 = 3;
 
 /// Where a daemon listens unless told otherwise: `$HETSCHED_SOCKET`, else
 /// `$XDG_RUNTIME_DIR/hetsched/daemon.sock`, else `/tmp/hetsched-$UID/daemon.sock`.
@@ -99,6 +100,8 @@ pub struct Daemon {
     uid: u32,
     stop: Arc<AtomicBool>,
     waker: Arc<Waker>,
+    /// Read end of the self-pipe SIGINT / SIGTERM write to, when handled.
+    signals: Option<UnixStream>,
 }
 
 impl Daemon {
@@ -136,7 +139,29 @@ impl Daemon {
             uid: nix::unistd::getuid().as_raw(),
             stop: Arc::new(AtomicBool::new(false)),
             waker,
+            signals: None,
         })
+    }
+
+    /// Makes SIGINT and SIGTERM stop `run` cleanly (so that a trace can be written).
+    pub fn stop_on_signals(&mut self) -> Result<()> {
+        let (read, write) = std::os::unix::net::UnixStream::pair().map_err(Error::runtime)?;
+        read.set_nonblocking(true).map_err(Error::runtime)?;
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            let w = write.try_clone().map_err(Error::runtime)?;
+            signal_hook::low_level::pipe::register(sig, w).map_err(Error::runtime)?;
+        }
+        let mut read = UnixStream::from_std(read);
+        self.poll
+            .registry()
+            .register(&mut read, SIGNAL, Interest::READABLE)
+            .map_err(Error::runtime)?;
+        self.signals = Some(read);
+        Ok(())
+    }
+
+    pub fn arbiter(&self) -> &Arbiter {
+        &self.arbiter
     }
 
     pub fn stop_handle(&self) -> StopHandle {
@@ -163,6 +188,7 @@ impl Daemon {
                 match event.token() {
                     LISTENER => self.accept(),
                     WAKER => {}
+                    SIGNAL => self.stop.store(true, Ordering::SeqCst),
                     Token(t) => {
                         let client = t as ClientId;
                         if event.is_readable() || event.is_read_closed() {

@@ -32,7 +32,7 @@ pub struct RunReport<C, O> {
 /// On a CPU grant with a CPU list the calling thread is pinned to those PUs; on
 /// other grants (and at the end) its original mask is restored, so that e.g. an
 /// OpenCL runtime's threads are not confined to one core.
-pub fn run<W: Worker, S: Scheduler>(
+pub fn run<W: Worker, S: Scheduler + ?Sized>(
     worker: &W,
     scheduler: &mut S,
     checkpoint: W::Checkpoint,
@@ -45,7 +45,7 @@ pub fn run<W: Worker, S: Scheduler>(
     Ok(report)
 }
 
-fn drive<W: Worker, S: Scheduler>(
+fn drive<W: Worker, S: Scheduler + ?Sized>(
     worker: &W,
     scheduler: &mut S,
     mut checkpoint: W::Checkpoint,

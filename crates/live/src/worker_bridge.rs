@@ -1,0 +1,90 @@
+//! The worker programming model ([`hetsched_worker`]) on top of the daemon: a worker's
+//! `alloc` / `rerequest` / `free` become requests to the daemon.
+
+use crate::client::Client;
+use crate::protocol::{MetaInfo, UnitInfo, Verdict, WireAffinity};
+use hetsched_core::machine::UnitType;
+use hetsched_core::{Error, Result};
+use hetsched_worker::{Grant, Rerequest, Scheduler};
+use std::path::Path;
+
+pub struct DaemonScheduler {
+    client: Client,
+    /// Task type name sent with each allocation (performance models learn per type).
+    kind: String,
+    /// The daemon told the task to give its unit up since the last grant: the next
+    /// `free` is not the end of the task.
+    denied: bool,
+    units: Vec<UnitInfo>,
+}
+
+impl DaemonScheduler {
+    pub fn connect(socket: &Path, kind: &str) -> Result<DaemonScheduler> {
+        let mut client = Client::connect(socket, kind)?;
+        let units = client.list_units()?;
+        Ok(DaemonScheduler {
+            client,
+            kind: kind.to_string(),
+            denied: false,
+            units,
+        })
+    }
+
+    fn unit_type(&mut self, id: u32) -> Result<UnitType> {
+        if !self.units.iter().any(|u| u.id == id) {
+            self.units = self.client.list_units()?;
+        }
+        self.units
+            .iter()
+            .find(|u| u.id == id)
+            .map(|u| u.kind)
+            .ok_or_else(|| {
+                Error::runtime(format!("daemon offered unit {id}, which it does not list"))
+            })
+    }
+}
+
+impl Scheduler for DaemonScheduler {
+    fn alloc(&mut self, meta: &hetsched_worker::MetaInfo) -> Result<Grant> {
+        let wire = MetaInfo {
+            kind: self.kind.clone(),
+            affinity: WireAffinity {
+                cpu: meta.affinity(UnitType::Cpu) as f64,
+                gpu: meta.affinity(UnitType::Gpu) as f64,
+                opencl: meta.affinity(UnitType::OpenCl) as f64,
+                coprocessor: meta.affinity(UnitType::CoProcessor) as f64,
+            },
+            memory_to_copy: meta.memory_to_copy,
+            weight: 1024,
+        };
+        let unit = self.client.alloc(&wire)?;
+        self.denied = false;
+        Ok(Grant {
+            unit: unit.id,
+            kind: unit.kind,
+            cpus: unit.cpus.iter().map(|&c| c as usize).collect(),
+            opencl_device: (unit.kind == UnitType::OpenCl)
+                .then(|| unit.device.unwrap_or(0) as usize),
+        })
+    }
+
+    fn rerequest(&mut self) -> Result<Rerequest> {
+        Ok(match self.client.rerequest()? {
+            Verdict::Keep => Rerequest::Keep,
+            Verdict::Yield => {
+                self.denied = true;
+                Rerequest::Yield
+            }
+            Verdict::Migrate { to } => {
+                self.denied = true;
+                Rerequest::Migrate(self.unit_type(to)?)
+            }
+        })
+    }
+
+    fn free(&mut self) -> Result<()> {
+        let finished = !self.denied;
+        self.denied = false;
+        self.client.free(finished)
+    }
+}
