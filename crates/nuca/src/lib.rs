@@ -11,6 +11,7 @@
 //! - [`experiment`], [`plot`]: the paper's evaluation.
 
 pub mod chip;
+pub mod kernels;
 pub mod predictor;
 pub mod sim;
 pub mod trace;
