@@ -4,8 +4,13 @@ use clap::Subcommand;
 use hetsched_core::Result;
 
 #[derive(Subcommand)]
-pub enum Bench {}
+pub enum Bench {
+    /// Simulated memory accesses per second of the tiled-NUCA simulator.
+    Nuca(crate::nuca_cmd::NucaBenchArgs),
+}
 
 pub fn run(which: Bench) -> Result<()> {
-    match which {}
+    match which {
+        Bench::Nuca(a) => crate::nuca_cmd::bench(a),
+    }
 }

@@ -6,6 +6,7 @@
 
 mod bench;
 mod experiment;
+mod nuca_cmd;
 
 use clap::{Parser, Subcommand};
 use hetsched_core::Result;

@@ -11,7 +11,9 @@
 //! - [`experiment`], [`plot`]: the paper's evaluation.
 
 pub mod chip;
+pub mod experiment;
 pub mod kernels;
+pub mod plot;
 pub mod predictor;
 pub mod sim;
 pub mod trace;

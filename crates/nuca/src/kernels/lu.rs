@@ -12,7 +12,7 @@ use crate::trace::Trace;
 use hetsched_core::{Error, Result};
 use std::sync::Barrier;
 
-const B: usize = 8;
+const B: usize = 16; // SPLASH-2 lu default block size
 
 #[derive(Clone, Copy)]
 pub enum Layout {
@@ -80,6 +80,9 @@ pub fn run(p: usize, n: usize, layout: Layout, rep: bool) -> Result<Vec<Trace>> 
     let barrier = Barrier::new(p);
     let traces = run_threads(p, |id, t| {
         let mine = |bi: usize, bj: usize| owner(bi, bj) == id;
+        if rep {
+            bufs[id].touch(t, line!()); // private: first touched at home
+        }
         for bi in 0..nb {
             for bj in (0..nb).filter(|&bj| mine(bi, bj)) {
                 for i in 0..B {
@@ -93,9 +96,13 @@ pub fn run(p: usize, n: usize, layout: Layout, rep: bool) -> Result<Vec<Trace>> 
         barrier.wait();
         let copy = |t: &mut Tracer, bi: usize, bj: usize, slot: usize| -> usize {
             let buf = &bufs[id];
+            // Row by row, as a wide memcpy: B loads, then B stores.
+            let mut row = [0.0; B];
             for i in 0..B {
-                for j in 0..B {
-                    let v = m.a.get(t, line!(), m.idx(bi * B + i, bj * B + j));
+                for (j, v) in row.iter_mut().enumerate() {
+                    *v = m.a.get(t, line!(), m.idx(bi * B + i, bj * B + j));
+                }
+                for (j, &v) in row.iter().enumerate() {
                     buf.set(t, line!(), slot * B * B + i * B + j, v);
                 }
             }

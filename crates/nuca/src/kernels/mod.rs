@@ -115,6 +115,14 @@ impl Array {
         t.record(pc, self.addr(i), true);
         self.cells[i].fetch_add(v, Relaxed);
     }
+    /// Traced zeroing of the whole array: how a thread first touches its private buffers
+    /// (so first-touch placement homes them where it starts, at its native core).
+    pub fn touch(&self, t: &mut Tracer, pc: u32) {
+        for i in 0..self.len() {
+            self.set_u(t, pc, i, 0);
+        }
+    }
+
     /// Untraced load (initialisation and verification).
     pub fn peek(&self, i: usize) -> f64 {
         f64::from_bits(self.cells[i].load(Relaxed))
@@ -267,7 +275,7 @@ impl Benchmark {
         match self {
             Fft | FftRep => "complex points (a power of four)",
             LuContiguous | LuNonContiguous | LuRep => {
-                "matrix order (a multiple of the 8-wide block)"
+                "matrix order (a multiple of the 16-wide block)"
             }
             OceanContiguous | OceanNonContiguous | OceanRep => "interior grid side",
             Radix | RadixRep => "keys",
@@ -283,10 +291,10 @@ impl Benchmark {
         match self {
             Fft | FftRep => 1 << 16,
             LuContiguous | LuNonContiguous | LuRep => 128,
-            OceanContiguous | OceanNonContiguous | OceanRep => 128,
-            Radix | RadixRep => 1 << 16,
+            OceanContiguous | OceanNonContiguous | OceanRep => 256,
+            Radix | RadixRep => 1 << 17,
             Raytrace | RaytraceRep => 96,
-            Water | WaterRep => 256,
+            Water | WaterRep => 512,
             DhtLp | DhtSc => 2048,
         }
     }

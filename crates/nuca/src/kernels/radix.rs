@@ -1,7 +1,7 @@
-//! Radix: SPLASH-2 parallel radix sort of 32-bit keys, 8 bits per pass. Per pass each
+//! Radix: SPLASH-2 parallel radix sort of 32-bit keys, radix 1024 (10 bits per pass). Per pass each
 //! thread histograms its keys, threads combine the histograms into global digit ranks
-//! (each reads every thread's histogram), then each thread scatters its keys to their
-//! ranks. Checks the output is the sorted input.
+//! (each reads other threads' histograms whole, as SPLASH's prefix tree does), then each
+//! thread scatters its keys to their ranks. Checks the output is the sorted input.
 //!
 //! `_rep`: after the digit totals are computed, every thread copies them (read-only for
 //! the rest of the pass) into its own array before computing its ranks.
@@ -11,7 +11,7 @@ use crate::trace::Trace;
 use hetsched_core::Result;
 use std::sync::Barrier;
 
-const RADIX: usize = 256;
+const RADIX: usize = 1024;
 const PASSES: usize = 4;
 
 pub fn run(p: usize, n: usize, rep: bool) -> Result<Vec<Trace>> {
@@ -27,12 +27,15 @@ pub fn run(p: usize, n: usize, rep: bool) -> Result<Vec<Trace>> {
     let barrier = Barrier::new(p);
     let traces = run_threads(p, |id, t| {
         let mine = chunk(id, n, p);
+        if rep {
+            copies[id].touch(t, line!()); // private: first touched at home
+        }
         for i in mine.clone() {
             keys[0].set_u(t, line!(), i, input[i]);
         }
         for pass in 0..PASSES {
             let (src, dst) = (&keys[pass % 2], &keys[1 - pass % 2]);
-            let shift = 8 * pass;
+            let shift = 10 * pass;
             for d in 0..RADIX {
                 hist.set_u(t, line!(), id * RADIX + d, 0);
             }
@@ -43,13 +46,17 @@ pub fn run(p: usize, n: usize, rep: bool) -> Result<Vec<Trace>> {
                 hist.set_u(t, line!(), id * RADIX + d, c + 1);
             }
             barrier.wait();
-            for d in chunk(id, RADIX, p) {
-                let mut s = 0;
-                for q in 0..p {
-                    s += hist.get_u(t, line!(), q * RADIX + d);
+            // Totals of this thread's digits: a run over each thread's histogram.
+            let digits = chunk(id, RADIX, p);
+            let mut sum = vec![0u64; digits.len()];
+            for q in 0..p {
+                for (k, d) in digits.clone().enumerate() {
+                    sum[k] += hist.get_u(t, line!(), q * RADIX + d);
                     t.ops(1);
                 }
-                totals.set_u(t, line!(), d, s);
+            }
+            for (k, d) in digits.enumerate() {
+                totals.set_u(t, line!(), d, sum[k]);
             }
             barrier.wait();
             let tot = if rep {
@@ -61,16 +68,22 @@ pub fn run(p: usize, n: usize, rep: bool) -> Result<Vec<Trace>> {
             } else {
                 &totals
             };
+            // rank[d] = keys with smaller digits + keys with digit d of earlier threads.
+            let mut rank = vec![0u64; RADIX];
             let mut base = 0;
             for d in 0..RADIX {
-                let mut r = base;
-                for q in 0..id {
-                    r += hist.get_u(t, line!(), q * RADIX + d);
-                    t.ops(1);
-                }
-                ranks.set_u(t, line!(), id * RADIX + d, r);
+                rank[d] = base;
                 base += tot.get_u(t, line!(), d);
                 t.ops(1);
+            }
+            for q in 0..id {
+                for d in 0..RADIX {
+                    rank[d] += hist.get_u(t, line!(), q * RADIX + d);
+                    t.ops(1);
+                }
+            }
+            for d in 0..RADIX {
+                ranks.set_u(t, line!(), id * RADIX + d, rank[d]);
             }
             for i in mine.clone() {
                 let k = src.get_u(t, line!(), i);

@@ -13,7 +13,7 @@ use hetsched_core::Result;
 const NODE: usize = 8; // min xyz, max xyz, link a, link b
 const SPHERE: usize = 4; // centre xyz, radius
 const LEAF: u64 = 1 << 63;
-const SPHERES: usize = 512;
+const SPHERES: usize = 4096;
 
 struct Scene {
     nodes: Vec<[f64; 6]>,
@@ -127,7 +127,7 @@ pub fn run(p: usize, side: usize, rep: bool) -> Result<Vec<Trace>> {
                 unit(4 * k),
                 unit(4 * k + 1),
                 unit(4 * k + 2),
-                0.01 + 0.03 * unit(4 * k + 3),
+                0.005 + 0.015 * unit(4 * k + 3),
             ]
         })
         .collect();
@@ -156,6 +156,8 @@ pub fn run(p: usize, side: usize, rep: bool) -> Result<Vec<Trace>> {
     let traces = run_threads(p, |id, t| {
         let (nd, sp) = if rep {
             let (cn, cs) = &copies[id];
+            cn.touch(t, line!()); // private: first touched at home
+            cs.touch(t, line!());
             for (src, dst) in [(&nodes, cn), (&spheres, cs)] {
                 for i in 0..src.len() {
                     let v = src.get_u(t, line!(), i);
