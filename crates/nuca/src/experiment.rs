@@ -3,7 +3,7 @@
 //! remote-access and migration rates, average memory latency and completion cycles.
 
 use crate::kernels::Benchmark;
-use crate::{simulate, Chip, Program, Scheme, Stats};
+use crate::{Chip, Program, Scheme, Sim, Stats};
 use hetsched_core::{Error, Result};
 use std::fmt::Write as _;
 
@@ -52,19 +52,26 @@ impl BenchResult {
     }
 }
 
-/// Generates the traces of `bench` and simulates them under every scheme.
+/// Generates the traces of `bench` and simulates them under every scheme, in exact time
+/// order (`skew` = 0) or with threads allowed `skew` cycles apart (see [`Sim::with_skew`]).
 pub fn run_benchmark(
     chip: &Chip,
     bench: Benchmark,
     threads: usize,
     size: usize,
+    skew: u64,
 ) -> Result<BenchResult> {
     let traces = bench.generate(threads, size)?;
     let program = Program::new(&traces, chip.placement.page_bytes);
     drop(traces);
     let stats = SCHEMES
         .iter()
-        .map(|&s| simulate(chip, &program, s))
+        .map(|&s| {
+            Sim::new(chip, &program, s)?
+                .with_skew(skew)
+                .run(false)
+                .map_err(Error::runtime)
+        })
         .collect::<Result<Vec<_>>>()?;
     Ok(BenchResult {
         name: bench.name().into(),
@@ -278,7 +285,7 @@ mod tests {
         let chip = Chip::shim_64().with_cores(16).unwrap();
         let results: Vec<_> = Benchmark::ALL
             .iter()
-            .map(|&b| run_benchmark(&chip, b, 16, b.tiny_size()).unwrap())
+            .map(|&b| run_benchmark(&chip, b, 16, b.tiny_size(), 0).unwrap())
             .collect();
         let sums = summarise(&results);
         let remote = sums[0];

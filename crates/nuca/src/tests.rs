@@ -16,8 +16,16 @@ fn rd(pc: u32, page: u64, gap: u16) -> Access {
 }
 
 fn run(chip: &Chip, traces: &[Vec<Access>], scheme: Scheme) -> Stats {
+    run_skewed(chip, traces, scheme, 0)
+}
+
+fn run_skewed(chip: &Chip, traces: &[Vec<Access>], scheme: Scheme, skew: u64) -> Stats {
     let program = Program::new(traces, chip.placement.page_bytes);
-    Sim::new(chip, &program, scheme).unwrap().run(true).unwrap()
+    Sim::new(chip, &program, scheme)
+        .unwrap()
+        .with_skew(skew)
+        .run(true)
+        .unwrap()
 }
 
 /// Figure 2 / 3 on a 2 × 2 mesh: cores A = 0, B = 1, C = 2. Threads 1 and 2 first-touch
@@ -140,13 +148,15 @@ proptest! {
     /// Every scheme finishes every trace with the context invariants intact after every
     /// access (native contexts reserved, one guest per core): no deadlock, nothing lost.
     #[test]
-    fn no_deadlock_on_random_traces(side in 2u32..=8, seed in any::<u64>(), fill in 1usize..=4) {
+    fn no_deadlock_on_random_traces(
+        side in 2u32..=8, seed in any::<u64>(), fill in 1usize..=4, skew in 0u64..200
+    ) {
         let cores = side * side;
         let chip = Chip::shim_64().with_cores(cores).unwrap();
         let threads = (cores as usize * fill / 4).max(1);
         let traces = random_traces(threads, 60, 3 * cores as u64, seed);
         for scheme in [Scheme::RemoteOnly, Scheme::AlwaysMigrate, Scheme::Hybrid { theta: 2 }] {
-            let s = run(&chip, &traces, scheme);
+            let s = run_skewed(&chip, &traces, scheme, skew);
             prop_assert_eq!(s.accesses, (threads * 60) as u64);
             prop_assert_eq!(s.local + s.remote + s.migrations, s.accesses);
             if scheme == Scheme::RemoteOnly {
