@@ -300,5 +300,17 @@ mod tests {
         let text = report(&results);
         assert!(text.contains("dht_sc") && text.contains("ours vs the paper"));
         assert_eq!(csv(&results).lines().count(), 1 + 16 * SCHEMES.len());
+        let dir = tempfile::tempdir().unwrap();
+        crate::plot::figures(&results, dir.path()).unwrap();
+        for f in [
+            "fig4_core_miss",
+            "fig5_latency",
+            "fig6_breakdown",
+            "fig7_theta_breakdown",
+            "fig8_theta_latency",
+        ] {
+            let png = std::fs::read(dir.path().join(format!("{f}.png"))).unwrap();
+            assert!(png.len() > 1000 && png.starts_with(b"\x89PNG"), "{f}");
+        }
     }
 }

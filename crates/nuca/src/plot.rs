@@ -27,7 +27,7 @@ impl Bars<'_> {
     fn draw(&self, path: &Path) -> Result<()> {
         let err = |e: &dyn std::fmt::Display| Error::runtime(format!("{}: {e}", path.display()));
         let width = (160 + 60 * self.groups.len() as u32).max(640);
-        let root = BitMapBackend::new(path, (width, 480)).into_drawing_area();
+        let root = BitMapBackend::new(path, (width, 520)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(&e))?;
         let top = if self.stacked {
             (0..self.groups.len())
@@ -43,28 +43,14 @@ impl Bars<'_> {
         let mut chart = ChartBuilder::on(&root)
             .caption(self.title, ("sans-serif", 20))
             .margin(12)
-            .x_label_area_size(110)
+            .x_label_area_size(150)
             .y_label_area_size(60)
             .build_cartesian_2d(0.0..n as f64, 0.0..(top * 1.15).max(1e-9))
             .map_err(|e| err(&e))?;
-        let groups = self.groups.clone();
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&|x| {
-                let i = (*x - 0.5).round();
-                if (x - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < groups.len() {
-                    groups[i as usize].clone()
-                } else {
-                    String::new()
-                }
-            })
-            .x_label_style(
-                ("sans-serif", 12)
-                    .into_font()
-                    .transform(FontTransform::Rotate90),
-            )
+            .x_labels(0)
             .y_desc(self.y_label)
             .draw()
             .map_err(|e| err(&e))?;
@@ -93,8 +79,19 @@ impl Bars<'_> {
                     Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled())
                 });
         }
+        // Group names under the bars, rotated, at each group's centre.
+        let style = ("sans-serif", 13)
+            .into_font()
+            .transform(FontTransform::Rotate90)
+            .color(&BLACK);
+        for (g, name) in self.groups.iter().enumerate() {
+            let (px, py) = chart.backend_coord(&(g as f64 + 0.5, 0.0));
+            root.draw(&Text::new(name.clone(), (px - 6, py + 6), style.clone()))
+                .map_err(|e| err(&e))?;
+        }
         chart
             .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .draw()
