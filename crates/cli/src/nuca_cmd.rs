@@ -77,6 +77,9 @@ pub struct ShimThetaArgs {
     /// Let simulated threads run up to this many cycles apart (0 = exact time order).
     #[arg(long, default_value_t = 0)]
     skew: u64,
+    /// Also write every benchmark's traces (binary format, docs/nuca.md) under DIR/<bench>/.
+    #[arg(long)]
+    save_traces: Option<PathBuf>,
     /// Output directory.
     #[arg(long, default_value = "hetsched-out/shim-theta")]
     out: PathBuf,
@@ -89,7 +92,7 @@ pub fn shim_theta(a: ShimThetaArgs) -> Result<()> {
     let mut results: Vec<BenchResult> = Vec::new();
     for (b, n) in chosen {
         let t0 = Instant::now();
-        let r = experiment::run_benchmark(&chip, b, threads, n, a.skew)?;
+        let r = experiment::run_benchmark(&chip, b, threads, n, a.skew, a.save_traces.as_deref())?;
         eprintln!(
             "{:<22} n={n:<7} {:>10} accesses  {:.1} s",
             b.name(),

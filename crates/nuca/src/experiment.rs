@@ -53,15 +53,20 @@ impl BenchResult {
 }
 
 /// Generates the traces of `bench` and simulates them under every scheme, in exact time
-/// order (`skew` = 0) or with threads allowed `skew` cycles apart (see [`Sim::with_skew`]).
+/// order (`skew` = 0) or with threads allowed `skew` cycles apart (see [`Sim::with_skew`]);
+/// with `save`, also writes the traces to `save/<benchmark>/thread-<i>.trace`.
 pub fn run_benchmark(
     chip: &Chip,
     bench: Benchmark,
     threads: usize,
     size: usize,
     skew: u64,
+    save: Option<&std::path::Path>,
 ) -> Result<BenchResult> {
     let traces = bench.generate(threads, size)?;
+    if let Some(dir) = save {
+        crate::trace::save_traces(&dir.join(bench.name()), &traces)?;
+    }
     let program = Program::new(&traces, chip.placement.page_bytes);
     drop(traces);
     let stats = SCHEMES
@@ -285,7 +290,7 @@ mod tests {
         let chip = Chip::shim_64().with_cores(16).unwrap();
         let results: Vec<_> = Benchmark::ALL
             .iter()
-            .map(|&b| run_benchmark(&chip, b, 16, b.tiny_size(), 0).unwrap())
+            .map(|&b| run_benchmark(&chip, b, 16, b.tiny_size(), 0, None).unwrap())
             .collect();
         let sums = summarise(&results);
         let remote = sums[0];
