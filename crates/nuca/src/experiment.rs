@@ -36,6 +36,9 @@ pub struct BenchResult {
     pub size: usize,
     pub accesses: u64,
     pub stats: Vec<Stats>,
+    /// Under hybrid θ = 3, the access sites (PC = source line in the kernel's file) that
+    /// triggered the most migrations, with their counts, most first (at most 5).
+    pub top_migrating_sites: Vec<(u32, u64)>,
 }
 
 impl BenchResult {
@@ -69,21 +72,31 @@ pub fn run_benchmark(
     }
     let program = Program::new(&traces, chip.placement.page_bytes);
     drop(traces);
-    let stats = SCHEMES
-        .iter()
-        .map(|&s| {
-            Sim::new(chip, &program, s)?
-                .with_skew(skew)
-                .run(false)
-                .map_err(Error::runtime)
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let mut stats = Vec::new();
+    let mut top_migrating_sites = Vec::new();
+    for &scheme in &SCHEMES {
+        let sim = Sim::new(chip, &program, scheme)?.with_skew(skew);
+        let (st, by_pc) = sim.run_detailed(false).map_err(Error::runtime)?;
+        if scheme == (Scheme::Hybrid { theta: 3 }) {
+            let mut sites: Vec<(u32, u64)> = by_pc
+                .into_iter()
+                .enumerate()
+                .filter(|s| s.1 > 0)
+                .map(|(pc, n)| (pc as u32, n))
+                .collect();
+            sites.sort_by_key(|&(pc, n)| (std::cmp::Reverse(n), pc));
+            sites.truncate(5);
+            top_migrating_sites = sites;
+        }
+        stats.push(st);
+    }
     Ok(BenchResult {
         name: bench.name().into(),
         threads,
         size,
         accesses: program.accesses(),
         stats,
+        top_migrating_sites,
     })
 }
 
@@ -197,6 +210,18 @@ pub fn report(results: &[BenchResult]) -> String {
             m.worst_latency_ratio,
             m.completion_ratio
         );
+    }
+    let _ = writeln!(
+        s,
+        "\nhybrid θ=3: access sites (source line in the kernel) with the most migrations"
+    );
+    for r in results.iter().filter(|r| !r.top_migrating_sites.is_empty()) {
+        let sites: Vec<String> = r
+            .top_migrating_sites
+            .iter()
+            .map(|(pc, n)| format!("line {pc}: {n}"))
+            .collect();
+        let _ = writeln!(s, "{:<22} {}", r.name, sites.join(", "));
     }
     let get = |scheme: Scheme| *sums.iter().find(|m| m.scheme == scheme).expect("listed");
     let _ = writeln!(s, "\nours vs the paper");

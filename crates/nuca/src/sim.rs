@@ -188,6 +188,8 @@ pub struct Sim<'p> {
     request_by_hops: Vec<u64>,
     skew: u64,
     stats: Stats,
+    /// Migrations triggered by each access site (PC).
+    migrations_by_pc: Vec<u64>,
 }
 
 impl<'p> Sim<'p> {
@@ -242,6 +244,7 @@ impl<'p> Sim<'p> {
                 .collect(),
             skew: 0,
             stats: Stats::default(),
+            migrations_by_pc: vec![0; program.max_pc as usize + 1],
         })
     }
 
@@ -259,7 +262,13 @@ impl<'p> Sim<'p> {
 
     /// Runs every thread to the end of its trace; with `check`, verifies the context
     /// invariants after every access (slow; for tests).
-    pub fn run(mut self, check: bool) -> Result<Stats, String> {
+    pub fn run(self, check: bool) -> Result<Stats, String> {
+        self.run_detailed(check).map(|(stats, _)| stats)
+    }
+
+    /// [`Sim::run`], also returning the number of migrations each access site (PC)
+    /// triggered, indexed by PC.
+    pub fn run_detailed(mut self, check: bool) -> Result<(Stats, Vec<u64>), String> {
         // Keyed by the cycle the thread issues its next access.
         let mut heap: BinaryHeap<Reverse<(u64, u32)>> = (0..self.threads.len() as u32)
             .filter(|&i| !self.threads[i as usize].done)
@@ -291,7 +300,7 @@ impl<'p> Sim<'p> {
             }
         }
         self.stats.completion_cycles = self.threads.iter().map(|t| t.clock).max().unwrap_or(0);
-        Ok(self.stats)
+        Ok((self.stats, self.migrations_by_pc))
     }
 
     /// The cycle thread i issues its next access.
@@ -330,6 +339,7 @@ impl<'p> Sim<'p> {
             self.cache_access(home, op.addr, now)
         } else if migrate {
             self.stats.migrations += 1;
+            self.migrations_by_pc[op.pc as usize] += 1;
             let travel = self.migration_by_hops[self.hops(cur, home)];
             self.move_thread(i, home, now + travel);
             travel + self.cache_access(home, op.addr, now + travel)

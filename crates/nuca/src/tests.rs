@@ -57,6 +57,34 @@ fn figure_three(reps: usize, scheme: Scheme) -> Stats {
     )
 }
 
+#[test]
+fn migrations_are_attributed_to_their_access_sites() {
+    let chip = Chip::shim_64().with_cores(4).unwrap();
+    let (a, b, c) = (10, 11, 12);
+    let seq = [
+        (1, a),
+        (2, b),
+        (3, c),
+        (4, c),
+        (5, c),
+        (6, c),
+        (7, a),
+        (8, a),
+    ];
+    let t0: Vec<_> = (0..3)
+        .flat_map(|r| seq.map(|(pc, page)| rd(pc, page, if r == 0 { 100 } else { 0 })))
+        .collect();
+    let traces = [t0, vec![rd(100, b, 0)], vec![rd(101, c, 0)]];
+    let program = Program::new(&traces, PAGE);
+    let (stats, by_pc) = Sim::new(&chip, &program, Scheme::Hybrid { theta: 2 })
+        .unwrap()
+        .run_detailed(true)
+        .unwrap();
+    // Executions 2 and 3 each migrate at PC3 and PC7.
+    assert_eq!((by_pc[3], by_pc[7]), (2, 2));
+    assert_eq!(by_pc.iter().sum::<u64>(), stats.migrations);
+}
+
 fn minus(x: Stats, y: Stats) -> (u64, u64, u64) {
     (
         x.local - y.local,

@@ -13,7 +13,10 @@ use hetsched_core::Result;
 const NODE: usize = 8; // min xyz, max xyz, link a, link b
 const SPHERE: usize = 4; // centre xyz, radius
 const LEAF: u64 = 1 << 63;
-const SPHERES: usize = 4096;
+/// Scene size: one sphere per two pixels, between 64 and 4096.
+fn spheres(side: usize) -> usize {
+    (side * side / 2).clamp(64, 4096)
+}
 
 struct Scene {
     nodes: Vec<[f64; 6]>,
@@ -121,7 +124,7 @@ fn trace(
 }
 
 pub fn run(p: usize, side: usize, rep: bool) -> Result<Vec<Trace>> {
-    let input: Vec<[f64; 4]> = (0..SPHERES as u64)
+    let input: Vec<[f64; 4]> = (0..spheres(side) as u64)
         .map(|k| {
             [
                 unit(4 * k),
@@ -136,7 +139,7 @@ pub fn run(p: usize, side: usize, rep: bool) -> Result<Vec<Trace>> {
     let store = |space: &Space| -> (Array, Array) {
         let (nodes, spheres) = (
             space.array(scene.nodes.len() * NODE),
-            space.array(SPHERES * SPHERE),
+            space.array(spheres(side) * SPHERE),
         );
         for (i, (b, l)) in scene.nodes.iter().zip(&scene.links).enumerate() {
             (0..6).for_each(|k| nodes.poke(i * NODE + k, b[k]));
