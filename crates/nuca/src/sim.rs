@@ -269,38 +269,55 @@ impl<'p> Sim<'p> {
     /// [`Sim::run`], also returning the number of migrations each access site (PC)
     /// triggered, indexed by PC.
     pub fn run_detailed(mut self, check: bool) -> Result<(Stats, Vec<u64>), String> {
-        // Keyed by the cycle the thread issues its next access.
+        // Keyed by the cycle the thread issues its next access; the running thread is
+        // not in the heap.
         let mut heap: BinaryHeap<Reverse<(u64, u32)>> = (0..self.threads.len() as u32)
             .filter(|&i| !self.threads[i as usize].done)
             .map(|i| Reverse((self.issue_time(i as usize), i)))
             .collect();
-        while let Some(Reverse((t, i))) = heap.pop() {
-            let i = i as usize;
-            if t != self.issue_time(i) {
-                // Its clock moved (it was evicted) since it was queued.
-                heap.push(Reverse((self.issue_time(i), i as u32)));
+        let mut running = self.pop_current(&mut heap);
+        while let Some(i) = running {
+            self.step(i);
+            if check {
+                self.check_invariants()?;
+            }
+            if self.threads[i].done {
+                running = self.pop_current(&mut heap);
                 continue;
             }
-            loop {
-                self.step(i);
-                if check {
-                    self.check_invariants()?;
+            let c = self.issue_time(i);
+            let mut switched = None;
+            if let Some(mut top) = heap.peek_mut() {
+                let Reverse((t, j)) = *top;
+                if c > t + self.skew {
+                    // Swap the running thread into the heap in one sift.
+                    *top = Reverse((c, i as u32));
+                    switched = Some((t, j));
                 }
-                if self.threads[i].done {
-                    break;
-                }
-                let c = self.issue_time(i);
-                if heap
-                    .peek()
-                    .is_some_and(|&Reverse((next, _))| c > next + self.skew)
-                {
-                    heap.push(Reverse((c, i as u32)));
-                    break;
+            }
+            if let Some((t, j)) = switched {
+                running = Some(j as usize);
+                if t != self.issue_time(j as usize) {
+                    heap.push(Reverse((self.issue_time(j as usize), j)));
+                    running = self.pop_current(&mut heap);
                 }
             }
         }
         self.stats.completion_cycles = self.threads.iter().map(|t| t.clock).max().unwrap_or(0);
         Ok((self.stats, self.migrations_by_pc))
+    }
+
+    /// Pops the thread with the earliest next access, re-queueing entries whose thread
+    /// was delayed (evicted) after it was queued.
+    fn pop_current(&self, heap: &mut BinaryHeap<Reverse<(u64, u32)>>) -> Option<usize> {
+        while let Some(Reverse((t, i))) = heap.pop() {
+            let now = self.issue_time(i as usize);
+            if t == now {
+                return Some(i as usize);
+            }
+            heap.push(Reverse((now, i)));
+        }
+        None
     }
 
     /// The cycle thread i issues its next access.
