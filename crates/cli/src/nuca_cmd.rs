@@ -77,6 +77,10 @@ pub struct ShimThetaArgs {
     /// Let simulated threads run up to this many cycles apart (0 = exact time order).
     #[arg(long, default_value_t = 0)]
     skew: u64,
+    /// Replay saved traces instead of running kernels: every subdirectory of DIR holding
+    /// thread-<i>.trace files (as written by --save-traces) is one benchmark.
+    #[arg(long, conflicts_with_all = ["benches", "sizes", "tiny", "threads", "save_traces"])]
+    traces: Option<PathBuf>,
     /// Also write every benchmark's traces (binary format, docs/nuca.md) under DIR/<bench>/.
     #[arg(long)]
     save_traces: Option<PathBuf>,
@@ -88,9 +92,40 @@ pub struct ShimThetaArgs {
 pub fn shim_theta(a: ShimThetaArgs) -> Result<()> {
     let chip = chip(&a.machine)?;
     let threads = a.threads.unwrap_or(chip.cores as usize);
-    let chosen = selection(&a.benches, &a.sizes, a.tiny)?;
     let mut results: Vec<BenchResult> = Vec::new();
-    for (b, n) in chosen {
+    if let Some(dir) = &a.traces {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| Error::input(format!("{}: {e}", dir.display())))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("thread-0.trace").is_file())
+            .collect();
+        dirs.sort();
+        if dirs.is_empty() {
+            return Err(Error::input(format!(
+                "{}: no subdirectory holds thread-0.trace",
+                dir.display()
+            )));
+        }
+        for d in dirs {
+            let name = d
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let traces = hetsched_nuca::trace::load_traces(&d)?;
+            let r = experiment::simulate_all(&chip, &name, &traces, 0, a.skew)?;
+            eprintln!(
+                "{name:<22} {:>10} accesses from {}",
+                r.accesses,
+                d.display()
+            );
+            results.push(r);
+        }
+    }
+    for (b, n) in if a.traces.is_some() {
+        Vec::new()
+    } else {
+        selection(&a.benches, &a.sizes, a.tiny)?
+    } {
         let t0 = Instant::now();
         let r = experiment::run_benchmark(&chip, b, threads, n, a.skew, a.save_traces.as_deref())?;
         eprintln!(

@@ -40,6 +40,28 @@ fn shim_theta_writes_tables_plots_and_traces() {
     }
     let loaded = hetsched_nuca::trace::load_traces(&traces.join("dht_sc")).unwrap();
     assert_eq!(loaded.len(), 4);
+    // Replaying the saved traces gives the same table rows.
+    let replay = hetsched()
+        .args(["experiment", "shim-theta", "--traces"])
+        .arg(&traces)
+        .arg("--out")
+        .arg(dir.path().join("replay"))
+        .output()
+        .unwrap();
+    assert!(
+        replay.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    let again = String::from_utf8(replay.stdout).unwrap();
+    let rows = |t: &str| {
+        t.lines()
+            .filter(|l| (l.starts_with("radix ") || l.starts_with("dht_sc ")) && l.contains('%'))
+            .map(String::from)
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert_eq!(rows(&table).len(), 10);
+    assert_eq!(rows(&table), rows(&again));
 }
 
 #[test]

@@ -70,8 +70,19 @@ pub fn run_benchmark(
     if let Some(dir) = save {
         crate::trace::save_traces(&dir.join(bench.name()), &traces)?;
     }
-    let program = Program::new(&traces, chip.placement.page_bytes);
-    drop(traces);
+    simulate_all(chip, bench.name(), &traces, size, skew)
+}
+
+/// Simulates one set of per-thread traces (e.g. read with [`crate::trace::load_traces`])
+/// under every scheme; `size` is only recorded.
+pub fn simulate_all(
+    chip: &Chip,
+    name: &str,
+    traces: &[crate::Trace],
+    size: usize,
+    skew: u64,
+) -> Result<BenchResult> {
+    let program = Program::new(traces, chip.placement.page_bytes);
     let mut stats = Vec::new();
     let mut top_migrating_sites = Vec::new();
     for &scheme in &SCHEMES {
@@ -91,8 +102,8 @@ pub fn run_benchmark(
         stats.push(st);
     }
     Ok(BenchResult {
-        name: bench.name().into(),
-        threads,
+        name: name.into(),
+        threads: traces.len(),
         size,
         accesses: program.accesses(),
         stats,
