@@ -8,6 +8,9 @@ use hetsched_cachesim::Geometry;
 use hetsched_core::{Error, Result};
 use serde::Deserialize;
 
+/// Largest chip: a 64 × 64 mesh (the simulator keeps an N² hop table).
+pub const MAX_CORES: u32 = 4096;
+
 /// The paper's Table I machine.
 pub const SHIM_64_TOML: &str = include_str!("../../../machines/shim-64.toml");
 
@@ -117,9 +120,9 @@ impl Chip {
 
     fn validate(&self) -> std::result::Result<(), String> {
         let side = self.side();
-        if self.cores == 0 || side * side != self.cores || self.cores > u16::MAX as u32 {
+        if self.cores == 0 || side * side != self.cores || self.cores > MAX_CORES {
             return Err(format!(
-                "field `cores` = {}: expected a perfect square (a √N × √N mesh) ≤ 65535",
+                "field `cores` = {}: expected a perfect square (a √N × √N mesh) ≤ {MAX_CORES}",
                 self.cores
             ));
         }
@@ -219,6 +222,8 @@ mod tests {
         let bad = SHIM_64_TOML.replace("ways = 2", "ways = 3");
         let e = Chip::from_toml(&bad, "x.toml").unwrap_err().to_string();
         assert!(e.contains("[l1]"), "{e}");
+        assert!(Chip::shim_64().with_cores(4096).is_ok());
+        assert!(Chip::shim_64().with_cores(128 * 128).is_err());
         let bad = SHIM_64_TOML.replace("hop_cycles", "hop_cyclez");
         assert!(Chip::from_toml(&bad, "x.toml").is_err());
     }
