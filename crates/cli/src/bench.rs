@@ -15,6 +15,8 @@ pub enum Bench {
     Apps(crate::app_cmd::AppsBench),
     /// Simulator throughput: 1,000,000 tasks on a 1,024-unit machine under cfs and fcfs.
     Sim(SimBench),
+    /// Simulated memory accesses per second of the tiled-NUCA simulator.
+    Nuca(crate::nuca_cmd::NucaBenchArgs),
 }
 
 pub fn run(which: Bench) -> Result<()> {
@@ -23,6 +25,7 @@ pub fn run(which: Bench) -> Result<()> {
         Bench::Daemon(args) => crate::daemon_bench::run(args),
         Bench::Apps(args) => crate::app_cmd::bench(args),
         Bench::Sim(args) => sim(args),
+        Bench::Nuca(a) => crate::nuca_cmd::bench(a),
     }
 }
 

@@ -11,6 +11,7 @@ mod daemon_cmd;
 mod experiment;
 mod simulate_cmd;
 mod topology_cmd;
+mod nuca_cmd;
 
 use clap::{Parser, Subcommand};
 use hetsched_core::Result;

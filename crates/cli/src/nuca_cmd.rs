@@ -1,0 +1,200 @@
+//! `hetsched experiment shim-theta` and `hetsched bench nuca`: the tiled-NUCA thread
+//! migration study (Shim et al.). Logic lives in `hetsched-nuca`.
+
+use clap::Args;
+use hetsched_core::{Error, Result};
+use hetsched_nuca::experiment::{self, BenchResult};
+use hetsched_nuca::kernels::Benchmark;
+use hetsched_nuca::{plot, Chip, Program, Scheme, Sim};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Which chip: a TOML machine file, else the paper's Table I preset.
+fn chip(machine: &Option<PathBuf>) -> Result<Chip> {
+    match machine {
+        Some(p) => Chip::load(p),
+        None => Ok(Chip::shim_64()),
+    }
+}
+
+/// Benchmarks chosen by name (all when none given) with their sizes.
+fn selection(names: &[String], sizes: &[String], tiny: bool) -> Result<Vec<(Benchmark, usize)>> {
+    let benches = if names.is_empty() {
+        Benchmark::ALL.to_vec()
+    } else {
+        names
+            .iter()
+            .map(|n| Benchmark::from_name(n))
+            .collect::<Result<_>>()?
+    };
+    let mut chosen: Vec<_> = benches
+        .into_iter()
+        .map(|b| {
+            (
+                b,
+                if tiny {
+                    b.tiny_size()
+                } else {
+                    b.default_size()
+                },
+            )
+        })
+        .collect();
+    for s in sizes {
+        let (name, n) = s
+            .split_once('=')
+            .ok_or_else(|| Error::input(format!("--size `{s}`: expected BENCH=N")))?;
+        let b = Benchmark::from_name(name)?;
+        let n: usize = n
+            .parse()
+            .map_err(|_| Error::input(format!("--size `{s}`: N must be a positive integer")))?;
+        chosen
+            .iter_mut()
+            .filter(|(x, _)| *x == b)
+            .for_each(|e| e.1 = n);
+    }
+    Ok(chosen)
+}
+
+/// Arguments of `hetsched experiment shim-theta`.
+#[derive(Args)]
+pub struct ShimThetaArgs {
+    /// Machine TOML file (default: the paper's Table I chip, machines/shim-64.toml).
+    #[arg(long)]
+    machine: Option<PathBuf>,
+    /// Threads per benchmark (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Benchmarks to run (repeatable; default: all 16).
+    #[arg(long = "bench")]
+    benches: Vec<String>,
+    /// Override a benchmark's size parameter: BENCH=N (repeatable).
+    #[arg(long = "size")]
+    sizes: Vec<String>,
+    /// Use the tiny test sizes (seconds instead of minutes).
+    #[arg(long)]
+    tiny: bool,
+    /// Let simulated threads run up to this many cycles apart (0 = exact time order).
+    #[arg(long, default_value_t = 0)]
+    skew: u64,
+    /// Replay saved traces instead of running kernels: every subdirectory of DIR holding
+    /// thread-<i>.trace files (as written by --save-traces) is one benchmark.
+    #[arg(long, conflicts_with_all = ["benches", "sizes", "tiny", "threads", "save_traces"])]
+    traces: Option<PathBuf>,
+    /// Also write every benchmark's traces (binary format, docs/nuca.md) under DIR/<bench>/.
+    #[arg(long)]
+    save_traces: Option<PathBuf>,
+    /// Output directory.
+    #[arg(long, default_value = "hetsched-out/shim-theta")]
+    out: PathBuf,
+}
+
+pub fn shim_theta(a: ShimThetaArgs) -> Result<()> {
+    let chip = chip(&a.machine)?;
+    let threads = a.threads.unwrap_or(chip.cores as usize);
+    let mut results: Vec<BenchResult> = Vec::new();
+    if let Some(dir) = &a.traces {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| Error::input(format!("{}: {e}", dir.display())))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("thread-0.trace").is_file())
+            .collect();
+        dirs.sort();
+        if dirs.is_empty() {
+            return Err(Error::input(format!(
+                "{}: no subdirectory holds thread-0.trace",
+                dir.display()
+            )));
+        }
+        for d in dirs {
+            let name = d
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let traces = hetsched_nuca::trace::load_traces(&d)?;
+            let r = experiment::simulate_all(&chip, &name, &traces, 0, a.skew)?;
+            eprintln!(
+                "{name:<22} {:>10} accesses from {}",
+                r.accesses,
+                d.display()
+            );
+            results.push(r);
+        }
+    }
+    for (b, n) in if a.traces.is_some() {
+        Vec::new()
+    } else {
+        selection(&a.benches, &a.sizes, a.tiny)?
+    } {
+        let t0 = Instant::now();
+        let r = experiment::run_benchmark(&chip, b, threads, n, a.skew, a.save_traces.as_deref())?;
+        eprintln!(
+            "{:<22} n={n:<7} {:>10} accesses  {:.1} s",
+            b.name(),
+            r.accesses,
+            t0.elapsed().as_secs_f64()
+        );
+        results.push(r);
+    }
+    let text = experiment::report(&results);
+    print!("{text}");
+    experiment::write(&a.out, "shim-theta.txt", &text)?;
+    experiment::write(&a.out, "shim-theta.csv", &experiment::csv(&results))?;
+    plot::figures(&results, &a.out)?;
+    eprintln!("wrote {}", a.out.display());
+    Ok(())
+}
+
+/// Arguments of `hetsched bench nuca`.
+#[derive(Args)]
+pub struct NucaBenchArgs {
+    /// Benchmark whose traces are replayed.
+    #[arg(long, default_value = "ocean_contiguous")]
+    bench: String,
+    /// Size parameter (default: the benchmark's default size).
+    #[arg(long)]
+    size: Option<usize>,
+    /// Repetitions of each scheme.
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Also measure with this skew bound in cycles (lax synchronisation).
+    #[arg(long, default_value_t = 100)]
+    skew: u64,
+}
+
+pub fn bench(a: NucaBenchArgs) -> Result<()> {
+    let chip = Chip::shim_64();
+    let b = Benchmark::from_name(&a.bench)?;
+    let traces = b.generate(chip.cores as usize, a.size.unwrap_or(b.default_size()))?;
+    let program = Program::new(&traces, chip.placement.page_bytes);
+    println!(
+        "{}: {} accesses, {} threads, one simulator thread",
+        b.name(),
+        program.accesses(),
+        program.threads()
+    );
+    for skew in [0, a.skew] {
+        for scheme in [
+            Scheme::RemoteOnly,
+            Scheme::AlwaysMigrate,
+            Scheme::Hybrid { theta: 3 },
+        ] {
+            let mut best = f64::MAX;
+            let mut latency = 0.0;
+            for _ in 0..a.reps.max(1) {
+                let sim = Sim::new(&chip, &program, scheme)?.with_skew(skew);
+                let t0 = Instant::now();
+                let stats = sim.run(false).map_err(Error::runtime)?;
+                best = best.min(t0.elapsed().as_secs_f64());
+                latency = stats.avg_latency();
+            }
+            println!(
+                "skew {skew:>4} cycles  {:<15} {:>6.1} M simulated accesses/s (best of {}; avg latency {latency:.3})",
+                scheme.name(),
+                program.accesses() as f64 / best / 1e6,
+                a.reps.max(1)
+            );
+        }
+    }
+    Ok(())
+}
