@@ -12,6 +12,7 @@
 
 pub mod capacity;
 pub mod fatfs;
+pub mod ffi;
 mod mailbox;
 pub mod packing;
 pub mod pin;

@@ -330,9 +330,11 @@ impl<T: Sync> Worker<'_, T> {
     }
 
     /// Runs operation `f` on object `obj` on the core that owns it (here if none).
+    /// `f` and its result cross to the owner's thread, hence `Send`.
     pub fn on<R, F>(&self, obj: ObjId, f: F) -> R
     where
-        F: FnOnce(&T) -> R,
+        F: FnOnce(&T) -> R + Send,
+        R: Send,
     {
         self.serve();
         let owner = self.rt.owner[obj as usize].load(Ordering::Relaxed);
@@ -351,7 +353,8 @@ impl<T: Sync> Worker<'_, T> {
 
     fn delegate<R, F>(&self, obj: ObjId, owner: usize, f: F) -> R
     where
-        F: FnOnce(&T) -> R,
+        F: FnOnce(&T) -> R + Send,
+        R: Send,
     {
         let mut env: (Option<F>, Option<R>) = (Some(f), None);
         let slot = &self.run.slots[self.index * self.run.cores + owner];
