@@ -4,8 +4,13 @@ use clap::Subcommand;
 use hetsched_core::Result;
 
 #[derive(Subcommand)]
-pub enum Experiment {}
+pub enum Experiment {
+    /// O² (CORETIME) directory lookups on this machine: thread-based vs delegation.
+    CoretimeLive(crate::o2_cmd::CoretimeLiveArgs),
+}
 
 pub fn run(which: Experiment) -> Result<()> {
-    match which {}
+    match which {
+        Experiment::CoretimeLive(a) => crate::o2_cmd::coretime_live(a),
+    }
 }

@@ -6,6 +6,8 @@
 
 mod bench;
 mod experiment;
+mod o2_cmd;
+mod o2_plot;
 
 use clap::{Parser, Subcommand};
 use hetsched_core::Result;

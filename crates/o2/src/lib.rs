@@ -10,9 +10,11 @@
 //!   provides it).
 //! - [`ffi`]: the C ABI (`include/hetsched_o2.h`).
 
+pub mod bench;
 pub mod capacity;
 pub mod fatfs;
 pub mod ffi;
+pub mod live;
 mod mailbox;
 pub mod packing;
 pub mod pin;

@@ -308,7 +308,7 @@ impl<T: Sync> Runtime<T> {
 /// owner we wait for may need our core to run at all.
 fn backoff(spins: &mut u32) {
     *spins += 1;
-    if *spins < 256 {
+    if *spins < 2048 {
         std::hint::spin_loop();
     } else {
         std::thread::yield_now();

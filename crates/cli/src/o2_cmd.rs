@@ -1,0 +1,254 @@
+//! `hetsched experiment coretime-live|coretime-sim` and `hetsched bench o2`: the O²
+//! (CORETIME) evaluation. Logic lives in hetsched-o2; this parses, prints and writes.
+
+use crate::o2_plot::{human_bytes, log2_x_lines, Series};
+use clap::Args;
+use hetsched_core::{Error, Result};
+use hetsched_o2::live::{LiveConfig, LivePoint};
+use hetsched_o2::CacheCapacity;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Parses "524288", "512K", "32M", "1G" into bytes.
+fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&t[..t.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("expected a byte count like 524288, 512K or 32M, got {s:?}"))
+}
+
+fn parse_cpus(s: &str) -> std::result::Result<Vec<usize>, String> {
+    s.split(',')
+        .map(|c| {
+            c.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("expected CPU ids like 0,1, got {s:?}"))
+        })
+        .collect()
+}
+
+/// Cache sizes of the machine the live runtime uses.
+// TODO(lead): fill these from the topology crate once it is merged; the defaults are
+// this VM's `lscpu` values (2 cores; L2 512 KiB per core; one 32 MiB L3 shared by both).
+#[derive(Args, Clone, Debug)]
+pub struct CacheArgs {
+    /// OS CPUs to run one pinned worker on each (default: 0,1, this VM's cores).
+    #[arg(long, default_value = "0,1")]
+    cpus: String,
+    /// Private cache bytes per core (this VM: L2 512 KiB per core).
+    #[arg(long, value_parser = parse_bytes, default_value = "512K")]
+    private_cache_bytes: u64,
+    /// Bytes of the cache shared by all the cores (this VM: L3 32 MiB); 0 = none.
+    #[arg(long, value_parser = parse_bytes, default_value = "32M")]
+    shared_cache_bytes: u64,
+}
+
+impl CacheArgs {
+    /// The CPUs, checked against the ones this process may use.
+    fn cpus(&self) -> Result<Vec<usize>> {
+        let cpus = parse_cpus(&self.cpus).map_err(|e| Error::input(format!("--cpus: {e}")))?;
+        let allowed = hetsched_o2::pin::allowed_cpus();
+        if cpus.is_empty() {
+            return Err(Error::input("--cpus: at least one CPU is needed"));
+        }
+        if let Some(c) = cpus.iter().find(|c| !allowed.contains(c)) {
+            return Err(Error::input(format!(
+                "--cpus: CPU {c} is not available (allowed: {allowed:?})"
+            )));
+        }
+        Ok(cpus)
+    }
+}
+
+/// `hetsched experiment coretime-live`.
+#[derive(Args, Debug)]
+pub struct CoretimeLiveArgs {
+    #[command(flatten)]
+    cache: CacheArgs,
+    /// Smallest total directory data.
+    #[arg(long, value_parser = parse_bytes, default_value = "64K")]
+    min_bytes: u64,
+    /// Largest total directory data (sizes double from min to max).
+    #[arg(long, value_parser = parse_bytes, default_value = "64M")]
+    max_bytes: u64,
+    /// Entries per directory (the paper's 1000, 32 bytes each).
+    #[arg(long, default_value_t = 1000)]
+    entries: usize,
+    /// Measured time per mode and size, ms.
+    #[arg(long, default_value_t = 1000)]
+    duration_ms: u64,
+    /// Warm-up per mode and size (caches fill, O² placement settles), ms.
+    #[arg(long, default_value_t = 500)]
+    warmup_ms: u64,
+    /// Monitoring period of the O² runtime, ms.
+    #[arg(long, default_value_t = 50)]
+    rebalance_ms: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory.
+    #[arg(long, default_value = "hetsched-out/coretime-live")]
+    out: PathBuf,
+}
+
+fn doubling(min: u64, max: u64) -> Result<Vec<u64>> {
+    if min == 0 || max < min {
+        return Err(Error::input(format!(
+            "--min-bytes must be > 0 and <= --max-bytes (got {min} and {max})"
+        )));
+    }
+    let mut v = Vec::new();
+    let mut s = min;
+    while s <= max {
+        v.push(s);
+        s *= 2;
+    }
+    Ok(v)
+}
+
+fn create_out(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::runtime(format!("creating {}: {e}", dir.display())))
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::File::create(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| Error::runtime(format!("writing {}: {e}", path.display())))
+}
+
+pub fn coretime_live(a: CoretimeLiveArgs) -> Result<()> {
+    let cpus = a.cache.cpus()?;
+    let cfg = LiveConfig {
+        capacity: CacheCapacity::uniform(
+            cpus.len(),
+            a.cache.private_cache_bytes,
+            a.cache.shared_cache_bytes,
+        ),
+        cpus,
+        sizes: doubling(a.min_bytes, a.max_bytes)?,
+        per_dir: a.entries,
+        warmup: Duration::from_millis(a.warmup_ms),
+        duration: Duration::from_millis(a.duration_ms),
+        rebalance_every: Duration::from_millis(a.rebalance_ms.max(1)),
+        seed: a.seed,
+    };
+    println!(
+        "coretime-live: {} workers on CPUs {:?}; per-core capacity {} (private {} + share of {} shared)",
+        cfg.cpus.len(),
+        cfg.cpus,
+        human_bytes(cfg.capacity.per_core(0) as f64),
+        human_bytes(a.cache.private_cache_bytes as f64),
+        human_bytes(a.cache.shared_cache_bytes as f64)
+    );
+    println!(
+        "fetch-cost source: {}",
+        hetsched_o2::CostSource::OperationTime
+    );
+    println!(
+        "{:>8} {:>6} {:>14} {:>14} {:>7} {:>9} {:>10} {:>10}",
+        "data", "dirs", "threads/s", "o2/s", "o2/thr", "assigned", "delegated", "migr ns"
+    );
+    let points = hetsched_o2::live::sweep(&cfg, |p| {
+        println!(
+            "{:>8} {:>6} {:>14.0} {:>14.0} {:>7.2} {:>9} {:>9.0}% {:>10}",
+            human_bytes(p.total_bytes as f64),
+            p.dirs,
+            p.threads.lookups_per_s,
+            p.o2.lookups_per_s,
+            p.o2.lookups_per_s / p.threads.lookups_per_s,
+            p.o2.assigned,
+            p.o2.delegated * 100.0,
+            p.o2.migration_ns.map_or("-".into(), |m| format!("{m:.0}"))
+        );
+    })?;
+    create_out(&a.out)?;
+    let mut csv = String::from("total_bytes,dirs,threads_lookups_per_s,o2_lookups_per_s,o2_assigned,o2_delegated_fraction,o2_migration_ns\n");
+    for p in &points {
+        csv += &format!(
+            "{},{},{:.1},{:.1},{},{:.4},{}\n",
+            p.total_bytes,
+            p.dirs,
+            p.threads.lookups_per_s,
+            p.o2.lookups_per_s,
+            p.o2.assigned,
+            p.o2.delegated,
+            p.o2.migration_ns
+                .map_or(String::new(), |m| format!("{m:.1}"))
+        );
+    }
+    write_file(&a.out.join("coretime-live.csv"), &csv)?;
+    let series = |name, f: fn(&LivePoint) -> f64| Series {
+        name,
+        points: points
+            .iter()
+            .map(|p| (p.total_bytes as f64, f(p)))
+            .collect(),
+    };
+    log2_x_lines(
+        &a.out.join("coretime-live.png"),
+        "Directory lookups on this machine: thread-based vs O²",
+        "total directory data",
+        "lookups / s",
+        &[
+            series("threads (lookup locally)", |p| p.threads.lookups_per_s),
+            series("O² (delegate to owner)", |p| p.o2.lookups_per_s),
+        ],
+    )?;
+    println!(
+        "wrote {}/coretime-live.csv and coretime-live.png",
+        a.out.display()
+    );
+    Ok(())
+}
+
+/// `hetsched bench o2`.
+#[derive(Args, Debug)]
+pub struct BenchO2Args {
+    /// The two OS CPUs: caller, then owner.
+    #[arg(long, default_value = "0,1")]
+    cpus: String,
+    /// Round trips to time.
+    #[arg(long, default_value_t = 200_000)]
+    samples: usize,
+    /// Throughput measurement time, ms.
+    #[arg(long, default_value_t = 1000)]
+    duration_ms: u64,
+}
+
+pub fn bench_o2(a: BenchO2Args) -> Result<()> {
+    let cpus = parse_cpus(&a.cpus).map_err(|e| Error::input(format!("--cpus: {e}")))?;
+    let [c0, c1] = cpus[..] else {
+        return Err(Error::input(format!(
+            "--cpus: expected two CPUs, got {}",
+            a.cpus
+        )));
+    };
+    let b =
+        hetsched_o2::bench::delegation([c0, c1], a.samples, Duration::from_millis(a.duration_ms))?;
+    println!(
+        "o2 delegation round trip (CPU {c0} -> owner CPU {c1}, empty operation, {} samples):",
+        b.samples
+    );
+    println!("  p50 {} ns   p99 {} ns   mean {:.0} ns   (goal p50 <= 500 ns; CORETIME migration 2000 cycles ~ 1000 ns)", b.p50_ns, b.p99_ns, b.mean_ns);
+    println!(
+        "  floor: bare cache-line ping-pong between the same CPUs: p50 {} ns   p99 {} ns",
+        b.pingpong_p50_ns, b.pingpong_p99_ns
+    );
+    println!(
+        "  throughput, both workers delegating to each other: {:.2} M ops/s",
+        b.throughput_ops_per_s / 1e6
+    );
+    println!(
+        "  throughput, same operations run in place (unassigned): {:.2} M ops/s",
+        b.local_ops_per_s / 1e6
+    );
+    Ok(())
+}
