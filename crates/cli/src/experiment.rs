@@ -7,10 +7,13 @@ use hetsched_core::Result;
 pub enum Experiment {
     /// O² (CORETIME) directory lookups on this machine: thread-based vs delegation.
     CoretimeLive(crate::o2_cmd::CoretimeLiveArgs),
+    /// O² (CORETIME) directory lookups simulated on the paper's 16-core Opteron.
+    CoretimeSim(crate::o2_cmd::CoretimeSimArgs),
 }
 
 pub fn run(which: Experiment) -> Result<()> {
     match which {
         Experiment::CoretimeLive(a) => crate::o2_cmd::coretime_live(a),
+        Experiment::CoretimeSim(a) => crate::o2_cmd::coretime_sim(a),
     }
 }

@@ -20,6 +20,7 @@ pub mod packing;
 pub mod pin;
 pub mod rebalance;
 pub mod runtime;
+pub mod sim;
 pub mod stats;
 
 pub use capacity::{CacheCapacity, SharedCache};
