@@ -277,6 +277,9 @@ pub struct CoretimeSimArgs {
     /// CORETIME migration cost, cycles.
     #[arg(long, default_value_t = 2000.0)]
     migration_cycles: f64,
+    /// Memory bandwidth per chip's node, GB/s (0 = unlimited; not given by the paper).
+    #[arg(long, default_value_t = 10.6)]
+    mem_gbps: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Output directory.
@@ -289,6 +292,7 @@ pub fn coretime_sim(a: CoretimeSimArgs) -> Result<()> {
     let mut machine = SimMachine::paper();
     machine.mlp = a.mlp;
     machine.migration_cycles = a.migration_cycles;
+    machine.mem_gbps = a.mem_gbps;
     let cfg = SimConfig {
         machine,
         sizes: doubling(a.min_bytes, a.max_bytes)?,
@@ -298,8 +302,8 @@ pub fn coretime_sim(a: CoretimeSimArgs) -> Result<()> {
         seed: a.seed,
     };
     println!(
-        "coretime-sim: 4 chips x 4 cores @ 2 GHz; L1 3 / L2 14 / L3 75 cycles, memory 127-336, migration {} cycles, mlp {}",
-        a.migration_cycles, a.mlp
+        "coretime-sim: 4 chips x 4 cores @ 2 GHz; L1 3 / L2 14 / L3 75 cycles, memory 127-336, migration {} cycles, mlp {}, memory {} GB/s per node",
+        a.migration_cycles, a.mlp, a.mem_gbps
     );
     println!("fetch-cost source: simulated cache-miss counters (fetch cycles per lookup)");
     println!(

@@ -16,6 +16,9 @@
 //!   compare work) plus, on an L1 miss, its extra latency divided by `mlp` (misses in
 //!   flight; default 8, the L1 data cache's miss buffers on these chips). The lock is
 //!   one dependent access at full latency; taking it invalidates every other copy.
+//! - Memory bandwidth (not in the paper; a parameter, default 10.6 GB/s per node):
+//!   each node's controller streams one line at a time, so when many cores miss at
+//!   once their lookups queue for it.
 //! - Time: each core is a resource; a thread's lookup runs on its own core or, under
 //!   O², on the owner's, paying half the migration each way; lookups are processed in
 //!   simulated-time order, so busy owners make callers wait.
@@ -53,6 +56,10 @@ pub struct SimMachine {
     /// Lines of a sequential scan in flight.
     pub mlp: f64,
     pub ghz: f64,
+    /// Memory bandwidth of each chip's node, GB/s (0 = unlimited). Not in the paper:
+    /// the default is a dual-channel DDR2-667 controller (10.6 GB/s), the memory these
+    /// Opteron platforms shipped with.
+    pub mem_gbps: f64,
 }
 
 impl SimMachine {
@@ -85,6 +92,7 @@ impl SimMachine {
             migration_cycles: 2000.0,
             mlp: 8.0,
             ghz: 2.0,
+            mem_gbps: 10.6,
         }
     }
 
@@ -114,6 +122,15 @@ impl SimMachine {
             _ => 2,
         };
         self.mem_near_cycles + (self.mem_far_cycles - self.mem_near_cycles) * hops as f64 / 2.0
+    }
+
+    /// Cycles a node's memory controller is busy per line (0 if unlimited).
+    fn line_transfer_cycles(&self) -> f64 {
+        if self.mem_gbps > 0.0 {
+            LINE as f64 / (self.mem_gbps / self.ghz)
+        } else {
+            0.0
+        }
     }
 }
 
@@ -152,6 +169,8 @@ struct Sim<'a> {
     m: &'a SimMachine,
     c: Caches,
     layout: Layout,
+    /// Lines the current lookup fetched from memory.
+    mem_lines: u64,
 }
 
 impl Sim<'_> {
@@ -187,12 +206,15 @@ impl Sim<'_> {
             // From the L3, or probed from a sibling core's L2 on the same chip.
             self.m.l3_cycles
         } else {
+            self.mem_lines += 1;
             self.m.memory(chip, node)
         }
     }
 
-    fn lookup(&mut self, core: usize, d: usize, entry: usize) -> (f64, f64) {
+    /// One lookup on `core`: (cycles, fetch cycles, lines from memory).
+    fn lookup(&mut self, core: usize, d: usize, entry: usize) -> (f64, f64, u64) {
         let node = d % self.m.chips;
+        self.mem_lines = 0;
         let lock = self.layout.lock_addr(d);
         // Taking the lock writes its line: every other copy is invalidated.
         let mut cycles = self.write(core, lock, node);
@@ -206,7 +228,7 @@ impl Sim<'_> {
             cycles += self.m.l1_cycles + stall;
             fetch += stall;
         }
-        (cycles, fetch.max(0.0))
+        (cycles, fetch.max(0.0), self.mem_lines)
     }
 
     fn write(&mut self, core: usize, addr: u64, node: usize) -> f64 {
@@ -270,6 +292,8 @@ struct Engine<'a> {
     owner: Vec<Option<usize>>,
     thread_time: Vec<f64>,
     core_free: Vec<f64>,
+    /// When each node's memory controller is next free.
+    node_free: Vec<f64>,
     rng: Vec<ChaCha8Rng>,
     /// Per directory: lookups and fetch cycles (the simulated miss counters).
     ops: Vec<u64>,
@@ -289,7 +313,9 @@ impl<'a> Engine<'a> {
                     l3: (0..m.chips).map(|_| Cache::new(m.l3)).collect(),
                 },
                 layout: Layout::new(per_dir),
+                mem_lines: 0,
             },
+            node_free: vec![0.0; m.chips],
             dirs,
             owner: vec![None; dirs],
             thread_time: vec![0.0; cores],
@@ -326,13 +352,23 @@ impl<'a> Engine<'a> {
                 _ => (t, 0.0),
             };
             delegated += u64::from(hop > 0.0);
-            let (cycles, fetch) = self.sim.lookup(core, d, entry);
+            let (cycles, fetch, mem_lines) = self.sim.lookup(core, d, entry);
             let begin = (now + hop).max(self.core_free[core]);
-            self.core_free[core] = begin + cycles;
-            self.thread_time[t] = begin + cycles + hop;
+            // Its memory lines queue at the directory's node: with bandwidth exhausted
+            // the lookup ends when the controller has streamed them.
+            let node = d % m.chips;
+            let mut end = begin + cycles;
+            if mem_lines > 0 && m.line_transfer_cycles() > 0.0 {
+                let done =
+                    self.node_free[node].max(begin) + mem_lines as f64 * m.line_transfer_cycles();
+                self.node_free[node] = done;
+                end = end.max(done);
+            }
+            self.core_free[core] = end;
+            self.thread_time[t] = end + hop;
             self.ops[d] += 1;
             self.fetch[d] += fetch;
-            self.busy[d] += cycles;
+            self.busy[d] += end - begin;
             heap.push(Reverse((self.thread_time[t].to_bits(), t)));
         }
         let end = self.thread_time.iter().cloned().fold(0.0, f64::max);
