@@ -98,6 +98,13 @@ pub struct CoretimeLiveArgs {
     out: PathBuf,
 }
 
+/// The 1/5/15-minute load averages: live figures on a shared machine need them.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
 fn doubling(min: u64, max: u64) -> Result<Vec<u64>> {
     if min == 0 || max < min {
         return Err(Error::input(format!(
@@ -152,13 +159,24 @@ pub fn coretime_live(a: CoretimeLiveArgs) -> Result<()> {
         "fetch-cost source: {}",
         hetsched_o2::CostSource::OperationTime
     );
+    println!("load average at start: {}", load_average());
     println!(
-        "{:>8} {:>6} {:>14} {:>14} {:>7} {:>9} {:>10} {:>10}",
-        "data", "dirs", "threads/s", "o2/s", "o2/thr", "assigned", "delegated", "migr ns"
+        "{:>8} {:>6} {:>12} {:>12} {:>7} {:>8} {:>6} {:>12} {:>7} {:>8} {:>6}",
+        "data",
+        "dirs",
+        "threads/s",
+        "o2/s",
+        "o2/thr",
+        "assigned",
+        "deleg",
+        "packed/s",
+        "pk/thr",
+        "assigned",
+        "deleg"
     );
     let points = hetsched_o2::live::sweep(&cfg, |p| {
         println!(
-            "{:>8} {:>6} {:>14.0} {:>14.0} {:>7.2} {:>9} {:>9.0}% {:>10}",
+            "{:>8} {:>6} {:>12.0} {:>12.0} {:>7.2} {:>8} {:>5.0}% {:>12.0} {:>7.2} {:>8} {:>5.0}%",
             human_bytes(p.total_bytes as f64),
             p.dirs,
             p.threads.lookups_per_s,
@@ -166,11 +184,15 @@ pub fn coretime_live(a: CoretimeLiveArgs) -> Result<()> {
             p.o2.lookups_per_s / p.threads.lookups_per_s,
             p.o2.assigned,
             p.o2.delegated * 100.0,
-            p.o2.migration_ns.map_or("-".into(), |m| format!("{m:.0}"))
+            p.o2_packed.lookups_per_s,
+            p.o2_packed.lookups_per_s / p.threads.lookups_per_s,
+            p.o2_packed.assigned,
+            p.o2_packed.delegated * 100.0,
         );
     })?;
+    println!("load average at end: {}", load_average());
     create_out(&a.out)?;
-    let mut csv = String::from("total_bytes,dirs,threads_lookups_per_s,o2_lookups_per_s,o2_assigned,o2_delegated_fraction,o2_migration_ns\n");
+    let mut csv = String::from("total_bytes,dirs,threads_lookups_per_s,o2_lookups_per_s,o2_assigned,o2_delegated_fraction,o2_migration_ns,o2_packed_lookups_per_s,o2_packed_assigned,o2_packed_migration_ns\n");
     for p in &points {
         csv += &format!(
             "{},{},{:.1},{:.1},{},{:.4},{}\n",
@@ -199,7 +221,10 @@ pub fn coretime_live(a: CoretimeLiveArgs) -> Result<()> {
         "lookups / s",
         &[
             series("threads (lookup locally)", |p| p.threads.lookups_per_s),
-            series("O² (delegate to owner)", |p| p.o2.lookups_per_s),
+            series("O² (monitoring places)", |p| p.o2.lookups_per_s),
+            series("O² (all packed, no monitoring)", |p| {
+                p.o2_packed.lookups_per_s
+            }),
         ],
     )?;
     println!(
@@ -231,6 +256,7 @@ pub fn bench_o2(a: BenchO2Args) -> Result<()> {
             a.cpus
         )));
     };
+    println!("load average: {}", load_average());
     let b =
         hetsched_o2::bench::delegation([c0, c1], a.samples, Duration::from_millis(a.duration_ms))?;
     println!(

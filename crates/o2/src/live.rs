@@ -4,6 +4,7 @@
 
 use crate::capacity::CacheCapacity;
 use crate::fatfs::{expected, file_name, Directory, FileSystem, ENTRY_BYTES};
+use crate::packing::{load_cap, pack, Bin, Item};
 use crate::rebalance::Policy;
 use crate::runtime::{Config, Runtime};
 use hetsched_core::{Error, Result};
@@ -34,6 +35,9 @@ pub enum Mode {
     Threads,
     /// O²: monitoring assigns expensive directories to cores; lookups go to owners.
     O2,
+    /// O² with every directory packed up front (no monitoring): delegation whether it
+    /// pays or not, to show what the monitoring chooses between.
+    O2Packed,
 }
 
 /// One mode at one size.
@@ -55,6 +59,7 @@ pub struct LivePoint {
     pub dirs: usize,
     pub threads: LiveRun,
     pub o2: LiveRun,
+    pub o2_packed: LiveRun,
 }
 
 /// Directories for `total` bytes (at least two, so there is something to place).
@@ -72,6 +77,27 @@ fn build(cfg: &LiveConfig, dirs: usize, mode: Mode) -> Result<Runtime<Directory>
     for d in FileSystem::new(dirs, cfg.per_dir, cfg.seed).directories {
         let b = d.bytes();
         rt.add_object(d, b);
+    }
+    if mode == Mode::O2Packed {
+        // Uniform popularity: equal loads and benefits; first fit under the load cap.
+        let items: Vec<Item> = (0..dirs as u32)
+            .map(|d| Item {
+                object: d,
+                bytes: rt.bytes(d),
+                load: 1.0 / dirs as f64,
+                benefit: 1.0,
+            })
+            .collect();
+        let mut bins: Vec<Bin> = (0..rt.cores())
+            .map(|c| Bin {
+                free_bytes: cfg.capacity.per_core(c),
+                load: 0.0,
+            })
+            .collect();
+        let cap = load_cap(1.0, rt.cores(), 0.05, &items);
+        for (d, c) in pack(&items, &mut bins, cap) {
+            rt.assign(d, Some(c))?;
+        }
     }
     Ok(rt)
 }
@@ -147,6 +173,7 @@ pub fn sweep(cfg: &LiveConfig, mut progress: impl FnMut(&LivePoint)) -> Result<V
             dirs,
             threads: run_mode(cfg, dirs, Mode::Threads)?,
             o2: run_mode(cfg, dirs, Mode::O2)?,
+            o2_packed: run_mode(cfg, dirs, Mode::O2Packed)?,
         };
         progress(&point);
         out.push(point);
@@ -180,5 +207,7 @@ mod tests {
         assert_eq!(pts[0].threads.delegated, 0.0);
         // Capacity for two directories per core at most.
         assert!(pts[0].o2.assigned <= 4);
+        assert_eq!(pts[0].o2_packed.assigned, 4);
+        assert!(pts[0].o2_packed.delegated > 0.0);
     }
 }
