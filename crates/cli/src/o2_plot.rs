@@ -50,6 +50,7 @@ pub fn log2_x_lines(
         .x_desc(x_label)
         .y_desc(y_label)
         .x_label_formatter(&|v| human_bytes(2f64.powf(*v)))
+        .y_label_formatter(&|v| human_count(*v))
         .draw()
         .map_err(|e| err(&e))?;
     for (i, s) in series.iter().enumerate() {
@@ -84,5 +85,16 @@ pub fn human_bytes(b: f64) -> String {
         format!("{:.0}K", b / 1024.0)
     } else {
         format!("{b:.0}")
+    }
+}
+
+/// 30_000_000 → "30M", 2500 → "2.5K".
+pub fn human_count(v: f64) -> String {
+    if v.abs() >= 1e6 {
+        format!("{}M", (v / 1e5).round() / 10.0)
+    } else if v.abs() >= 1e3 {
+        format!("{}K", (v / 1e2).round() / 10.0)
+    } else {
+        format!("{v}")
     }
 }
