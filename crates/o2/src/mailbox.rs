@@ -8,10 +8,9 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-const EMPTY: u32 = 0;
-const REQUESTED: u32 = 1;
-const DONE: u32 = 2;
-const PANICKED: u32 = 3;
+// The state is a sequence number: odd = a request is waiting, even = answered (or
+// never used). The caller never writes it back after an answer, which saves a cache
+// line ownership transfer per round trip.
 
 /// Runs the operation stored at `env` on the object at `object`.
 pub(crate) type CallFn = unsafe fn(env: *mut (), object: *const ());
@@ -21,21 +20,23 @@ struct Request {
     call: CallFn,
     env: *mut (),
     object: u32,
-    /// Filled by the owner: how long the operation itself took.
+    /// Filled by the owner: how long the operation itself took, and whether it panicked.
     op_ns: u64,
+    panicked: bool,
 }
 
 fn noop(_: *mut (), _: *const ()) {}
 
 /// A single-request mailbox from one caller core to one owner core.
 pub(crate) struct Slot {
+    /// Sequence number (see above).
     state: AtomicU32,
     request: UnsafeCell<Request>,
 }
 
-// SAFETY: `request` is written only by the caller while the state is EMPTY (or after it
-// observed DONE/PANICKED) and by the owner only between observing REQUESTED and
-// publishing DONE/PANICKED; the state's acquire/release orders those accesses.
+// SAFETY: `request` is written only by the caller while the state is even (after it
+// observed the answer) and by the owner only between observing an odd state and
+// publishing the next even one; the state's acquire/release orders those accesses.
 unsafe impl Sync for Slot {}
 unsafe impl Send for Slot {}
 
@@ -55,58 +56,62 @@ pub(crate) enum Answer {
 impl Slot {
     pub(crate) fn new() -> Self {
         Slot {
-            state: AtomicU32::new(EMPTY),
+            state: AtomicU32::new(0),
             request: UnsafeCell::new(Request {
                 call: noop,
                 env: std::ptr::null_mut(),
                 object: 0,
                 op_ns: 0,
+                panicked: false,
             }),
         }
     }
 
-    /// Caller side: posts a request. The slot must be empty (one request in flight).
+    /// Caller side: posts a request and returns its ticket for [`Slot::answer`]. The
+    /// previous request must have been answered (one request in flight).
     ///
     /// # Safety
     /// `env` must stay valid, and `call` must accept it, until [`Slot::answer`] returns
     /// something other than `Pending`.
-    pub(crate) unsafe fn post(&self, call: CallFn, env: *mut (), object: u32) {
-        debug_assert_eq!(self.state.load(Ordering::Relaxed), EMPTY);
-        // SAFETY: EMPTY means no owner reads the request now (see the Sync impl).
+    pub(crate) unsafe fn post(&self, call: CallFn, env: *mut (), object: u32) -> u32 {
+        let seq = self.state.load(Ordering::Relaxed);
+        debug_assert_eq!(seq & 1, 0, "a request is already in flight");
+        // SAFETY: an even state means no owner reads the request now (see the Sync impl).
         unsafe {
             *self.request.get() = Request {
                 call,
                 env,
                 object,
                 op_ns: 0,
+                panicked: false,
             }
         };
-        self.state.store(REQUESTED, Ordering::Release);
+        let ticket = seq.wrapping_add(1);
+        self.state.store(ticket, Ordering::Release);
+        ticket
     }
 
-    /// Caller side: the answer so far; a finished answer empties the slot.
-    pub(crate) fn answer(&self) -> Answer {
-        match self.state.load(Ordering::Acquire) {
-            DONE => {
-                // SAFETY: DONE was published after the owner's last write.
-                let op_ns = unsafe { (*self.request.get()).op_ns };
-                self.state.store(EMPTY, Ordering::Relaxed);
-                Answer::Done { op_ns }
-            }
-            PANICKED => {
-                self.state.store(EMPTY, Ordering::Relaxed);
-                Answer::Panicked
-            }
-            _ => Answer::Pending,
+    /// Caller side: the answer to request `ticket` so far.
+    pub(crate) fn answer(&self, ticket: u32) -> Answer {
+        if self.state.load(Ordering::Acquire) == ticket {
+            return Answer::Pending;
+        }
+        // SAFETY: the even state was published after the owner's last write.
+        let req = unsafe { *self.request.get() };
+        if req.panicked {
+            Answer::Panicked
+        } else {
+            Answer::Done { op_ns: req.op_ns }
         }
     }
 
     /// Owner side: runs a pending request, if any, on `objects(object)`.
     pub(crate) fn serve(&self, object_ptr: impl FnOnce(u32) -> *const ()) -> Served {
-        if self.state.load(Ordering::Acquire) != REQUESTED {
+        let seq = self.state.load(Ordering::Acquire);
+        if seq & 1 == 0 {
             return Served::Nothing;
         }
-        // SAFETY: REQUESTED hands the request to us until we publish DONE/PANICKED.
+        // SAFETY: an odd state hands the request to us until we publish the next one.
         let req = unsafe { *self.request.get() };
         let start = std::time::Instant::now();
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -114,13 +119,15 @@ impl Slot {
             unsafe { (req.call)(req.env, object_ptr(req.object)) }
         }));
         let op_ns = start.elapsed().as_nanos() as u64;
+        // SAFETY: still ours until the store below.
+        unsafe {
+            (*self.request.get()).op_ns = op_ns;
+            (*self.request.get()).panicked = ran.is_err();
+        }
+        self.state.store(seq.wrapping_add(1), Ordering::Release);
         if ran.is_err() {
-            self.state.store(PANICKED, Ordering::Release);
             return Served::Nothing;
         }
-        // SAFETY: still ours until the store below.
-        unsafe { (*self.request.get()).op_ns = op_ns };
-        self.state.store(DONE, Ordering::Release);
         Served::Ran {
             object: req.object,
             op_ns,

@@ -361,7 +361,7 @@ impl<T: Sync> Worker<'_, T> {
         let start = Instant::now();
         // SAFETY: `env` lives on this frame, which does not return (or unwind) before
         // the slot is answered; `call_op::<T, F, R>` is the matching trampoline.
-        unsafe {
+        let ticket = unsafe {
             slot.post(
                 call_op::<T, F, R>,
                 &mut env as *mut (Option<F>, Option<R>) as *mut (),
@@ -370,7 +370,7 @@ impl<T: Sync> Worker<'_, T> {
         };
         let mut spins = 0u32;
         let op_ns = loop {
-            match slot.answer() {
+            match slot.answer(ticket) {
                 Answer::Done { op_ns } => break op_ns,
                 Answer::Panicked => {
                     panic!("o2: operation on object {obj} panicked on core {owner}")
