@@ -82,12 +82,15 @@ pub struct CoretimeLiveArgs {
     /// Entries per directory (the paper's 1000, 32 bytes each).
     #[arg(long, default_value_t = 1000)]
     entries: usize,
-    /// Measured time per mode and size, ms.
-    #[arg(long, default_value_t = 1000)]
+    /// Measured time per run, ms.
+    #[arg(long, default_value_t = 600)]
     duration_ms: u64,
-    /// Warm-up per mode and size (caches fill, O² placement settles), ms.
-    #[arg(long, default_value_t = 500)]
+    /// Warm-up per run (caches fill, O² placement settles), ms.
+    #[arg(long, default_value_t = 400)]
     warmup_ms: u64,
+    /// Runs per mode and size; the median is reported (robust to a shared machine).
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
     /// Monitoring period of the O² runtime, ms.
     #[arg(long, default_value_t = 50)]
     rebalance_ms: u64,
@@ -146,6 +149,7 @@ pub fn coretime_live(a: CoretimeLiveArgs) -> Result<()> {
         duration: Duration::from_millis(a.duration_ms),
         rebalance_every: Duration::from_millis(a.rebalance_ms.max(1)),
         seed: a.seed,
+        repeats: a.repeats,
     };
     println!(
         "coretime-live: {} workers on CPUs {:?}; per-core capacity {} (private {} + share of {} shared)",

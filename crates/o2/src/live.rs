@@ -26,6 +26,9 @@ pub struct LiveConfig {
     pub duration: Duration,
     pub rebalance_every: Duration,
     pub seed: u64,
+    /// Runs per mode and size; the median (by lookups/s) is reported, which keeps a
+    /// run spoiled by other load on a shared machine out of the curve.
+    pub repeats: usize,
 }
 
 /// Which scheduler a run uses.
@@ -136,6 +139,15 @@ fn lookups(
     Ok((n, wrong, report))
 }
 
+/// One mode at one size, `cfg.repeats` times; the median run.
+pub fn run_median(cfg: &LiveConfig, dirs: usize, mode: Mode) -> Result<LiveRun> {
+    let mut runs = (0..cfg.repeats.max(1))
+        .map(|_| run_mode(cfg, dirs, mode))
+        .collect::<Result<Vec<_>>>()?;
+    runs.sort_by(|a, b| a.lookups_per_s.total_cmp(&b.lookups_per_s));
+    Ok(runs.swap_remove(runs.len() / 2))
+}
+
 /// One mode at one size: warm up, then measure.
 pub fn run_mode(cfg: &LiveConfig, dirs: usize, mode: Mode) -> Result<LiveRun> {
     let mut rt = build(cfg, dirs, mode)?;
@@ -171,9 +183,9 @@ pub fn sweep(cfg: &LiveConfig, mut progress: impl FnMut(&LivePoint)) -> Result<V
         let point = LivePoint {
             total_bytes: dirs as u64 * cfg.per_dir as u64 * ENTRY_BYTES,
             dirs,
-            threads: run_mode(cfg, dirs, Mode::Threads)?,
-            o2: run_mode(cfg, dirs, Mode::O2)?,
-            o2_packed: run_mode(cfg, dirs, Mode::O2Packed)?,
+            threads: run_median(cfg, dirs, Mode::Threads)?,
+            o2: run_median(cfg, dirs, Mode::O2)?,
+            o2_packed: run_median(cfg, dirs, Mode::O2Packed)?,
         };
         progress(&point);
         out.push(point);
@@ -198,6 +210,7 @@ mod tests {
             duration: Duration::from_millis(60),
             rebalance_every: Duration::from_millis(10),
             seed: 3,
+            repeats: 1,
         };
         let pts = sweep(&cfg, |_| {}).unwrap();
         assert_eq!(pts.len(), 1);

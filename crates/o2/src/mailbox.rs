@@ -2,11 +2,18 @@
 //!
 //! A worker has at most one operation in flight (it waits for the answer), so one slot
 //! per (caller, owner) pair suffices and never needs a queue or an allocation. The
-//! request is a type-erased pointer to a closure living on the caller's stack, which is
-//! valid because the caller does not return before the owner marks the slot done.
+//! request is a type-erased pointer to the closure and its result slot: inside the
+//! slot's own cache line when they fit (most operations: a few captured references and
+//! a small result), so a round trip moves that one line back and forth; otherwise on
+//! the caller's stack, which is valid because the caller does not return before the
+//! owner answers.
 
 use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Bytes of closure + result that travel inside the slot's cache line.
+const INLINE_WORDS: usize = 3;
 
 // The state is a sequence number: odd = a request is waiting, even = answered (or
 // never used). The caller never writes it back after an answer, which saves a cache
@@ -21,20 +28,24 @@ struct Request {
     env: *mut (),
     object: u32,
     /// Filled by the owner: how long the operation itself took, and whether it panicked.
-    op_ns: u64,
+    op_ns: u32,
     panicked: bool,
 }
 
 fn noop(_: *mut (), _: *const ()) {}
 
-/// A single-request mailbox from one caller core to one owner core.
+/// A single-request mailbox from one caller core to one owner core: one cache line.
+#[repr(C, align(64))]
 pub(crate) struct Slot {
     /// Sequence number (see above).
     state: AtomicU32,
     request: UnsafeCell<Request>,
+    inline: UnsafeCell<[MaybeUninit<u64>; INLINE_WORDS]>,
 }
 
-// SAFETY: `request` is written only by the caller while the state is even (after it
+const _: () = assert!(std::mem::size_of::<Slot>() == 64);
+
+// SAFETY: `request` and `inline` are written only by the caller while the state is even (after it
 // observed the answer) and by the owner only between observing an odd state and
 // publishing the next even one; the state's acquire/release orders those accesses.
 unsafe impl Sync for Slot {}
@@ -64,7 +75,15 @@ impl Slot {
                 op_ns: 0,
                 panicked: false,
             }),
+            inline: UnsafeCell::new([MaybeUninit::uninit(); INLINE_WORDS]),
         }
+    }
+
+    /// Room for an `E` inside the slot's line, if it fits. Caller side, between
+    /// requests only (the same rule as for the request).
+    pub(crate) fn inline_env<E>(&self) -> Option<*mut E> {
+        let fits = std::mem::size_of::<E>() <= INLINE_WORDS * 8 && std::mem::align_of::<E>() <= 8;
+        fits.then(|| self.inline.get() as *mut E)
     }
 
     /// Caller side: posts a request and returns its ticket for [`Slot::answer`]. The
@@ -101,7 +120,9 @@ impl Slot {
         if req.panicked {
             Answer::Panicked
         } else {
-            Answer::Done { op_ns: req.op_ns }
+            Answer::Done {
+                op_ns: req.op_ns as u64,
+            }
         }
     }
 
@@ -121,7 +142,7 @@ impl Slot {
         let op_ns = start.elapsed().as_nanos() as u64;
         // SAFETY: still ours until the store below.
         unsafe {
-            (*self.request.get()).op_ns = op_ns;
+            (*self.request.get()).op_ns = op_ns.min(u32::MAX as u64) as u32;
             (*self.request.get()).panicked = ran.is_err();
         }
         self.state.store(seq.wrapping_add(1), Ordering::Release);

@@ -356,23 +356,32 @@ impl<T: Sync> Worker<'_, T> {
         F: FnOnce(&T) -> R + Send,
         R: Send,
     {
-        let mut env: (Option<F>, Option<R>) = (Some(f), None);
         let slot = &self.run.slots[self.index * self.run.cores + owner];
-        let start = Instant::now();
-        // SAFETY: `env` lives on this frame, which does not return (or unwind) before
-        // the slot is answered; `call_op::<T, F, R>` is the matching trampoline.
-        let ticket = unsafe {
-            slot.post(
-                call_op::<T, F, R>,
-                &mut env as *mut (Option<F>, Option<R>) as *mut (),
-                obj,
-            )
+        // The closure and its result travel in the slot's line when they fit.
+        let mut on_stack: Option<(Option<F>, Option<R>)> = None;
+        let inline = slot.inline_env::<(Option<F>, Option<R>)>();
+        let env: *mut (Option<F>, Option<R>) = match inline {
+            Some(p) => {
+                // SAFETY: no request is in flight, so the inline area is ours.
+                unsafe { p.write((Some(f), None)) };
+                p
+            }
+            None => on_stack.insert((Some(f), None)),
         };
+        let start = Instant::now();
+        // SAFETY: `env` (inline or on this frame) stays valid until the slot is
+        // answered, which happens before this function returns or unwinds;
+        // `call_op::<T, F, R>` is the matching trampoline.
+        let ticket = unsafe { slot.post(call_op::<T, F, R>, env as *mut (), obj) };
         let mut spins = 0u32;
         let op_ns = loop {
             match slot.answer(ticket) {
                 Answer::Done { op_ns } => break op_ns,
                 Answer::Panicked => {
+                    if let Some(p) = inline {
+                        // SAFETY: answered; drop what is left of the closure and result.
+                        drop(unsafe { p.read() });
+                    }
                     panic!("o2: operation on object {obj} panicked on core {owner}")
                 }
                 Answer::Pending => {
@@ -388,7 +397,12 @@ impl<T: Sync> Worker<'_, T> {
         self.run
             .counters
             .record_delegation(self.index, round_trip.saturating_sub(op_ns));
-        match env.1.take() {
+        // SAFETY: answered: the owner no longer touches `env`; an inline one is moved out.
+        let (_, result) = match inline {
+            Some(p) => unsafe { p.read() },
+            None => on_stack.take().unwrap_or((None, None)),
+        };
+        match result {
             Some(r) => r,
             None => unreachable!("o2: delegated operation answered without a result"),
         }

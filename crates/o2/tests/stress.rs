@@ -125,3 +125,38 @@ fn a_panicking_operation_reaches_the_caller_without_hanging_the_owner() {
     }));
     assert!(r.is_err());
 }
+
+#[test]
+fn large_closures_and_results_cross_by_the_callers_stack() {
+    // 16 words of capture and of result do not fit the slot's line: the stack path.
+    let mut rt = runtime(2, 100, 2, false);
+    rt.assign(0, Some(1)).unwrap();
+    rt.assign(1, Some(0)).unwrap();
+    let (sums, report) = rt
+        .run(|w| {
+            let other = 1 - w.index() as u32;
+            let mut total = 0u64;
+            for k in 0..500u64 {
+                let big = [k; 16];
+                let out: [u64; 16] = w.on(other, move |dir| {
+                    let (cluster, _) = dir.lookup(&file_name(k as usize % 100)).unwrap();
+                    big.map(|v| v + cluster as u64)
+                });
+                let expect = expected(other as usize, k as usize % 100, 100).0 as u64 + k;
+                assert!(out.iter().all(|&v| v == expect));
+                total += out[15];
+            }
+            total
+        })
+        .unwrap();
+    assert_eq!(sums.len(), 2);
+    assert_eq!(
+        report
+            .snapshot
+            .cores
+            .iter()
+            .map(|c| c.delegated)
+            .sum::<u64>(),
+        1000
+    );
+}
