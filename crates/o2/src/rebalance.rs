@@ -8,7 +8,9 @@
 //! measured migration (delegation) overhead. Objects without an owner-side time yet
 //! are compared against the best per-byte in-cache time seen, or placed on trial and
 //! judged in the next period. Each period also moves load from the busiest core to the
-//! idlest one, CORETIME's "rarely idle → often idle" rule.
+//! idlest one, and objects from a core whose owned operations run far slower than the
+//! best in-cache time (it "misses often") to the core that misses least: CORETIME's
+//! "rarely idle or often loading from DRAM → idle and hitting" rule.
 
 use crate::capacity::CacheCapacity;
 use crate::packing::{load_cap, pack, Bin, Item};
@@ -40,6 +42,9 @@ pub struct Policy {
     pub retry_periods: u64,
     /// Migration cost assumed before any delegation was measured (ns).
     pub initial_migration_ns: f64,
+    /// A core "misses often" when its owned operations take this many times longer,
+    /// relative to the best in-cache time seen, than those of the core that misses least.
+    pub miss_ratio: f64,
 }
 
 impl Default for Policy {
@@ -51,6 +56,7 @@ impl Default for Policy {
             retry_periods: 20,
             // CORETIME's 2000 cycles at 2 GHz.
             initial_migration_ns: 1000.0,
+            miss_ratio: 1.5,
         }
     }
 }
@@ -63,6 +69,7 @@ pub struct Step {
     pub assigned: usize,
     pub unassigned_as_cheap: usize,
     pub moved_for_load: usize,
+    pub moved_for_misses: usize,
     pub migration_ns: f64,
 }
 
@@ -204,10 +211,54 @@ impl Rebalancer {
             }
         }
 
-        // 3. Pack expensive unassigned objects into the room that is left.
+        // The best in-cache time per byte seen on any owner: what a hit costs.
         let per_byte_ref = (0..n)
             .filter_map(|o| self.t_owner[o].map(|t| t / bytes[o].max(1) as f64))
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.min(v))));
+
+        // 2b. Misses: a core whose owned operations run far slower than that (its
+        // cache is overfull or thrashed) hands a quarter of its objects to the core
+        // that misses least and is no busier.
+        if let (Some(r), true) = (per_byte_ref, step.moved_for_load == 0 && cores > 1) {
+            let (mut slow, mut ideal) = (vec![0.0; cores], vec![0.0; cores]);
+            for (o, s) in d.objects.iter().enumerate().take(n) {
+                if let Some(c) = owners[o].filter(|&c| c < cores) {
+                    slow[c] += s.owned_ns as f64;
+                    ideal[c] += s.owned_ops as f64 * r * bytes[o] as f64;
+                }
+            }
+            let miss: Vec<f64> = (0..cores)
+                .map(|c| {
+                    if ideal[c] > 0.0 {
+                        slow[c] / ideal[c]
+                    } else {
+                        1.0
+                    }
+                })
+                .collect();
+            let worst = (0..cores)
+                .max_by(|&a, &b| miss[a].total_cmp(&miss[b]))
+                .unwrap_or(0);
+            let target = (0..cores)
+                .filter(|&c| c != worst && busy.get(c) <= busy.get(worst))
+                .min_by(|&a, &b| miss[a].total_cmp(&miss[b]));
+            if let Some(best) = target.filter(|&b| miss[worst] > self.policy.miss_ratio * miss[b]) {
+                let mine: Vec<usize> = (0..n).filter(|&o| owner[o] == Some(worst)).collect();
+                for &o in mine.iter().take(mine.len().div_ceil(4)) {
+                    if bins[best].free_bytes < bytes[o] {
+                        break;
+                    }
+                    owner[o] = Some(best);
+                    bins[worst].free_bytes += bytes[o];
+                    bins[worst].load -= load[o];
+                    bins[best].free_bytes -= bytes[o];
+                    bins[best].load += load[o];
+                    step.moved_for_misses += 1;
+                }
+            }
+        }
+
+        // 3. Pack expensive unassigned objects into the room that is left.
         let mut items = Vec::new();
         for o in 0..n {
             if owner[o].is_some() || self.epoch < self.cheap_until[o] {
@@ -300,6 +351,40 @@ mod tests {
         let step = r.step(&s2, &owners, &[100, 100], &cap);
         assert_eq!(step.unassigned_as_cheap, 1);
         assert_eq!(step.moves, vec![(1, None)]);
+    }
+
+    #[test]
+    fn moves_objects_off_a_core_that_misses() {
+        let cap = CacheCapacity::uniform(2, 1000, 0);
+        let mut r = Rebalancer::new(Policy::default(), 4);
+        let owned = |ops: u64, ns: u64| ObjectStat {
+            owned_ops: ops,
+            owned_ns: ops * ns,
+            ..ObjectStat::default()
+        };
+        // Core 0's objects run in 1 µs (hits), core 1's in 4 µs; both equally busy.
+        let objs = vec![
+            owned(100, 1000),
+            owned(100, 1000),
+            owned(100, 4000),
+            owned(100, 4000),
+        ];
+        let s = snap(1_000_000, objs, &[500_000, 500_000]);
+        let owners = [Some(0), Some(0), Some(1), Some(1)];
+        let step = r.step(&s, &owners, &[100; 4], &cap);
+        assert_eq!(step.moved_for_load, 0);
+        assert_eq!(step.moved_for_misses, 1);
+        assert_eq!(step.moves, vec![(2, Some(0))]);
+        // Equal times on both cores: nothing moves.
+        let mut r = Rebalancer::new(Policy::default(), 4);
+        let objs = vec![owned(100, 2000); 4];
+        let step = r.step(
+            &snap(1_000_000, objs, &[500_000, 500_000]),
+            &owners,
+            &[100; 4],
+            &cap,
+        );
+        assert_eq!(step.moves, vec![]);
     }
 
     #[test]
