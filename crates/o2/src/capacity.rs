@@ -38,6 +38,7 @@ impl CacheCapacity {
         }
     }
 
+    /// Number of cores described.
     pub fn cores(&self) -> usize {
         self.private_bytes.len()
     }

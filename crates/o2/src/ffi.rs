@@ -25,7 +25,9 @@ pub struct O2Runtime(Runtime<CPtr>);
 #[repr(transparent)]
 pub struct O2Worker<'a>(Worker<'a, CPtr>);
 
+/// An operation: `op(object, arg)`, run on the object's owner.
 pub type O2OpFn = unsafe extern "C" fn(object: *mut c_void, arg: *mut c_void);
+/// A worker's main function, run once on every worker by `o2_run`.
 pub type O2BodyFn = unsafe extern "C" fn(worker: *const O2Worker<'_>, arg: *mut c_void);
 
 /// Creates a runtime with one worker per entry of `cpus`, each with `private_bytes`

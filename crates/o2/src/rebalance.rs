@@ -90,6 +90,7 @@ fn ewma(old: Option<f64>, new: f64) -> f64 {
 }
 
 impl Rebalancer {
+    /// A monitor for `objects` objects with no history.
     pub fn new(policy: Policy, objects: usize) -> Self {
         Rebalancer {
             migration_ns: policy.initial_migration_ns,
@@ -102,6 +103,7 @@ impl Rebalancer {
         }
     }
 
+    /// Where fetch costs come from.
     pub fn cost_source(&self) -> CostSource {
         CostSource::OperationTime
     }

@@ -120,22 +120,27 @@ impl<T: Sync> Runtime<T> {
         (self.objects.len() - 1) as ObjId
     }
 
+    /// Number of workers (one per CPU given).
     pub fn cores(&self) -> usize {
         self.config.cpus.len()
     }
 
+    /// Number of registered objects.
     pub fn len(&self) -> usize {
         self.objects.len()
     }
 
+    /// Whether no object is registered.
     pub fn is_empty(&self) -> bool {
         self.objects.is_empty()
     }
 
+    /// The data of object `id` (panics on an unknown id, like indexing).
     pub fn object(&self, id: ObjId) -> &T {
         &self.objects[id as usize]
     }
 
+    /// The cache footprint object `id` was registered with.
     pub fn bytes(&self, id: ObjId) -> u64 {
         self.bytes[id as usize]
     }
@@ -321,10 +326,12 @@ impl<T: Sync> Worker<'_, T> {
         self.index
     }
 
+    /// Number of workers in this run.
     pub fn cores(&self) -> usize {
         self.run.cores
     }
 
+    /// The runtime this worker belongs to (e.g. to `assign` objects during a run).
     pub fn runtime(&self) -> &Runtime<T> {
         self.rt
     }

@@ -96,6 +96,7 @@ impl SimMachine {
         }
     }
 
+    /// Total cores.
     pub fn cores(&self) -> usize {
         self.chips * self.cores_per_chip
     }
