@@ -139,13 +139,10 @@ fn lookups(
     Ok((n, wrong, report))
 }
 
-/// One mode at one size, `cfg.repeats` times; the median run.
-pub fn run_median(cfg: &LiveConfig, dirs: usize, mode: Mode) -> Result<LiveRun> {
-    let mut runs = (0..cfg.repeats.max(1))
-        .map(|_| run_mode(cfg, dirs, mode))
-        .collect::<Result<Vec<_>>>()?;
+/// The median run (by lookups/s).
+fn median(mut runs: Vec<LiveRun>) -> LiveRun {
     runs.sort_by(|a, b| a.lookups_per_s.total_cmp(&b.lookups_per_s));
-    Ok(runs.swap_remove(runs.len() / 2))
+    runs.swap_remove(runs.len() / 2)
 }
 
 /// One mode at one size: warm up, then measure.
@@ -180,12 +177,21 @@ pub fn sweep(cfg: &LiveConfig, mut progress: impl FnMut(&LivePoint)) -> Result<V
     let mut out = Vec::new();
     for &total in &cfg.sizes {
         let dirs = dirs_for(total, cfg.per_dir);
+        // Modes take turns in each repeat, so a burst of other load on the machine
+        // hits all three alike instead of one mode's runs.
+        let modes = [Mode::Threads, Mode::O2, Mode::O2Packed];
+        let mut runs: Vec<Vec<LiveRun>> = vec![Vec::new(); modes.len()];
+        for _ in 0..cfg.repeats.max(1) {
+            for (i, &mode) in modes.iter().enumerate() {
+                runs[i].push(run_mode(cfg, dirs, mode)?);
+            }
+        }
         let point = LivePoint {
             total_bytes: dirs as u64 * cfg.per_dir as u64 * ENTRY_BYTES,
             dirs,
-            threads: run_median(cfg, dirs, Mode::Threads)?,
-            o2: run_median(cfg, dirs, Mode::O2)?,
-            o2_packed: run_median(cfg, dirs, Mode::O2Packed)?,
+            threads: median(runs.remove(0)),
+            o2: median(runs.remove(0)),
+            o2_packed: median(runs.remove(0)),
         };
         progress(&point);
         out.push(point);
