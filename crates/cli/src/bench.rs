@@ -17,6 +17,8 @@ pub enum Bench {
     Sim(SimBench),
     /// Simulated memory accesses per second of the tiled-NUCA simulator.
     Nuca(crate::nuca_cmd::NucaBenchArgs),
+    /// O² delegation: round-trip p50/p99 and throughput.
+    O2(crate::o2_cmd::BenchO2Args),
 }
 
 pub fn run(which: Bench) -> Result<()> {
@@ -26,6 +28,7 @@ pub fn run(which: Bench) -> Result<()> {
         Bench::Apps(args) => crate::app_cmd::bench(args),
         Bench::Sim(args) => sim(args),
         Bench::Nuca(a) => crate::nuca_cmd::bench(a),
+        Bench::O2(a) => crate::o2_cmd::bench_o2(a),
     }
 }
 

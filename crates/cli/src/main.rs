@@ -12,6 +12,8 @@ mod experiment;
 mod simulate_cmd;
 mod topology_cmd;
 mod nuca_cmd;
+mod o2_cmd;
+mod o2_plot;
 
 use clap::{Parser, Subcommand};
 use hetsched_core::Result;

@@ -1,0 +1,395 @@
+//! `hetsched experiment coretime-live|coretime-sim` and `hetsched bench o2`: the O²
+//! (CORETIME) evaluation. Logic lives in hetsched-o2; this parses, prints and writes.
+
+use crate::o2_plot::{human_bytes, log2_x_lines, Series};
+use clap::Args;
+use hetsched_core::{Error, Result};
+use hetsched_o2::live::{LiveConfig, LivePoint};
+use hetsched_o2::CacheCapacity;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Parses "524288", "512K", "32M", "1G" into bytes.
+fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&t[..t.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("expected a byte count like 524288, 512K or 32M, got {s:?}"))
+}
+
+fn parse_cpus(s: &str) -> std::result::Result<Vec<usize>, String> {
+    s.split(',')
+        .map(|c| {
+            c.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("expected CPU ids like 0,1, got {s:?}"))
+        })
+        .collect()
+}
+
+/// Cache sizes of the machine the live runtime uses.
+// TODO(lead): fill these from the topology crate once it is merged; the defaults are
+// this VM's `lscpu` values (2 cores; L2 512 KiB per core; one 32 MiB L3 shared by both).
+#[derive(Args, Clone, Debug)]
+pub struct CacheArgs {
+    /// OS CPUs to run one pinned worker on each (default: 0,1, this VM's cores).
+    #[arg(long, default_value = "0,1")]
+    cpus: String,
+    /// Private cache bytes per core (this VM: L2 512 KiB per core).
+    #[arg(long, value_parser = parse_bytes, default_value = "512K")]
+    private_cache_bytes: u64,
+    /// Bytes of the cache shared by all the cores (this VM: L3 32 MiB); 0 = none.
+    #[arg(long, value_parser = parse_bytes, default_value = "32M")]
+    shared_cache_bytes: u64,
+}
+
+impl CacheArgs {
+    /// The CPUs, checked against the ones this process may use.
+    fn cpus(&self) -> Result<Vec<usize>> {
+        let cpus = parse_cpus(&self.cpus).map_err(|e| Error::input(format!("--cpus: {e}")))?;
+        let allowed = hetsched_o2::pin::allowed_cpus();
+        if cpus.is_empty() {
+            return Err(Error::input("--cpus: at least one CPU is needed"));
+        }
+        if let Some(c) = cpus.iter().find(|c| !allowed.contains(c)) {
+            return Err(Error::input(format!(
+                "--cpus: CPU {c} is not available (allowed: {allowed:?})"
+            )));
+        }
+        Ok(cpus)
+    }
+}
+
+/// `hetsched experiment coretime-live`.
+#[derive(Args, Debug)]
+pub struct CoretimeLiveArgs {
+    #[command(flatten)]
+    cache: CacheArgs,
+    /// Smallest total directory data.
+    #[arg(long, value_parser = parse_bytes, default_value = "64K")]
+    min_bytes: u64,
+    /// Largest total directory data (sizes double from min to max).
+    #[arg(long, value_parser = parse_bytes, default_value = "64M")]
+    max_bytes: u64,
+    /// Entries per directory (the paper's 1000, 32 bytes each).
+    #[arg(long, default_value_t = 1000)]
+    entries: usize,
+    /// Measured time per run, ms.
+    #[arg(long, default_value_t = 600)]
+    duration_ms: u64,
+    /// Warm-up per run (caches fill, O² placement settles), ms.
+    #[arg(long, default_value_t = 400)]
+    warmup_ms: u64,
+    /// Runs per mode and size; the median is reported (robust to a shared machine).
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
+    /// Monitoring period of the O² runtime, ms.
+    #[arg(long, default_value_t = 50)]
+    rebalance_ms: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory.
+    #[arg(long, default_value = "hetsched-out/coretime-live")]
+    out: PathBuf,
+}
+
+/// The 1/5/15-minute load averages: live figures on a shared machine need them.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn doubling(min: u64, max: u64) -> Result<Vec<u64>> {
+    if min == 0 || max < min {
+        return Err(Error::input(format!(
+            "--min-bytes must be > 0 and <= --max-bytes (got {min} and {max})"
+        )));
+    }
+    let mut v = Vec::new();
+    let mut s = min;
+    while s <= max {
+        v.push(s);
+        s *= 2;
+    }
+    Ok(v)
+}
+
+fn create_out(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::runtime(format!("creating {}: {e}", dir.display())))
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::File::create(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| Error::runtime(format!("writing {}: {e}", path.display())))
+}
+
+pub fn coretime_live(a: CoretimeLiveArgs) -> Result<()> {
+    let cpus = a.cache.cpus()?;
+    let cfg = LiveConfig {
+        capacity: CacheCapacity::uniform(
+            cpus.len(),
+            a.cache.private_cache_bytes,
+            a.cache.shared_cache_bytes,
+        ),
+        cpus,
+        sizes: doubling(a.min_bytes, a.max_bytes)?,
+        per_dir: a.entries,
+        warmup: Duration::from_millis(a.warmup_ms),
+        duration: Duration::from_millis(a.duration_ms),
+        rebalance_every: Duration::from_millis(a.rebalance_ms.max(1)),
+        seed: a.seed,
+        repeats: a.repeats,
+    };
+    println!(
+        "coretime-live: {} workers on CPUs {:?}; per-core capacity {} (private {} + share of {} shared)",
+        cfg.cpus.len(),
+        cfg.cpus,
+        human_bytes(cfg.capacity.per_core(0) as f64),
+        human_bytes(a.cache.private_cache_bytes as f64),
+        human_bytes(a.cache.shared_cache_bytes as f64)
+    );
+    println!(
+        "fetch-cost source: {}",
+        hetsched_o2::CostSource::OperationTime
+    );
+    println!("load average at start: {}", load_average());
+    println!(
+        "{:>8} {:>6} {:>12} {:>12} {:>7} {:>8} {:>6} {:>12} {:>7} {:>8} {:>6}",
+        "data",
+        "dirs",
+        "threads/s",
+        "o2/s",
+        "o2/thr",
+        "assigned",
+        "deleg",
+        "packed/s",
+        "pk/thr",
+        "assigned",
+        "deleg"
+    );
+    let points = hetsched_o2::live::sweep(&cfg, |p| {
+        println!(
+            "{:>8} {:>6} {:>12.0} {:>12.0} {:>7.2} {:>8} {:>5.0}% {:>12.0} {:>7.2} {:>8} {:>5.0}%",
+            human_bytes(p.total_bytes as f64),
+            p.dirs,
+            p.threads.lookups_per_s,
+            p.o2.lookups_per_s,
+            p.o2.lookups_per_s / p.threads.lookups_per_s,
+            p.o2.assigned,
+            p.o2.delegated * 100.0,
+            p.o2_packed.lookups_per_s,
+            p.o2_packed.lookups_per_s / p.threads.lookups_per_s,
+            p.o2_packed.assigned,
+            p.o2_packed.delegated * 100.0,
+        );
+    })?;
+    println!("load average at end: {}", load_average());
+    create_out(&a.out)?;
+    let mut csv = String::from("total_bytes,dirs,threads_lookups_per_s,o2_lookups_per_s,o2_assigned,o2_delegated_fraction,o2_migration_ns,o2_packed_lookups_per_s,o2_packed_assigned,o2_packed_migration_ns\n");
+    for p in &points {
+        csv += &format!(
+            "{},{},{:.1},{:.1},{},{:.4},{}\n",
+            p.total_bytes,
+            p.dirs,
+            p.threads.lookups_per_s,
+            p.o2.lookups_per_s,
+            p.o2.assigned,
+            p.o2.delegated,
+            p.o2.migration_ns
+                .map_or(String::new(), |m| format!("{m:.1}"))
+        );
+    }
+    write_file(&a.out.join("coretime-live.csv"), &csv)?;
+    let series = |name, f: fn(&LivePoint) -> f64| Series {
+        name,
+        points: points
+            .iter()
+            .map(|p| (p.total_bytes as f64, f(p)))
+            .collect(),
+    };
+    log2_x_lines(
+        &a.out.join("coretime-live.png"),
+        "Directory lookups on this machine: thread-based vs O²",
+        "total directory data",
+        "lookups / s",
+        &[
+            series("threads (lookup locally)", |p| p.threads.lookups_per_s),
+            series("O² (monitoring places)", |p| p.o2.lookups_per_s),
+            series("O² (all packed, no monitoring)", |p| {
+                p.o2_packed.lookups_per_s
+            }),
+        ],
+    )?;
+    println!(
+        "wrote {}/coretime-live.csv and coretime-live.png",
+        a.out.display()
+    );
+    Ok(())
+}
+
+/// `hetsched bench o2`.
+#[derive(Args, Debug)]
+pub struct BenchO2Args {
+    /// The two OS CPUs: caller, then owner.
+    #[arg(long, default_value = "0,1")]
+    cpus: String,
+    /// Round trips to time.
+    #[arg(long, default_value_t = 200_000)]
+    samples: usize,
+    /// Throughput measurement time, ms.
+    #[arg(long, default_value_t = 1000)]
+    duration_ms: u64,
+}
+
+pub fn bench_o2(a: BenchO2Args) -> Result<()> {
+    let cpus = parse_cpus(&a.cpus).map_err(|e| Error::input(format!("--cpus: {e}")))?;
+    let [c0, c1] = cpus[..] else {
+        return Err(Error::input(format!(
+            "--cpus: expected two CPUs, got {}",
+            a.cpus
+        )));
+    };
+    println!("load average: {}", load_average());
+    let b =
+        hetsched_o2::bench::delegation([c0, c1], a.samples, Duration::from_millis(a.duration_ms))?;
+    println!(
+        "o2 delegation round trip (CPU {c0} -> owner CPU {c1}, empty operation, {} samples):",
+        b.samples
+    );
+    println!("  p50 {} ns   p99 {} ns   mean {:.0} ns   (goal p50 <= 500 ns; CORETIME migration 2000 cycles ~ 1000 ns)", b.p50_ns, b.p99_ns, b.mean_ns);
+    println!(
+        "  floor: bare cache-line ping-pong between the same CPUs: p50 {} ns   p99 {} ns",
+        b.pingpong_p50_ns, b.pingpong_p99_ns
+    );
+    println!(
+        "  throughput, both workers delegating to each other: {:.2} M ops/s",
+        b.throughput_ops_per_s / 1e6
+    );
+    println!(
+        "  throughput, same operations run in place (unassigned): {:.2} M ops/s",
+        b.local_ops_per_s / 1e6
+    );
+    Ok(())
+}
+
+/// `hetsched experiment coretime-sim`.
+#[derive(Args, Debug)]
+pub struct CoretimeSimArgs {
+    /// Smallest total directory data.
+    #[arg(long, value_parser = parse_bytes, default_value = "128K")]
+    min_bytes: u64,
+    /// Largest total directory data (sizes double from min to max).
+    #[arg(long, value_parser = parse_bytes, default_value = "64M")]
+    max_bytes: u64,
+    /// Entries per directory (the paper's 1000, 32 bytes each).
+    #[arg(long, default_value_t = 1000)]
+    entries: usize,
+    /// Lookups per warm-up phase (all 16 threads together).
+    #[arg(long, default_value_t = 60_000)]
+    warmup_lookups: usize,
+    /// Lookups measured.
+    #[arg(long, default_value_t = 60_000)]
+    lookups: usize,
+    /// Misses in flight during a directory scan (memory-level parallelism).
+    #[arg(long, default_value_t = 8.0)]
+    mlp: f64,
+    /// CORETIME migration cost, cycles.
+    #[arg(long, default_value_t = 2000.0)]
+    migration_cycles: f64,
+    /// Memory bandwidth per chip's node, GB/s (0 = unlimited; not given by the paper).
+    #[arg(long, default_value_t = 10.6)]
+    mem_gbps: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory.
+    #[arg(long, default_value = "hetsched-out/coretime-sim")]
+    out: PathBuf,
+}
+
+pub fn coretime_sim(a: CoretimeSimArgs) -> Result<()> {
+    use hetsched_o2::sim::{SimConfig, SimMachine, SimPoint};
+    let mut machine = SimMachine::paper();
+    machine.mlp = a.mlp;
+    machine.migration_cycles = a.migration_cycles;
+    machine.mem_gbps = a.mem_gbps;
+    let cfg = SimConfig {
+        machine,
+        sizes: doubling(a.min_bytes, a.max_bytes)?,
+        per_dir: a.entries,
+        warmup_lookups: a.warmup_lookups,
+        measured_lookups: a.lookups,
+        seed: a.seed,
+    };
+    println!(
+        "coretime-sim: 4 chips x 4 cores @ 2 GHz; L1 3 / L2 14 / L3 75 cycles, memory 127-336, migration {} cycles, mlp {}, memory {} GB/s per node",
+        a.migration_cycles, a.mlp, a.mem_gbps
+    );
+    println!("fetch-cost source: simulated cache-miss counters (fetch cycles per lookup)");
+    println!(
+        "{:>8} {:>6} {:>12} {:>12} {:>7} {:>9} {:>10} {:>10} {:>10}",
+        "data", "dirs", "threads/s", "o2/s", "o2/thr", "assigned", "delegated", "thr cyc", "o2 cyc"
+    );
+    let points = hetsched_o2::sim::sweep(&cfg, |p| {
+        println!(
+            "{:>8} {:>6} {:>12.0} {:>12.0} {:>7.2} {:>9} {:>9.0}% {:>10.0} {:>10.0}",
+            human_bytes(p.total_bytes as f64),
+            p.dirs,
+            p.threads.lookups_per_s,
+            p.o2.lookups_per_s,
+            p.o2.lookups_per_s / p.threads.lookups_per_s,
+            p.o2.assigned,
+            p.o2.delegated * 100.0,
+            p.threads.cycles_per_lookup,
+            p.o2.cycles_per_lookup
+        );
+    })?;
+    create_out(&a.out)?;
+    let mut csv = String::from("total_bytes,dirs,threads_lookups_per_s,o2_lookups_per_s,o2_assigned,o2_delegated_fraction,threads_cycles_per_lookup,o2_cycles_per_lookup\n");
+    for p in &points {
+        csv += &format!(
+            "{},{},{:.1},{:.1},{},{:.4},{:.1},{:.1}\n",
+            p.total_bytes,
+            p.dirs,
+            p.threads.lookups_per_s,
+            p.o2.lookups_per_s,
+            p.o2.assigned,
+            p.o2.delegated,
+            p.threads.cycles_per_lookup,
+            p.o2.cycles_per_lookup
+        );
+    }
+    write_file(&a.out.join("coretime-sim.csv"), &csv)?;
+    let series = |name, f: fn(&SimPoint) -> f64| Series {
+        name,
+        points: points
+            .iter()
+            .map(|p| (p.total_bytes as f64, f(p)))
+            .collect(),
+    };
+    log2_x_lines(
+        &a.out.join("coretime-sim.png"),
+        "Simulated 16-core Opteron: directory lookups, thread-based vs O²",
+        "total directory data",
+        "lookups / s",
+        &[
+            series("threads (lookup locally)", |p| p.threads.lookups_per_s),
+            series("O² (CORETIME placement)", |p| p.o2.lookups_per_s),
+        ],
+    )?;
+    println!(
+        "wrote {}/coretime-sim.csv and coretime-sim.png",
+        a.out.display()
+    );
+    Ok(())
+}

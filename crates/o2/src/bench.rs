@@ -1,0 +1,170 @@
+//! `hetsched bench o2`: what a delegation costs (CORETIME's migration: 2000 cycles).
+//!
+//! Worker 0 sends empty operations to an object owned by worker 1 and times each round
+//! trip; then both workers delegate to each other at full speed for throughput.
+
+use crate::capacity::CacheCapacity;
+use crate::runtime::{Config, Runtime};
+use hetsched_core::{Error, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Results of one benchmark run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DelegationBench {
+    pub samples: usize,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub mean_ns: f64,
+    /// Delegated operations per second with both workers delegating to each other.
+    pub throughput_ops_per_s: f64,
+    /// The same with operations on unassigned objects (run in place), for reference.
+    pub local_ops_per_s: f64,
+    /// The floor: p50 / p99 round trip of one bare cache line bounced between the same
+    /// two pinned threads (a store answered by a store), timed the same way.
+    pub pingpong_p50_ns: u64,
+    pub pingpong_p99_ns: u64,
+}
+
+/// Round trips of a bare atomic flag between two threads pinned to `cpus`, sorted.
+pub fn pingpong(cpus: [usize; 2], samples: usize) -> Result<Vec<u64>> {
+    let flag = crossbeam_utils::CachePadded::new(AtomicU64::new(0));
+    let mut times = vec![0u64; samples];
+    std::thread::scope(|s| -> Result<()> {
+        let echo = s.spawn(|| -> Result<()> {
+            crate::pin::pin_current_thread(cpus[1])?;
+            for i in 0..samples as u64 {
+                while flag.load(Ordering::Acquire) != 2 * i + 1 {
+                    std::hint::spin_loop();
+                }
+                flag.store(2 * i + 2, Ordering::Release);
+            }
+            Ok(())
+        });
+        let pinned = crate::pin::pin_current_thread(cpus[0]);
+        for (i, t) in times.iter_mut().enumerate() {
+            let i = i as u64;
+            let start = Instant::now();
+            flag.store(2 * i + 1, Ordering::Release);
+            while flag.load(Ordering::Acquire) != 2 * i + 2 {
+                std::hint::spin_loop();
+            }
+            *t = start.elapsed().as_nanos() as u64;
+        }
+        echo.join()
+            .map_err(|_| Error::runtime("ping-pong thread panicked"))??;
+        pinned
+    })?;
+    times.sort_unstable();
+    Ok(times)
+}
+
+/// `p` in 0..=100 of sorted `v`.
+pub fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let i = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Runs the benchmark on two CPUs.
+pub fn delegation(
+    cpus: [usize; 2],
+    samples: usize,
+    throughput_for: Duration,
+) -> Result<DelegationBench> {
+    if samples == 0 {
+        return Err(Error::input("bench o2: --samples must be > 0"));
+    }
+    let mut rt = Runtime::new(Config {
+        cpus: cpus.to_vec(),
+        capacity: CacheCapacity::uniform(2, 1 << 20, 0),
+        rebalance_every: None,
+        policy: Default::default(),
+    })?;
+    let counters = [
+        rt.add_object(AtomicU64::new(0), 64),
+        rt.add_object(AtomicU64::new(0), 64),
+    ];
+    let free = rt.add_object(AtomicU64::new(0), 64);
+    rt.assign(counters[0], Some(0))?;
+    rt.assign(counters[1], Some(1))?;
+
+    // Latency: one caller, the other core only serves.
+    let mut times = vec![0u64; samples];
+    let (mut lat, _) = rt.run(|w| {
+        let mut t = Vec::new();
+        if w.index() == 0 {
+            t = vec![0u64; samples];
+            for s in t.iter_mut() {
+                let start = Instant::now();
+                w.on(counters[1], |c| c.fetch_add(1, Ordering::Relaxed));
+                *s = start.elapsed().as_nanos() as u64;
+            }
+        }
+        t
+    })?;
+    std::mem::swap(&mut times, &mut lat[0]);
+    times.sort_unstable();
+    let mean_ns = times.iter().sum::<u64>() as f64 / times.len() as f64;
+
+    // Throughput: each worker hammers the object the other one owns.
+    let ops =
+        |obj_of: fn(usize, [u32; 2], u32) -> u32, rt: &mut Runtime<AtomicU64>| -> Result<f64> {
+            let start = Instant::now();
+            let (n, _) = rt.run(|w| {
+                let obj = obj_of(w.index(), counters, free);
+                let mut n = 0u64;
+                while start.elapsed() < throughput_for {
+                    for _ in 0..256 {
+                        w.on(obj, |c| c.fetch_add(1, Ordering::Relaxed));
+                    }
+                    n += 256;
+                }
+                n
+            })?;
+            Ok(n.iter().sum::<u64>() as f64 / start.elapsed().as_secs_f64())
+        };
+    let throughput_ops_per_s = ops(|i, c, _| c[1 - i], &mut rt)?;
+    let local_ops_per_s = ops(|_, _, f| f, &mut rt)?;
+    let floor = pingpong(cpus, samples)?;
+    Ok(DelegationBench {
+        pingpong_p50_ns: percentile(&floor, 50.0),
+        pingpong_p99_ns: percentile(&floor, 99.0),
+        samples,
+        p50_ns: percentile(&times, 50.0),
+        p99_ns: percentile(&times, 99.0),
+        mean_ns,
+        throughput_ops_per_s,
+        local_ops_per_s,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_a_known_list() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 50.0), 51);
+        assert_eq!(percentile(&v, 99.0), 99);
+        assert_eq!(percentile(&v, 100.0), 100);
+        assert_eq!(percentile(&[], 50.0), 0);
+    }
+
+    #[test]
+    fn a_tiny_run_counts_every_operation() {
+        let cpus = crate::pin::allowed_cpus();
+        let b = delegation(
+            [cpus[0], *cpus.last().unwrap()],
+            200,
+            Duration::from_millis(20),
+        )
+        .unwrap();
+        assert_eq!(b.samples, 200);
+        assert!(b.p50_ns > 0 && b.p50_ns <= b.p99_ns);
+        assert!(b.throughput_ops_per_s > 0.0 && b.local_ops_per_s > 0.0);
+    }
+}

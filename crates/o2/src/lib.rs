@@ -1,0 +1,28 @@
+//! hetsched-o2: O² scheduling (Boyd-Wickizer, Morris, Kaashoek, "Reinventing
+//! scheduling for multicore systems", CORETIME).
+//!
+//! Instead of keeping threads on cores, data objects are assigned to cores' caches and
+//! each operation runs on the core whose cache holds its object.
+//!
+//! - [`runtime`]: pinned workers, the object table, delegation (`Worker::on`).
+//! - [`packing`]: greedy first-fit cache packing; [`rebalance`]: runtime monitoring.
+//! - [`capacity`]: cache bytes per core (a plain parameter until the topology crate
+//!   provides it).
+//! - [`ffi`]: the C ABI (`include/hetsched_o2.h`).
+
+pub mod bench;
+pub mod capacity;
+pub mod fatfs;
+pub mod ffi;
+pub mod live;
+mod mailbox;
+pub mod packing;
+pub mod pin;
+pub mod rebalance;
+pub mod runtime;
+pub mod sim;
+pub mod stats;
+
+pub use capacity::{CacheCapacity, SharedCache};
+pub use rebalance::{CostSource, Policy};
+pub use runtime::{Config, ObjId, RunReport, Runtime, Worker};
