@@ -9,11 +9,11 @@ mod bench;
 mod daemon_bench;
 mod daemon_cmd;
 mod experiment;
-mod simulate_cmd;
-mod topology_cmd;
 mod nuca_cmd;
 mod o2_cmd;
 mod o2_plot;
+mod simulate_cmd;
+mod topology_cmd;
 
 use clap::{Parser, Subcommand};
 use hetsched_core::Result;

@@ -35,23 +35,47 @@ fn parse_cpus(s: &str) -> std::result::Result<Vec<usize>, String> {
         .collect()
 }
 
-/// Cache sizes of the machine the live runtime uses.
-// TODO(lead): fill these from the topology crate once it is merged; the defaults are
-// this VM's `lscpu` values (2 cores; L2 512 KiB per core; one 32 MiB L3 shared by both).
+/// Cache sizes of the machine the live runtime uses: discovered through hwloc unless
+/// given explicitly.
 #[derive(Args, Clone, Debug)]
 pub struct CacheArgs {
     /// OS CPUs to run one pinned worker on each (default: 0,1, this VM's cores).
     #[arg(long, default_value = "0,1")]
     cpus: String,
-    /// Private cache bytes per core (this VM: L2 512 KiB per core).
-    #[arg(long, value_parser = parse_bytes, default_value = "512K")]
-    private_cache_bytes: u64,
-    /// Bytes of the cache shared by all the cores (this VM: L3 32 MiB); 0 = none.
-    #[arg(long, value_parser = parse_bytes, default_value = "32M")]
-    shared_cache_bytes: u64,
+    /// Private cache bytes per core [default: from this machine's topology (hwloc)].
+    #[arg(long, value_parser = parse_bytes)]
+    private_cache_bytes: Option<u64>,
+    /// Bytes of the cache shared by all the cores; 0 = none [default: from the topology].
+    #[arg(long, value_parser = parse_bytes)]
+    shared_cache_bytes: Option<u64>,
 }
 
 impl CacheArgs {
+    /// Cache capacities of the workers' cores: the topology's, with any explicit
+    /// sizes replacing it (then every core has the given private size and one shared
+    /// cache spans them all).
+    fn capacity(&self, cpus: &[usize]) -> Result<CacheCapacity> {
+        let discovered = || -> Result<CacheCapacity> {
+            let machine =
+                hetsched_topology::load("live", hetsched_core::machine::UnitGranularity::Pu)?;
+            CacheCapacity::from_machine(&machine, cpus)
+        };
+        match (self.private_cache_bytes, self.shared_cache_bytes) {
+            (Some(p), Some(s)) => Ok(CacheCapacity::uniform(cpus.len(), p, s)),
+            (p, s) => {
+                let d = discovered()?;
+                let private =
+                    p.unwrap_or_else(|| d.private_bytes.iter().copied().min().unwrap_or(0));
+                let shared =
+                    s.unwrap_or_else(|| d.shared.iter().map(|c| c.bytes).max().unwrap_or(0));
+                if p.is_none() && s.is_none() {
+                    return Ok(d);
+                }
+                Ok(CacheCapacity::uniform(cpus.len(), private, shared))
+            }
+        }
+    }
+
     /// The CPUs, checked against the ones this process may use.
     fn cpus(&self) -> Result<Vec<usize>> {
         let cpus = parse_cpus(&self.cpus).map_err(|e| Error::input(format!("--cpus: {e}")))?;
@@ -137,11 +161,7 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 pub fn coretime_live(a: CoretimeLiveArgs) -> Result<()> {
     let cpus = a.cache.cpus()?;
     let cfg = LiveConfig {
-        capacity: CacheCapacity::uniform(
-            cpus.len(),
-            a.cache.private_cache_bytes,
-            a.cache.shared_cache_bytes,
-        ),
+        capacity: a.cache.capacity(&cpus)?,
         cpus,
         sizes: doubling(a.min_bytes, a.max_bytes)?,
         per_dir: a.entries,
@@ -156,8 +176,8 @@ pub fn coretime_live(a: CoretimeLiveArgs) -> Result<()> {
         cfg.cpus.len(),
         cfg.cpus,
         human_bytes(cfg.capacity.per_core(0) as f64),
-        human_bytes(a.cache.private_cache_bytes as f64),
-        human_bytes(a.cache.shared_cache_bytes as f64)
+        human_bytes(cfg.capacity.private_bytes.first().copied().unwrap_or(0) as f64),
+        human_bytes(cfg.capacity.shared.iter().map(|c| c.bytes).max().unwrap_or(0) as f64)
     );
     println!(
         "fetch-cost source: {}",

@@ -1,8 +1,9 @@
 //! How many bytes of on-chip cache each core can hold objects in.
 //!
-//! A plain parameter for now: the machine model (topology crate) will fill it. A core's
-//! capacity is its private cache plus an equal share of every shared cache it belongs
-//! to, which is how CORETIME counts the AMD machine's 16 MB (16 × 512 KB L2 + 4 × 2 MB L3).
+//! Filled from the machine model ([`CacheCapacity::from_machine`], hwloc on a live
+//! machine) or given explicitly. A core's capacity is its private cache plus an equal
+//! share of every shared cache it belongs to, which is how CORETIME counts the AMD
+//! machine's 16 MB (16 × 512 KB L2 + 4 × 2 MB L3).
 
 use hetsched_core::{Error, Result};
 
@@ -23,6 +24,67 @@ pub struct CacheCapacity {
 }
 
 impl CacheCapacity {
+    /// The caches of the cores holding the PUs `cpus` (one runtime core per PU): per
+    /// core its largest private data cache, and the largest cache shared by more than
+    /// one of the runtime's cores (e.g. a per-chip L3), if any.
+    pub fn from_machine(machine: &hetsched_core::machine::Machine, cpus: &[usize]) -> Result<Self> {
+        use hetsched_core::machine::CacheKind;
+        let core_of = |cpu: usize| -> Result<Vec<u32>> {
+            let pu = machine.pu(cpu as u32).ok_or_else(|| {
+                Error::input(format!("CPU {cpu} is not in machine {}", machine.name))
+            })?;
+            Ok(pu
+                .core
+                .and_then(|c| machine.cores.get(c as usize))
+                .map_or_else(|| vec![cpu as u32], |c| c.cpus.clone()))
+        };
+        let data = || {
+            machine
+                .caches
+                .iter()
+                .filter(|c| c.kind != CacheKind::Instruction)
+        };
+        let mut private_bytes = Vec::new();
+        for &cpu in cpus {
+            let own = core_of(cpu)?;
+            let best = data()
+                .filter(|c| {
+                    c.cpus.contains(&(cpu as u32)) && c.cpus.iter().all(|p| own.contains(p))
+                })
+                .map(|c| c.size_bytes)
+                .max()
+                .unwrap_or(0);
+            private_bytes.push(best);
+        }
+        let mut shared = Vec::new();
+        if let Some(level) = data()
+            .filter(|c| {
+                cpus.iter()
+                    .filter(|&&p| c.cpus.contains(&(p as u32)))
+                    .count()
+                    > 1
+            })
+            .map(|c| c.level)
+            .max()
+        {
+            for c in data().filter(|c| c.level == level) {
+                let cores: Vec<usize> = (0..cpus.len())
+                    .filter(|&i| c.cpus.contains(&(cpus[i] as u32)))
+                    .collect();
+                if cores.len() > 1 {
+                    shared.push(SharedCache {
+                        bytes: c.size_bytes,
+                        cores,
+                    });
+                }
+            }
+        }
+        Ok(CacheCapacity {
+            private_bytes,
+            shared,
+        })
+    }
+
     /// `cores` identical cores with `private` bytes each, all sharing one `shared` cache.
     pub fn uniform(cores: usize, private: u64, shared: u64) -> Self {
         CacheCapacity {
@@ -108,5 +170,30 @@ mod tests {
         assert!(cap.validate().is_err());
         cap.shared[0].cores = vec![2];
         assert!(cap.validate().is_err());
+    }
+}
+
+#[cfg(test)]
+mod from_machine_tests {
+    use super::*;
+
+    #[test]
+    fn the_coretime_preset_gives_the_papers_16_mb() {
+        let mut m =
+            hetsched_topology::load("coretime", hetsched_core::machine::UnitGranularity::Pu)
+                .unwrap();
+        m.derive_units(hetsched_core::machine::UnitGranularity::Pu);
+        let cpus: Vec<usize> = (0..16).collect();
+        let c = CacheCapacity::from_machine(&m, &cpus).unwrap();
+        assert_eq!(c.private_bytes, vec![512 << 10; 16]);
+        assert_eq!(c.shared.len(), 4);
+        assert!(c
+            .shared
+            .iter()
+            .all(|s| s.bytes == 2 << 20 && s.cores.len() == 4));
+        let total: u64 =
+            c.private_bytes.iter().sum::<u64>() + c.shared.iter().map(|s| s.bytes).sum::<u64>();
+        assert_eq!(total, 16 << 20);
+        assert!(CacheCapacity::from_machine(&m, &[99]).is_err());
     }
 }
