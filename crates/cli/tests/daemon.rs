@@ -447,3 +447,35 @@ fn the_live_run_record_becomes_a_perfetto_trace_on_sigterm() {
         "nothing ran on the OpenCL unit"
     );
 }
+
+#[test]
+fn a_unit_added_through_the_control_api_is_used_under_every_policy() {
+    for policy in ["fcfs", "cfs", "ws", "dmda", "random"] {
+        let d = Daemon::start(1, 0, policy);
+        let mut holder = d.client();
+        assert_eq!(holder.alloc(&meta(1.0, 0.0)).unwrap().id, 0);
+        let (granted, h) = alloc_in_thread(&d.socket, meta(1.0, 0.0));
+        assert!(granted.recv_timeout(Duration::from_millis(100)).is_err());
+        let mut admin = d.client();
+        let unit = hetsched_live::protocol::NewUnit {
+            kind: hetsched_core::machine::UnitType::Cpu,
+            name: "added".into(),
+            cpus: vec![0],
+            device: None,
+            capacity: 1024,
+        };
+        admin.add_unit(unit).unwrap();
+        // The waiter gets the new unit (or unit 0 once freed), and the daemon lives on.
+        holder.free(true).unwrap();
+        let got = granted
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_else(|_| panic!("{policy}: waiter never granted"));
+        assert!(got <= 1, "{policy}");
+        h.join().unwrap().free(true).unwrap();
+        let mut next = d.client();
+        next.alloc(&meta(1.0, 0.0)).unwrap();
+        let mut other = d.client();
+        other.alloc(&meta(1.0, 0.0)).unwrap();
+        assert_eq!(admin.list_units().unwrap().len(), 2, "{policy}");
+    }
+}

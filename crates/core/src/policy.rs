@@ -18,6 +18,10 @@
 //! - `complete` once per finished task, after its unit became free and before the unit's
 //!   next `pick`;
 //! - `tick` every `tick_interval` while tasks are live, with counter samples.
+//!
+//! Units are never removed from the view and their ids never change, but a live engine
+//! may add units (the daemon's control API): a policy must accept unit ids above those
+//! it has seen before.
 
 use crate::machine::{Machine, Unit, UnitType};
 use crate::task::{QueueId, Task, TaskEntry, TaskId};

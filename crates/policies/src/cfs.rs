@@ -54,14 +54,17 @@ impl Cfs {
         })
     }
 
+    /// Sizes the per-unit state, also for units added since the last call.
     fn init(&mut self, view: &View) {
-        if self.loads.is_none() {
-            let n = view.units().len();
-            self.loads = Some(LoadIndex::new(view));
-            self.min_vruntime = vec![0; n];
-            self.weight = vec![0; n];
-            self.exec_start = vec![0; n];
+        let n = view.units().len();
+        match &mut self.loads {
+            None => self.loads = Some(LoadIndex::new(view)),
+            Some(loads) if self.weight.len() < n => loads.cover(view),
+            Some(_) => return,
         }
+        self.min_vruntime.resize(n, 0);
+        self.weight.resize(n, 0);
+        self.exec_start.resize(n, 0);
     }
 
     fn weight_of(view: &View, t: TaskId) -> u64 {

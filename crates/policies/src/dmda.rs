@@ -94,20 +94,29 @@ impl Dmda {
     }
 }
 
+impl Dmda {
+    /// Sizes the per-unit state, also for units added since the last call.
+    fn cover(&mut self, view: &View) {
+        let n = view.units().len();
+        if self.queued_s.len() < n {
+            self.queued_s.resize(n, 0.0);
+            self.busy_until_s.resize(n, 0.0);
+        }
+    }
+}
+
 impl Policy for Dmda {
     fn name(&self) -> &str {
         &self.name
     }
 
     fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
-        let n = view.units().len();
-        if self.queued_s.len() != n {
-            self.queued_s = vec![0.0; n];
-            self.busy_until_s = vec![0.0; n];
-        }
+        self.cover(view);
         let now = view.now_ns() as f64 * 1e-9;
         let t = view.task(task);
-        let mut best: Option<(f64, UnitId, f64, f64)> = None;
+        // Ties (e.g. live, before the model has learnt anything) go to the unit with
+        // fewer tasks, then the lowest id.
+        let mut best: Option<(f64, usize, UnitId, f64, f64)> = None;
         for u in view.units().iter().filter(|u| t.affinity.runs_on(u.kind)) {
             let run = self.expected_s(t, view, u.id);
             let copy = Self::copy_s(t, view, u.id);
@@ -115,11 +124,12 @@ impl Policy for Dmda {
                 + self.queued_s[u.id as usize]
                 + copy
                 + run;
-            if best.is_none_or(|b| end < b.0) {
-                best = Some((end, u.id, run, copy));
+            let load = view.load(u.id);
+            if best.is_none_or(|b| end < b.0 || (end == b.0 && load < b.1)) {
+                best = Some((end, load, u.id, run, copy));
             }
         }
-        let Some((_, u, run, copy)) = best else {
+        let Some((_, _, u, run, copy)) = best else {
             return SubmitDecision::Reject("no unit can run it".into());
         };
         self.queued_s[u as usize] += run + copy;
@@ -128,6 +138,7 @@ impl Policy for Dmda {
     }
 
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
+        self.cover(view);
         let Some(&t) = view.queue(unit).front() else {
             return PickDecision::Idle;
         };

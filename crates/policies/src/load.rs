@@ -25,6 +25,15 @@ impl LoadIndex {
         }
     }
 
+    /// Takes in units added since (live, units can be added; ids never change).
+    pub fn cover(&mut self, view: &View) {
+        for u in &view.units()[self.load.len().min(view.units().len())..] {
+            self.load.push(0);
+            self.kinds.push(u.kind);
+            self.by_kind[u.kind as usize].insert((0, u.id));
+        }
+    }
+
     pub fn load(&self, u: UnitId) -> u32 {
         self.load[u as usize]
     }

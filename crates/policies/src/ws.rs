@@ -13,12 +13,21 @@ pub struct WorkStealing {
     loads: Option<LoadIndex>,
 }
 
+impl WorkStealing {
+    /// The load index, covering units added since the last call.
+    fn loads(&mut self, view: &View) -> &mut LoadIndex {
+        let loads = self.loads.get_or_insert_with(|| LoadIndex::new(view));
+        loads.cover(view);
+        loads
+    }
+}
+
 impl Policy for WorkStealing {
     fn name(&self) -> &str {
         "ws"
     }
     fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
-        let loads = self.loads.get_or_insert_with(|| LoadIndex::new(view));
+        let loads = self.loads(view);
         match loads.least(&view.task(task).affinity) {
             Some(u) => {
                 loads.add(u, 1);
@@ -43,7 +52,7 @@ impl Policy for WorkStealing {
         }
         match best {
             Some((_, from, task)) => {
-                let loads = self.loads.get_or_insert_with(|| LoadIndex::new(view));
+                let loads = self.loads(view);
                 loads.add(from, -1);
                 loads.add(unit, 1);
                 PickDecision::Steal { from, task }
@@ -52,8 +61,6 @@ impl Policy for WorkStealing {
         }
     }
     fn complete(&mut self, view: &View, _task: TaskId, unit: UnitId) {
-        self.loads
-            .get_or_insert_with(|| LoadIndex::new(view))
-            .add(unit, -1);
+        self.loads(view).add(unit, -1);
     }
 }
