@@ -78,6 +78,10 @@ pub fn run(args: DaemonBench) -> Result<()> {
     }
     us.sort_by(f64::total_cmp);
 
+    // The floor: a bare request/reply of the same size class over a socket pair
+    // between two threads, measured here, now.
+    let floor = socket_floor(args.round_trips)?;
+
     // In-slice re-request: the flag-page fast path.
     c.alloc(&meta)?;
     let n = 10_000_000u32;
@@ -130,6 +134,11 @@ pub fn run(args: DaemonBench) -> Result<()> {
         percentile(&us, 0.99),
         us.len()
     );
+    println!(
+        "  floor on this machine: bare socket request+reply between two threads p50 {:.1} us, p99 {:.1} us (alloc+free is two of them)",
+        percentile(&floor, 0.5),
+        percentile(&floor, 0.99)
+    );
     println!("in-slice re-request: {rereq_ns:.2} ns (goal <= 100 ns)");
     println!(
         "throughput: {:.0} decisions/s with {} concurrent clients ({} requests in {:.2} s; goal >= 100k/s)",
@@ -139,4 +148,34 @@ pub fn run(args: DaemonBench) -> Result<()> {
         secs
     );
     Ok(())
+}
+
+/// Microseconds of bare 64-byte request/reply exchanges over a Unix socket pair between
+/// two threads, sorted: what any socket protocol costs here before doing any work.
+fn socket_floor(n: usize) -> Result<Vec<f64>> {
+    use std::io::{Read, Write};
+    let (mut a, mut b) = std::os::unix::net::UnixStream::pair().map_err(Error::runtime)?;
+    let echo = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        while b.read_exact(&mut buf).is_ok() {
+            if b.write_all(&buf).is_err() {
+                break;
+            }
+        }
+    });
+    let mut buf = [7u8; 64];
+    let mut us = Vec::with_capacity(n);
+    for i in 0..n + 1000 {
+        let t = Instant::now();
+        a.write_all(&buf).map_err(Error::runtime)?;
+        a.read_exact(&mut buf).map_err(Error::runtime)?;
+        if i >= 1000 {
+            us.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    drop(a);
+    echo.join()
+        .map_err(|_| Error::runtime("echo thread panicked"))?;
+    us.sort_by(f64::total_cmp);
+    Ok(us)
 }
