@@ -1,6 +1,7 @@
 //! hetsched's scheduling policies and the registry that builds them from a spec string
 //! `name` or `name:key=value,...`.
 
+pub mod affinity;
 pub mod cfs;
 pub mod dmda;
 pub mod fcfs;
@@ -20,6 +21,7 @@ pub const POLICIES: &[(&str, &str)] = &[
     ("random", "uniformly random compatible unit (seeded)"),
     ("ws", "work stealing: push to the least-loaded queue, idle units steal from the longest"),
     ("dmda", "minimum expected completion time with a learned per-task-type performance model"),
+    ("affinity", "Beisel et al.: per-unit queues, affinity placement with queue limits, checkpoint time-sharing, late-binding load balancer"),
 ];
 
 /// Builds a policy from its spec; `seed` is the default for seeded policies.
@@ -38,6 +40,7 @@ pub fn build(spec: &str, seed: u64) -> Result<Box<dyn Policy>> {
             Box::new(ws::WorkStealing::default())
         }
         "dmda" => Box::new(dmda::Dmda::from_params(spec, p)?),
+        "affinity" => Box::new(affinity::AffinityPolicy::from_params(spec, p)?),
         _ => {
             let names: Vec<&str> = POLICIES.iter().map(|p| p.0).collect();
             return Err(Error::input(format!(
