@@ -275,7 +275,9 @@ impl Policy for AffinityPolicy {
             if s <= 0.0 {
                 continue;
             }
-            let free = self.waiting(view, unit.id) < self.limit(unit.kind);
+            // An idle unit with nothing waiting takes a task whatever its limit.
+            let idle = view.running(unit.id).is_none() && self.waiting(view, unit.id) == 0;
+            let free = idle || self.waiting(view, unit.id) < self.limit(unit.kind);
             let load = self.load(view, unit.id);
             let better = match best {
                 None => true,
