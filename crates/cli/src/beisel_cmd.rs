@@ -36,7 +36,7 @@ pub fn fig3(args: OutArgs) -> Result<()> {
 
 pub fn fig4(args: OutArgs) -> Result<()> {
     let out = args.dir("beisel-fig4");
-    let r = experiments::fig4(&out, 25, 50, 1.0)?;
+    let r = experiments::fig4(&out, 25, 50, experiments::FIG4_SEEDS, 1.0)?;
     done(&r.table, &out);
     Ok(())
 }

@@ -27,7 +27,8 @@
 //! asks for a slice of whole application checkpoints of at least `cpu_check_ms`, so a
 //! re-request happens at a real checkpoint (CPU checkpoints cost nothing).
 //!
-//! Parameters: `gran_ms` (4000: accelerator granularity), `cpu_gran_ms` (= `gran_ms`),
+//! Parameters: `gran_ms` (4000: accelerator granularity), `cpu_gran_ms` (10: CPU units
+//! time-share at a CFS-like scale, as "for CPUs, the standard Linux scheduler is used"),
 //! `fcfs` (0; 1 = never yield), `acc_limit` (5: queue limit of non-CPU units),
 //! `cpu_limit` (0 = unlimited), `bonus` (4: factor for single-implementation tasks),
 //! `cpu_check_ms` (10).
@@ -64,7 +65,7 @@ pub struct AffinityPolicy {
 impl AffinityPolicy {
     pub fn from_params(spec: &str, mut p: Params) -> Result<AffinityPolicy> {
         let gran_ms = p.f64("gran_ms", 4000.0)?;
-        let cpu_gran_ms = p.f64("cpu_gran_ms", gran_ms)?;
+        let cpu_gran_ms = p.f64("cpu_gran_ms", 10.0)?;
         let fcfs = p.u64("fcfs", 0)? != 0;
         let acc_limit = p.u64("acc_limit", 5)? as usize;
         let cpu_limit = p.u64("cpu_limit", 0)? as usize;
