@@ -202,3 +202,29 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn memory_to_copy_lengthens_the_granularity() {
+    let m = machine().unwrap();
+    // Two GPU-only prime tasks (2.7 ms GPU checkpoints) at granularity 0: with 8 MB to
+    // copy (1 ms at 8 GB/s) a task yields at almost every checkpoint; with 80 MB (10 ms)
+    // it keeps the GPU for about four checkpoints, so there are fewer segments.
+    let tasks = |bytes: u64| -> Vec<Task> {
+        (0..2)
+            .map(|i| {
+                let mut t = workload::task(i, App::Prime, 3.5e7, Devices::GpuOnly);
+                t.bytes_in = bytes;
+                t
+            })
+            .collect()
+    };
+    let small = simulate(&m, "affinity:gran_ms=0", tasks(8_000_000)).unwrap();
+    let large = simulate(&m, "affinity:gran_ms=0", tasks(80_000_000)).unwrap();
+    let segs = |r: &Record| starts(r, 0) + starts(r, 1);
+    assert!(
+        segs(&large.record) * 2 < segs(&small.record),
+        "{} vs {}",
+        segs(&large.record),
+        segs(&small.record)
+    );
+}
