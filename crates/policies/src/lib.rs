@@ -73,5 +73,13 @@ mod tests {
         assert!(err("cfs:latency_ms=-1").contains("non-negative"));
         assert!(err("fcfs:x=1").contains("unknown parameter \"x\" (known: none)"));
         assert!(err("dmda:learn").contains("not key=value"));
+        assert_eq!(
+            build("affinity:gran_ms=0,fcfs=1,acc_limit=5", 0)
+                .unwrap()
+                .name(),
+            "affinity:gran_ms=0,fcfs=1,acc_limit=5"
+        );
+        assert!(err("affinity:limit=3").contains("unknown parameter \"limit\" (known: gran_ms"));
+        assert!(err("affinity:gran_ms=-4").contains("non-negative"));
     }
 }
