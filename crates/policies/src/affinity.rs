@@ -6,7 +6,8 @@
 //! - **Placement** (`alloc`): among the units a task has an implementation for, the one
 //!   with the highest affinity (its meta info, ×`bonus` when the task has a single
 //!   implementation) wins unless its queue is congested (waiting tasks ≥ the unit type's
-//!   queue limit); ties, and congested units, go to the less loaded unit.
+//!   queue limit; an idle unit with nothing waiting never is); ties, and congested
+//!   units, go to the less loaded unit.
 //! - **Time-sharing** (`re-request` at checkpoints): each unit keeps CFS virtual runtime
 //!   per task; the running task keeps the unit while its vruntime is below the next
 //!   waiter's plus the granularity (per unit type, plus the time to copy the task's
@@ -42,6 +43,7 @@ use hetsched_core::task::{QueueId, TaskId};
 use hetsched_core::Result;
 use rustc_hash::FxHashMap;
 
+/// The `affinity` policy (see the module documentation).
 pub struct AffinityPolicy {
     name: String,
     gran_ns: u64,
@@ -231,8 +233,9 @@ impl AffinityPolicy {
 
     /// Whether a task running on a unit of `kind` reaches checkpoints there.
     fn checkpoints(&self, view: &View, task: TaskId, kind: UnitType) -> bool {
-        kind == UnitType::Cpu && !(self.fcfs && view.task(task).checkpoint_ns.get(kind) == 0)
-            || view.task(task).checkpoint_ns.get(kind) > 0
+        let has_interval = view.task(task).checkpoint_ns.get(kind) > 0;
+        // CPUs stop at the policy's time slice, which FCFS leaves unbounded without one.
+        has_interval || (kind == UnitType::Cpu && !self.fcfs)
     }
 
     /// Offers `u` to running tasks with a higher affinity for it until its slots are
