@@ -11,8 +11,7 @@ build: deps
 	$(CARGO) build --release --bin hetsched
 
 demo: build
-	$(HETSCHED) topology
-	$(HETSCHED) topology --machine beisel
+	$(HETSCHED) demo
 
 test: deps
 	$(CARGO) fmt --all -- --check

@@ -1,5 +1,6 @@
 //! `hetsched experiment ...`: one command per reproduced experiment.
 
+use crate::beisel_cmd;
 use clap::Subcommand;
 use hetsched_core::Result;
 
@@ -11,6 +12,18 @@ pub enum Experiment {
     CoretimeLive(crate::o2_cmd::CoretimeLiveArgs),
     /// O² (CORETIME) directory lookups simulated on the paper's 16-core Opteron.
     CoretimeSim(crate::o2_cmd::CoretimeSimArgs),
+    /// Beisel et al. Fig. 3: 15 MD5 tasks, GPU queue limit 5, progress over time.
+    #[command(name = "beisel-fig3")]
+    BeiselFig3(beisel_cmd::OutArgs),
+    /// Beisel et al. Fig. 4: 25 MD5 + 50 prime tasks, FCFS vs 4 s granularity.
+    #[command(name = "beisel-fig4")]
+    BeiselFig4(beisel_cmd::OutArgs),
+    /// Beisel et al. Fig. 5: N prime tasks on the GPU alone vs GPU + CPU cores.
+    #[command(name = "beisel-fig5")]
+    BeiselFig5(beisel_cmd::OutArgs),
+    /// Beisel et al. Figs. 6-7: granularity sweep on the GPU (total runtime, turnaround).
+    #[command(name = "beisel-fig6-7")]
+    BeiselFig67(beisel_cmd::OutArgs),
 }
 
 pub fn run(which: Experiment) -> Result<()> {
@@ -18,5 +31,9 @@ pub fn run(which: Experiment) -> Result<()> {
         Experiment::ShimTheta(a) => crate::nuca_cmd::shim_theta(a),
         Experiment::CoretimeLive(a) => crate::o2_cmd::coretime_live(a),
         Experiment::CoretimeSim(a) => crate::o2_cmd::coretime_sim(a),
+        Experiment::BeiselFig3(a) => beisel_cmd::fig3(a),
+        Experiment::BeiselFig4(a) => beisel_cmd::fig4(a),
+        Experiment::BeiselFig5(a) => beisel_cmd::fig5(a),
+        Experiment::BeiselFig67(a) => beisel_cmd::fig6_7(a),
     }
 }

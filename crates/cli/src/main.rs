@@ -5,6 +5,7 @@
 //! errors), failures while doing valid work exit 1.
 
 mod app_cmd;
+mod beisel_cmd;
 mod bench;
 mod daemon_bench;
 mod daemon_cmd;
@@ -32,6 +33,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The main job on built-in defaults: Beisel's 25 MD5 + 50 prime tasks on the paper's
+    /// machine under fcfs, cfs, dmda and affinity (table, plots, Perfetto trace).
+    Demo(beisel_cmd::OutArgs),
     /// Print a machine (this one by default) as a tree or JSON.
     Topology(topology_cmd::TopologyArgs),
     /// List the built-in machine presets.
@@ -61,6 +65,7 @@ enum Command {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
+        Command::Demo(args) => beisel_cmd::demo(args),
         Command::Topology(args) => topology_cmd::topology(args),
         Command::Machines => topology_cmd::machines(),
         Command::Daemon(args) => daemon_cmd::daemon(args),

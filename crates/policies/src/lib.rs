@@ -1,6 +1,7 @@
 //! hetsched's scheduling policies and the registry that builds them from a spec string
 //! `name` or `name:key=value,...`.
 
+pub mod affinity;
 pub mod cfs;
 pub mod dmda;
 pub mod fcfs;
@@ -20,6 +21,7 @@ pub const POLICIES: &[(&str, &str)] = &[
     ("random", "uniformly random compatible unit (seeded)"),
     ("ws", "work stealing: push to the least-loaded queue, idle units steal from the longest"),
     ("dmda", "minimum expected completion time with a learned per-task-type performance model"),
+    ("affinity", "Beisel et al.: per-unit queues, affinity placement with queue limits, checkpoint time-sharing, late-binding load balancer"),
 ];
 
 /// Builds a policy from its spec; `seed` is the default for seeded policies.
@@ -38,6 +40,7 @@ pub fn build(spec: &str, seed: u64) -> Result<Box<dyn Policy>> {
             Box::new(ws::WorkStealing::default())
         }
         "dmda" => Box::new(dmda::Dmda::from_params(spec, p)?),
+        "affinity" => Box::new(affinity::AffinityPolicy::from_params(spec, p)?),
         _ => {
             let names: Vec<&str> = POLICIES.iter().map(|p| p.0).collect();
             return Err(Error::input(format!(
@@ -70,5 +73,13 @@ mod tests {
         assert!(err("cfs:latency_ms=-1").contains("non-negative"));
         assert!(err("fcfs:x=1").contains("unknown parameter \"x\" (known: none)"));
         assert!(err("dmda:learn").contains("not key=value"));
+        assert_eq!(
+            build("affinity:gran_ms=0,fcfs=1,acc_limit=5", 0)
+                .unwrap()
+                .name(),
+            "affinity:gran_ms=0,fcfs=1,acc_limit=5"
+        );
+        assert!(err("affinity:limit=3").contains("unknown parameter \"limit\" (known: gran_ms"));
+        assert!(err("affinity:gran_ms=-4").contains("non-negative"));
     }
 }

@@ -9,13 +9,16 @@ use hetsched_core::task::Task;
 use hetsched_sim::{machine_from_toml, run, Config};
 use proptest::prelude::*;
 
-const POLICIES: [&str; 6] = [
+const POLICIES: [&str; 9] = [
     "fcfs",
     "cfs",
     "cfs:latency_ms=1,balance_ms=1",
     "random",
     "ws",
     "dmda",
+    "affinity",
+    "affinity:gran_ms=0,cpu_gran_ms=1,acc_limit=1",
+    "affinity:fcfs=1,acc_limit=0",
 ];
 
 #[derive(Debug, Clone)]

@@ -1,0 +1,549 @@
+//! The paper's experiments (Figures 3–7) and the project demo, each writing a table,
+//! CSV and PNG plots into an output directory and returning its figures.
+
+use crate::plot::{lines, Series};
+use crate::workload::{self, Devices, GPU_CHECKPOINT_COST_NS};
+use hetsched_core::machine::{Machine, UnitGranularity, UnitType};
+use hetsched_core::record::{EventKind, Record};
+use hetsched_core::task::{Placement, QueueId, Task, TaskId};
+use hetsched_core::{Error, Result};
+use hetsched_sim::speed::SpeedModel;
+use hetsched_sim::{report, run, trace, Config, RunSummary};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The paper's testbed: 16 CPU PUs and one GTX 480 (`gpu` unit).
+pub fn machine() -> Result<Machine> {
+    hetsched_topology::load("beisel", UnitGranularity::Pu)
+}
+
+/// Engine settings of every Beisel experiment: the GPU re-request cost.
+pub fn config() -> Config {
+    Config {
+        checkpoint_cost_ns: GPU_CHECKPOINT_COST_NS,
+        max_time_ns: None,
+    }
+}
+
+/// One simulated run with its checks done: record invariants hold, every task finished,
+/// work is conserved.
+pub struct Run {
+    pub record: Record,
+    pub summary: RunSummary,
+}
+
+pub fn simulate(machine: &Machine, spec: &str, tasks: Vec<Task>) -> Result<Run> {
+    let mut policy = hetsched_policies::build(spec, 1)?;
+    let mut record = Record::new(
+        spec,
+        machine.units.iter().map(|u| u.kind).collect(),
+        machine.units.iter().map(|u| u.name.clone()).collect(),
+    );
+    let summary = run(machine, policy.as_mut(), tasks, &config(), &mut record)?;
+    record
+        .check()
+        .map_err(|e| Error::runtime(format!("{spec}: run record invariant: {e}")))?;
+    if summary.unfinished > 0 || summary.work_done_ns != summary.work_completed_ns {
+        return Err(Error::runtime(format!(
+            "{spec}: {} tasks unfinished, work done {} ns vs completed {} ns",
+            summary.unfinished, summary.work_done_ns, summary.work_completed_ns
+        )));
+    }
+    Ok(Run { record, summary })
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))
+}
+
+fn mkdir(out: &Path) -> Result<()> {
+    std::fs::create_dir_all(out).map_err(|e| Error::runtime(format!("{}: {e}", out.display())))
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 * 1e-9
+}
+
+/// Mean turnaround (s) and makespan (s) of a run.
+pub fn turnaround_and_makespan(rec: &Record) -> (f64, f64) {
+    let m = rec.metrics();
+    (m.turnaround_s.mean, m.makespan_s)
+}
+
+/// The unit type of the first queue a task was put in.
+fn first_queue_kinds(rec: &Record) -> Vec<(TaskId, UnitType)> {
+    let mut seen = std::collections::BTreeMap::new();
+    for e in &rec.events {
+        if let EventKind::Enqueue {
+            queue: QueueId::Unit(u),
+        } = e.kind
+        {
+            seen.entry(e.task).or_insert(rec.unit_kinds[u as usize]);
+        }
+    }
+    seen.into_iter().collect()
+}
+
+/// Work progress (fraction of the task) over time, from the run segments: each segment
+/// is credited its compute time at the unit's speed, net of copies and GPU checkpoint
+/// costs, and the curve is scaled so that it reaches 1 at completion.
+pub fn progress(machine: &Machine, tasks: &[Task], rec: &Record) -> Vec<Series> {
+    let speed = SpeedModel::new(machine);
+    let mut out = Vec::new();
+    for t in tasks {
+        let mut pts = vec![(0.0, 0.0)];
+        let mut raw = Vec::new();
+        let mut start: Option<(u64, u32)> = None;
+        let mut done = 0.0;
+        for e in rec.events.iter().filter(|e| e.task == t.id) {
+            match e.kind {
+                EventKind::Start { unit, .. } => start = Some((e.t_ns, unit)),
+                EventKind::Stop { .. } | EventKind::Complete { .. } => {
+                    if let Some((s, u)) = start.take() {
+                        let copy = speed.copy_in_ns(t, u) as f64;
+                        let mut dur = (e.t_ns - s) as f64 - copy;
+                        if machine.units[u as usize].kind != UnitType::Cpu {
+                            let cp = t.checkpoint_ns.get(machine.units[u as usize].kind) as f64;
+                            if cp > 0.0 {
+                                dur *= cp / (cp + GPU_CHECKPOINT_COST_NS as f64);
+                            }
+                        }
+                        done += dur.max(0.0) / speed.ns_per_work_s(t, u);
+                        raw.push((secs(s), secs(e.t_ns), done));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let total = done.max(f64::MIN_POSITIVE);
+        let mut before = 0.0;
+        for (s, e, d) in raw {
+            pts.push((s, before / total));
+            pts.push((e, d / total));
+            before = d;
+        }
+        out.push(Series {
+            name: format!("task {}", t.id),
+            points: pts,
+        });
+    }
+    out
+}
+
+/// Figure 3's figures.
+pub struct Fig3 {
+    pub table: String,
+    pub started_cpu: usize,
+    pub started_gpu: usize,
+    /// CPU-started tasks that finished after the GPU first freed without migrating.
+    pub not_migrated: Vec<TaskId>,
+    /// Time the GPU first had a free slot (its first completion), s.
+    pub gpu_freed_s: f64,
+}
+
+/// Fig. 3: 15 GPU-affine MD5 tasks at once, GPU queue limit 5.
+pub fn fig3(out: &Path, scale: f64) -> Result<Fig3> {
+    mkdir(out)?;
+    let m = machine()?;
+    let tasks = workload::md5_batch(15, 3, scale);
+    let spec = "affinity:acc_limit=5";
+    let r = simulate(&m, spec, tasks.clone())?;
+    let first = first_queue_kinds(&r.record);
+    let started_cpu = first.iter().filter(|(_, k)| *k == UnitType::Cpu).count();
+    let started_gpu = first.len() - started_cpu;
+    let outcomes = r.record.outcomes();
+    let gpu_freed_ns = r
+        .record
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::Complete { unit } if r.record.unit_kinds[unit as usize] == UnitType::Gpu))
+        .map_or(u64::MAX, |e| e.t_ns);
+    let mut not_migrated = Vec::new();
+    let mut table = String::from("task  start  end   migrations  completion_s\n");
+    let mut csv = String::from("task,start_type,end_type,migrations,completion_s\n");
+    for (o, (_, k)) in outcomes.iter().zip(&first) {
+        let end_kind = r.record.unit_kinds[o.unit.unwrap() as usize];
+        let end = o.end_ns.unwrap();
+        if *k == UnitType::Cpu && end > gpu_freed_ns && o.migrations == 0 {
+            not_migrated.push(o.task);
+        }
+        let _ = writeln!(
+            table,
+            "{:>4}  {:<5}  {:<5} {:>10}  {:>12.2}",
+            o.task,
+            k.name(),
+            end_kind.name(),
+            o.migrations,
+            secs(end)
+        );
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{:.6}",
+            o.task,
+            k.name(),
+            end_kind.name(),
+            o.migrations,
+            secs(end)
+        );
+    }
+    let _ = writeln!(
+        table,
+        "started on CPU PUs: {started_cpu}, on the GPU: {started_gpu} (paper: 9 and 6 = 1 running + 5 queued)\n\
+         GPU first freed at {:.2} s; CPU-started tasks finishing later without migrating: {} (paper: CPU tasks migrate to the GPU as it frees)\n\
+         makespan {:.2} s",
+        secs(gpu_freed_ns),
+        not_migrated.len(),
+        secs(r.summary.end_ns)
+    );
+    let series = progress(&m, &tasks, &r.record);
+    let mut pcsv = String::from("task,time_s,progress\n");
+    for (t, s) in tasks.iter().zip(&series) {
+        for (x, y) in &s.points {
+            let _ = writeln!(pcsv, "{},{x:.6},{y:.6}", t.id);
+        }
+    }
+    write(&out.join("table.txt"), &table)?;
+    write(&out.join("tasks.csv"), &csv)?;
+    write(&out.join("progress.csv"), &pcsv)?;
+    lines(
+        &out.join("progress.png"),
+        "Fig. 3: 15 MD5 tasks, GPU queue limit 5 (affinity policy)",
+        "time [s]",
+        "search space searched [fraction]",
+        &series,
+        false,
+    )?;
+    Ok(Fig3 {
+        table,
+        started_cpu,
+        started_gpu,
+        not_migrated,
+        gpu_freed_s: secs(gpu_freed_ns),
+    })
+}
+
+/// Figure 4's figures: (mean turnaround s, makespan s) without and with time-sharing,
+/// for the plotted seed and averaged over all seeds.
+pub struct Fig4 {
+    pub table: String,
+    pub fcfs: (f64, f64),
+    pub timeshare: (f64, f64),
+    /// Seeds where time-sharing had the lower mean turnaround, of `seeds`.
+    pub wins: usize,
+    pub seeds: usize,
+    /// Mean over seeds of the mean turnaround: (FCFS, time-sharing).
+    pub mean_over_seeds: (f64, f64),
+}
+
+/// Fig. 4: `md5` MD5 + `prime` prime tasks at once, FCFS vs 4 s granularity; the first
+/// seed is plotted, every seed counts in the summary.
+pub fn fig4(out: &Path, md5: usize, prime: usize, seeds: &[u64], scale: f64) -> Result<Fig4> {
+    mkdir(out)?;
+    let m = machine()?;
+    let runs = [
+        ("FCFS (no time-sharing)", "affinity:fcfs=1"),
+        ("time-sharing, 4 s granularity", "affinity:gran_ms=4000"),
+    ];
+    let mut series = Vec::new();
+    let mut figures = Vec::new();
+    let mut csv = String::from("seed,policy,task,type,turnaround_s\n");
+    let (mut wins, mut sum_f, mut sum_t) = (0, 0.0, 0.0);
+    for (i, &seed) in seeds.iter().enumerate() {
+        let tasks = workload::mix(md5, prime, Devices::Both, seed, scale);
+        let mut means = Vec::new();
+        for (label, spec) in runs {
+            let r = simulate(&m, spec, tasks.clone())?;
+            let mut pts = Vec::new();
+            for o in r.record.outcomes() {
+                let ta = secs(o.turnaround_ns().unwrap());
+                pts.push((o.task as f64, ta));
+                let _ = writeln!(csv, "{seed},{spec},{},{},{ta:.6}", o.task, o.kind);
+            }
+            let f = turnaround_and_makespan(&r.record);
+            means.push(f.0);
+            if i == 0 {
+                figures.push(f);
+                series.push(Series {
+                    name: label.into(),
+                    points: pts,
+                });
+            }
+        }
+        wins += usize::from(means[1] < means[0]);
+        sum_f += means[0];
+        sum_t += means[1];
+    }
+    let n = seeds.len().max(1) as f64;
+    let mean_over_seeds = (sum_f / n, sum_t / n);
+    let table = format!(
+        "{md5} MD5 + {prime} prime tasks started together on the Beisel machine (16 PUs + GTX 480), seed {}\n\
+         run                              mean_turnaround_s  makespan_s\n\
+         FCFS (no time-sharing)           {:>17.2}  {:>10.2}\n\
+         time-sharing, 4 s granularity    {:>17.2}  {:>10.2}\n\
+         over {} seeds: time-sharing has the lower mean turnaround in {wins}; mean of the means {:.2} s (FCFS) vs {:.2} s\n\
+         paper (Fig. 4): time-sharing lowers the average turnaround; long tasks no longer block short ones\n",
+        seeds.first().copied().unwrap_or(0),
+        figures[0].0, figures[0].1, figures[1].0, figures[1].1,
+        seeds.len(), mean_over_seeds.0, mean_over_seeds.1
+    );
+    write(&out.join("table.txt"), &table)?;
+    write(&out.join("turnaround.csv"), &csv)?;
+    lines(
+        &out.join("turnaround.png"),
+        "Fig. 4: turnaround per task, FCFS vs 4 s granularity",
+        "task",
+        "turnaround [s]",
+        &series,
+        true,
+    )?;
+    Ok(Fig4 {
+        table,
+        fcfs: figures[0],
+        timeshare: figures[1],
+        wins,
+        seeds: seeds.len(),
+        mean_over_seeds,
+    })
+}
+
+/// The seeds of the Fig. 4 experiment (the first is plotted).
+pub const FIG4_SEEDS: &[u64] = &[4, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12];
+
+/// (N, GPU-alone makespan, GPU+CPU makespan, GPU-alone and GPU+CPU mean turnaround), s.
+pub type Fig5Row = (usize, f64, f64, f64, f64);
+
+/// Figure 5's figures, one row per N.
+pub struct Fig5 {
+    pub table: String,
+    pub rows: Vec<Fig5Row>,
+}
+
+/// Fig. 5: N prime tasks on the GPU alone vs the GPU plus the CPU cores.
+pub fn fig5(out: &Path, counts: &[usize], scale: f64) -> Result<Fig5> {
+    mkdir(out)?;
+    let m = machine()?;
+    let mut rows = Vec::new();
+    let mut table =
+        String::from("    N  gpu_makespan_s  both_makespan_s  gpu_mean_s  both_mean_s\n");
+    let mut csv = String::from(
+        "n,gpu_makespan_s,both_makespan_s,gpu_mean_turnaround_s,both_mean_turnaround_s\n",
+    );
+    for &n in counts {
+        let gpu = simulate(
+            &m,
+            "affinity",
+            workload::prime_batch(n, Devices::GpuOnly, 5, scale),
+        )?;
+        let both = simulate(
+            &m,
+            "affinity",
+            workload::prime_batch(n, Devices::Both, 5, scale),
+        )?;
+        let (gm, gs) = turnaround_and_makespan(&gpu.record);
+        let (bm, bs) = turnaround_and_makespan(&both.record);
+        let _ = writeln!(
+            table,
+            "{n:>5}  {gs:>14.2}  {bs:>15.2}  {gm:>10.2}  {bm:>11.2}"
+        );
+        let _ = writeln!(csv, "{n},{gs:.6},{bs:.6},{gm:.6},{bm:.6}");
+        rows.push((n, gs, bs, gm, bm));
+    }
+    table += "paper (Fig. 5): the runtime of N prime tasks is lower on GPU + CPU cores than on the GPU alone\n";
+    write(&out.join("table.txt"), &table)?;
+    write(&out.join("runtimes.csv"), &csv)?;
+    let s = |name: &str, f: &dyn Fn(&Fig5Row) -> f64| Series {
+        name: name.into(),
+        points: rows.iter().map(|r| (r.0 as f64, f(r))).collect(),
+    };
+    lines(
+        &out.join("runtimes.png"),
+        "Fig. 5: N prime tasks, GPU alone vs GPU + CPU cores",
+        "prime tasks N",
+        "time [s]",
+        &[
+            s("GPU alone: total runtime", &|r| r.1),
+            s("GPU + CPUs: total runtime", &|r| r.2),
+            s("GPU alone: mean runtime", &|r| r.3),
+            s("GPU + CPUs: mean runtime", &|r| r.4),
+        ],
+        false,
+    )?;
+    Ok(Fig5 { table, rows })
+}
+
+/// (granularity ms or `None` = FCFS, total runtime s, mean turnaround s).
+pub type Fig67Row = (Option<f64>, f64, f64);
+
+/// Figures 6–7's figures, one row per granularity.
+pub struct Fig67 {
+    pub table: String,
+    pub rows: Vec<Fig67Row>,
+}
+
+/// The granularities of the sweep (ms).
+pub const GRANULARITIES_MS: &[f64] = &[
+    0.0, 10.0, 100.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000.0,
+];
+
+/// Figs. 6–7: 25 MD5 + 50 prime tasks on the GPU, granularity sweep and FCFS.
+pub fn fig6_7(out: &Path, md5: usize, prime: usize, grans_ms: &[f64], scale: f64) -> Result<Fig67> {
+    mkdir(out)?;
+    let m = machine()?;
+    let tasks = workload::mix(md5, prime, Devices::GpuOnly, 6, scale);
+    let mut rows = Vec::new();
+    let mut table = String::from("granularity      total_runtime_s  mean_turnaround_s\n");
+    let mut csv = String::from("granularity_ms,total_runtime_s,mean_turnaround_s\n");
+    let specs: Vec<(Option<f64>, String)> = grans_ms
+        .iter()
+        .map(|&g| (Some(g), format!("affinity:gran_ms={g}")))
+        .chain([(None, "affinity:fcfs=1".to_string())])
+        .collect();
+    for (g, spec) in specs {
+        let r = simulate(&m, &spec, tasks.clone())?;
+        let (mean, makespan) = turnaround_and_makespan(&r.record);
+        let label = g.map_or("FCFS".to_string(), |g| format!("{g} ms"));
+        let _ = writeln!(table, "{label:<15}  {makespan:>15.3}  {mean:>17.3}");
+        let _ = writeln!(
+            csv,
+            "{},{makespan:.6},{mean:.6}",
+            g.map_or("fcfs".into(), |g| g.to_string())
+        );
+        rows.push((g, makespan, mean));
+    }
+    table += "paper (Figs. 6, 7): total runtime rises as the granularity falls (switching overhead; FCFS lowest);\n\
+              mean turnaround is high at granularity 0 (overheads) and under FCFS (long tasks block short ones)\n";
+    write(&out.join("table.txt"), &table)?;
+    write(&out.join("granularity.csv"), &csv)?;
+    let pts = |f: &dyn Fn(&Fig67Row) -> f64| -> Vec<(f64, f64)> {
+        rows.iter()
+            .filter(|r| r.0.is_some())
+            .map(|r| (r.0.unwrap() / 1000.0, f(r)))
+            .collect()
+    };
+    let fcfs = rows.iter().find(|r| r.0.is_none()).copied();
+    let max_g = grans_ms.iter().copied().fold(0.0, f64::max) / 1000.0;
+    let flat = |v: f64| vec![(0.0, v), (max_g, v)];
+    lines(
+        &out.join("fig6-total-runtime.png"),
+        "Fig. 6: total runtime vs granularity (all tasks on the GPU)",
+        "granularity [s]",
+        "total runtime [s]",
+        &[
+            Series {
+                name: "time-sharing".into(),
+                points: pts(&|r| r.1),
+            },
+            Series {
+                name: "FCFS".into(),
+                points: fcfs.map_or(vec![], |f| flat(f.1)),
+            },
+        ],
+        false,
+    )?;
+    lines(
+        &out.join("fig7-mean-turnaround.png"),
+        "Fig. 7: mean turnaround vs granularity (all tasks on the GPU)",
+        "granularity [s]",
+        "mean turnaround [s]",
+        &[
+            Series {
+                name: "time-sharing".into(),
+                points: pts(&|r| r.2),
+            },
+            Series {
+                name: "FCFS".into(),
+                points: fcfs.map_or(vec![], |f| flat(f.2)),
+            },
+        ],
+        false,
+    )?;
+    Ok(Fig67 { table, rows })
+}
+
+/// Runs with more record events than this stay out of the demo's trace.
+pub const TRACE_MAX_EVENTS: usize = 200_000;
+
+/// The demo's policies.
+pub const DEMO_POLICIES: &[&str] = &["fcfs", "cfs", "dmda", "affinity"];
+
+/// The demo: the Fig. 4 mix on the Beisel machine under fcfs, cfs, dmda and affinity;
+/// the comparison table, plots and a Perfetto trace. Returns the table.
+pub fn demo(out: &Path) -> Result<String> {
+    mkdir(out)?;
+    let m = machine()?;
+    let tasks = workload::mix(25, 50, Devices::Both, 4, 1.0);
+    let mut records = Vec::new();
+    let mut metrics = Vec::new();
+    let mut series = Vec::new();
+    for spec in DEMO_POLICIES {
+        let r = simulate(&m, spec, tasks.clone())?;
+        write(
+            &out.join(format!("tasks-{}.csv", report::file_safe(spec))),
+            &report::tasks_csv(&r.record),
+        )?;
+        let mut ta: Vec<f64> = r
+            .record
+            .outcomes()
+            .iter()
+            .filter_map(|o| o.turnaround_ns().map(secs))
+            .collect();
+        ta.sort_by(f64::total_cmp);
+        series.push(Series {
+            name: spec.to_string(),
+            points: ta
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| (t, (i + 1) as f64))
+                .collect(),
+        });
+        metrics.push(r.record.metrics());
+        records.push(r.record);
+    }
+    let table = format!(
+        "25 MD5 + 50 prime tasks (Beisel et al. Fig. 4 mix) on the Beisel machine: 16 CPU PUs + GTX 480\n{}",
+        report::table(&metrics)
+    );
+    write(&out.join("table.txt"), &table)?;
+    // cfs's 6 ms CPU slices make millions of segments (a trace of hundreds of MB): the
+    // trace keeps the runs small enough to open in Perfetto and names the others.
+    let (small, large): (Vec<Record>, Vec<Record>) = records
+        .into_iter()
+        .partition(|r| r.events.len() <= TRACE_MAX_EVENTS);
+    let mut table = table;
+    if !large.is_empty() {
+        let names: Vec<&str> = large.iter().map(|r| r.policy.as_str()).collect();
+        let _ = writeln!(
+            table,
+            "trace.json leaves out {} (more than {TRACE_MAX_EVENTS} events)",
+            names.join(", ")
+        );
+    }
+    let doc = trace::trace(&small);
+    write(
+        &out.join("trace.json"),
+        &serde_json::to_string(&doc).map_err(Error::runtime)?,
+    )?;
+    write(&out.join("table.txt"), &table)?;
+    lines(
+        &out.join("turnaround-cdf.png"),
+        "Demo: tasks finished by turnaround time (higher and further left is better)",
+        "turnaround [s]",
+        "tasks completed",
+        &series,
+        false,
+    )?;
+    Ok(table)
+}
+
+/// Whether a run ever placed (queued, started, migrated) `task` on a unit of `kind`.
+pub fn ever_on(rec: &Record, task: TaskId, kind: UnitType) -> bool {
+    rec.events.iter().filter(|e| e.task == task).any(|e| match e.kind {
+        EventKind::Enqueue { queue: QueueId::Unit(u) } => rec.unit_kinds[u as usize] == kind,
+        EventKind::Start { unit, .. } => rec.unit_kinds[unit as usize] == kind,
+        EventKind::Migrate { to, .. } => rec.unit_kinds[to as usize] == kind,
+        _ => false,
+    }) || rec.events.iter().any(|e| {
+        e.task == task
+            && matches!(e.kind, EventKind::Migrate { from: Placement::Running(u), .. } if rec.unit_kinds[u as usize] == kind)
+    })
+}

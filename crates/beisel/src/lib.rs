@@ -1,0 +1,7 @@
+//! Beisel et al. (ASAP 2011) on the simulator: the paper's two applications as task
+//! models (`workload`), its experiments (Figures 3–7) and the project demo
+//! (`experiments`), and their plots (`plot`).
+
+pub mod experiments;
+pub mod plot;
+pub mod workload;

@@ -1,0 +1,205 @@
+//! The paper's applications as simulator tasks.
+//!
+//! - **MD5 cracking**: brute force over `alphabet^length` words until the target hash
+//!   is found; the target's position is drawn uniformly (seeded), so a task's work is
+//!   the words up to it. Checkpoints every 500 words on a CPU and 10^8 on the GPU;
+//!   meta info affinity CUDA 2, CPU 1; practically no memory to copy.
+//! - **Prime factorisation**: trial division up to √n with (remainder, divisor) as
+//!   checkpoint, 1000 divisors per checkpoint; affinity CUDA 1, CPU 1. The numbers are
+//!   semiprimes p·q with p < q, so the work is the divisors up to p; p is drawn
+//!   log-uniformly (seeded).
+//!
+//! Rates: CPU rates are this project's measurements (`hetsched bench apps`,
+//! docs/apps.md). The GPU has no measurement here (no GPU on this machine): MD5 runs
+//! [`MD5_GPU_RATIO`]× a CPU core on the GTX 480 (a published CUDA MD5 search ran 36× a
+//! CPU core on an 8800 Ultra, and the GTX 480 has ~2.8× its integer throughput) and
+//! prime trial division at the paper's affinity ratio 1:1 (64-bit `%` is emulated on
+//! that GPU). One GPU checkpoint of prime = 1000 divisors per thread processor × 480.
+//! A GPU re-request costs [`GPU_CHECKPOINT_COST_NS`]; switching tasks on the GPU
+//! re-transfers the kernel and state, modelled as [`GPU_SWITCH_BYTES`] copied in.
+
+use hetsched_core::machine::UnitType;
+use hetsched_core::task::{Affinity, PerUnitType, Task, TaskId};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// MD5 words per second on one CPU core (docs/apps.md, measured).
+pub const MD5_CPU_WORDS_PER_S: f64 = 2.03e6;
+/// Prime divisors per second on one CPU core (docs/apps.md, measured).
+pub const PRIME_CPU_DIVISORS_PER_S: f64 = 1.75e8;
+/// GTX 480 speed over one CPU core for MD5 (see the module doc).
+pub const MD5_GPU_RATIO: f64 = 100.0;
+/// GTX 480 speed over one CPU core for 64-bit trial division (the paper's affinity).
+pub const PRIME_GPU_RATIO: f64 = 1.0;
+pub const MD5_CPU_CHECKPOINT_WORDS: f64 = 500.0;
+pub const MD5_GPU_CHECKPOINT_WORDS: f64 = 1e8;
+pub const PRIME_CHECKPOINT_DIVISORS: f64 = 1000.0;
+/// GTX 480 thread processors: a GPU prime checkpoint covers 1000 divisors on each.
+pub const GPU_THREADS: f64 = 480.0;
+/// Cost of one re-request on the GPU (kernel launch, checkpoint copy, system call).
+pub const GPU_CHECKPOINT_COST_NS: u64 = 200_000;
+/// Bytes copied to the GPU when a task (re)starts there: kernel image and state
+/// (1 ms at the preset's 8 GB/s).
+pub const GPU_SWITCH_BYTES: u64 = 8_000_000;
+
+/// Range of the smaller prime factor of the numbers to factorise, i.e. of the divisors
+/// a task tests (log-uniform: 6 ms to 2 min on a CPU core; the work of factorising
+/// random numbers by trial division is heavy-tailed).
+pub const PRIME_MIN_DIVISORS: f64 = 1e6;
+pub const PRIME_MAX_DIVISORS: f64 = 2e10;
+
+/// The applications.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum App {
+    Md5,
+    Prime,
+}
+
+/// Which implementations a task offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Devices {
+    /// CPU and GPU (the paper's default).
+    Both,
+    /// GPU only (CPU affinity 0): the paper's "on the GPU" runs (Figures 5–7).
+    GpuOnly,
+}
+
+fn secs_to_ns(s: f64) -> u64 {
+    (s * 1e9).round().max(1.0) as u64
+}
+
+/// A task of `app` doing `items` words (MD5) or divisors (prime).
+pub fn task(id: TaskId, app: App, items: f64, devices: Devices) -> Task {
+    let (cpu_rate, ratio, cpu_cp, gpu_cp, aff_gpu) = match app {
+        App::Md5 => (
+            MD5_CPU_WORDS_PER_S,
+            MD5_GPU_RATIO,
+            MD5_CPU_CHECKPOINT_WORDS,
+            MD5_GPU_CHECKPOINT_WORDS,
+            2.0,
+        ),
+        App::Prime => (
+            PRIME_CPU_DIVISORS_PER_S,
+            PRIME_GPU_RATIO,
+            PRIME_CHECKPOINT_DIVISORS,
+            PRIME_CHECKPOINT_DIVISORS * GPU_THREADS,
+            1.0,
+        ),
+    };
+    let mut t = Task::cpu(id, items / cpu_rate, 0);
+    t.kind = match app {
+        App::Md5 => "md5".into(),
+        App::Prime => "prime".into(),
+    };
+    let mut affinity = Affinity::default();
+    affinity.set(UnitType::Gpu, aff_gpu);
+    if devices == Devices::Both {
+        affinity.set(UnitType::Cpu, 1.0);
+    }
+    t.affinity = affinity;
+    let mut speed = PerUnitType::default();
+    speed.set(UnitType::Gpu, ratio);
+    t.speed = speed;
+    let mut cp = PerUnitType::default();
+    cp.set(UnitType::Cpu, secs_to_ns(cpu_cp / cpu_rate));
+    cp.set(UnitType::Gpu, secs_to_ns(gpu_cp / (cpu_rate * ratio)));
+    t.checkpoint_ns = cp;
+    t.bytes_in = GPU_SWITCH_BYTES;
+    t
+}
+
+/// Sizes of a batch, drawn from a seeded stream.
+pub struct Sizes(ChaCha8Rng);
+
+impl Sizes {
+    pub fn new(seed: u64) -> Sizes {
+        Sizes(ChaCha8Rng::seed_from_u64(seed))
+    }
+    /// Words searched until the target of a uniformly placed hash over `alphabet^length`.
+    pub fn md5_words(&mut self, alphabet: u32, length: u32) -> f64 {
+        let space = (alphabet as f64).powi(length as i32);
+        (self.0.random::<f64>() * space).max(1.0)
+    }
+    /// Divisors tested for a semiprime whose smaller factor is log-uniform in [lo, hi].
+    pub fn prime_divisors(&mut self, lo: f64, hi: f64) -> f64 {
+        (lo.ln() + self.0.random::<f64>() * (hi.ln() - lo.ln())).exp()
+    }
+}
+
+/// The Fig. 4 / demo mix: `md5` MD5 tasks (length 6, 36 letters) and `prime` prime
+/// tasks (smaller factor log-uniform in [`PRIME_MIN_DIVISORS`, `PRIME_MAX_DIVISORS`]), interleaved in a
+/// seeded order, all arriving at 0. `scale` shrinks every task (tests).
+pub fn mix(md5: usize, prime: usize, devices: Devices, seed: u64, scale: f64) -> Vec<Task> {
+    let mut sizes = Sizes::new(seed);
+    let mut apps: Vec<App> = std::iter::repeat_n(App::Md5, md5)
+        .chain(std::iter::repeat_n(App::Prime, prime))
+        .collect();
+    // Deterministic interleaving: Fisher–Yates with the same stream.
+    for i in (1..apps.len()).rev() {
+        let j = sizes.0.random_range(0..=i);
+        apps.swap(i, j);
+    }
+    apps.into_iter()
+        .enumerate()
+        .map(|(i, app)| {
+            let items = match app {
+                App::Md5 => sizes.md5_words(36, 6),
+                App::Prime => sizes.prime_divisors(PRIME_MIN_DIVISORS, PRIME_MAX_DIVISORS),
+            };
+            task(i as TaskId, app, items * scale, devices)
+        })
+        .collect()
+}
+
+/// Fig. 3: `n` MD5 tasks (length 6, 36 letters), all at 0.
+pub fn md5_batch(n: usize, seed: u64, scale: f64) -> Vec<Task> {
+    let mut sizes = Sizes::new(seed);
+    (0..n)
+        .map(|i| {
+            task(
+                i as TaskId,
+                App::Md5,
+                sizes.md5_words(36, 6) * scale,
+                Devices::Both,
+            )
+        })
+        .collect()
+}
+
+/// Fig. 5: `n` prime tasks, all at 0.
+pub fn prime_batch(n: usize, devices: Devices, seed: u64, scale: f64) -> Vec<Task> {
+    let mut sizes = Sizes::new(seed);
+    (0..n)
+        .map(|i| {
+            let items = sizes.prime_divisors(PRIME_MIN_DIVISORS, PRIME_MAX_DIVISORS) * scale;
+            task(i as TaskId, App::Prime, items, devices)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn md5_task_follows_the_measured_rates_and_intervals() {
+        let t = task(0, App::Md5, 2.03e6 * 10.0, Devices::Both);
+        assert!((t.work_s - 10.0).abs() < 1e-9);
+        // 500 words at 2.03e6/s on a CPU; 1e8 words at 2.03e8/s on the GPU.
+        assert_eq!(t.checkpoint_ns.get(UnitType::Cpu), 246_305);
+        assert_eq!(t.checkpoint_ns.get(UnitType::Gpu), 492_610_837);
+        assert_eq!(t.affinity.get(UnitType::Gpu), 2.0);
+        let g = task(1, App::Prime, 1e9, Devices::GpuOnly);
+        assert!(!g.affinity.runs_on(UnitType::Cpu));
+        assert_eq!(g.affinity.get(UnitType::Gpu), 1.0);
+    }
+
+    #[test]
+    fn mixes_are_seeded_and_interleaved() {
+        let a = mix(25, 50, Devices::Both, 7, 1.0);
+        assert_eq!(a, mix(25, 50, Devices::Both, 7, 1.0));
+        assert_ne!(a, mix(25, 50, Devices::Both, 8, 1.0));
+        assert_eq!(a.iter().filter(|t| t.kind == "md5").count(), 25);
+        assert!(a[..25].iter().any(|t| t.kind == "prime"));
+    }
+}

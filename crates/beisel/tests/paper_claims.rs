@@ -1,0 +1,81 @@
+//! The paper's claims (Beisel et al., §V), held by the experiments' own code on the
+//! simulated testbed (full-size where it is fast, scaled-down tasks otherwise).
+
+use hetsched_beisel::experiments::{self, GRANULARITIES_MS};
+
+fn out(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "hetsched-beisel-test-{name}-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn fig3_nine_start_on_cpus_six_on_the_gpu_and_cpu_tasks_migrate() {
+    let d = out("fig3");
+    let r = experiments::fig3(&d, 1.0).unwrap();
+    assert_eq!((r.started_cpu, r.started_gpu), (9, 6), "{}", r.table);
+    assert!(r.not_migrated.is_empty(), "{}", r.table);
+    assert!(d.join("progress.png").exists() && d.join("progress.csv").exists());
+}
+
+#[test]
+fn fig4_time_sharing_lowers_mean_turnaround_vs_fcfs() {
+    let r = experiments::fig4(&out("fig4"), 25, 50, experiments::FIG4_SEEDS, 1.0).unwrap();
+    assert!(r.timeshare.0 < r.fcfs.0, "{}", r.table);
+    // Not one lucky draw: lower on average over the seeds and in most of them.
+    assert!(r.mean_over_seeds.1 < r.mean_over_seeds.0, "{}", r.table);
+    assert!(2 * r.wins > r.seeds, "{}", r.table);
+}
+
+#[test]
+fn fig5_gpu_plus_cpus_never_finishes_later_than_the_gpu_alone() {
+    let counts: Vec<usize> = (1..=15).map(|i| i * 5).collect();
+    let r = experiments::fig5(&out("fig5"), &counts, 0.05).unwrap();
+    for &(n, gpu, both, _, _) in &r.rows {
+        assert!(
+            both <= gpu,
+            "N = {n}: GPU + CPUs {both} s > GPU alone {gpu} s"
+        );
+    }
+}
+
+#[test]
+fn fig6_total_runtime_rises_as_granularity_falls_to_zero() {
+    let r = experiments::fig6_7(&out("fig67"), 10, 20, GRANULARITIES_MS, 0.2).unwrap();
+    let sweep: Vec<f64> = r
+        .rows
+        .iter()
+        .filter(|r| r.0.is_some())
+        .map(|r| r.1)
+        .collect();
+    // Finer granularity, never less runtime; 0 strictly more than the coarsest.
+    for w in sweep.windows(2) {
+        assert!(w[0] >= w[1] - 1e-6, "{}", r.table);
+    }
+    assert!(sweep[0] > *sweep.last().unwrap(), "{}", r.table);
+    let fcfs = r.rows.last().unwrap();
+    assert!(fcfs.0.is_none() && fcfs.1 <= sweep[0], "{}", r.table);
+    // Fig. 7: FCFS and granularity 0 both have a higher mean turnaround than 100 ms.
+    let at = |g: f64| r.rows.iter().find(|r| r.0 == Some(g)).unwrap().2;
+    assert!(fcfs.2 > at(100.0) && at(0.0) > at(100.0), "{}", r.table);
+}
+
+#[test]
+fn demo_compares_four_policies_and_writes_its_outputs() {
+    let d = out("demo");
+    let table = experiments::demo(&d).unwrap();
+    for p in experiments::DEMO_POLICIES {
+        assert!(table.lines().any(|l| l.starts_with(p)), "{table}");
+    }
+    for f in [
+        "table.txt",
+        "trace.json",
+        "turnaround-cdf.png",
+        "tasks-affinity.csv",
+    ] {
+        assert!(d.join(f).exists(), "{f}");
+    }
+}

@@ -1,0 +1,71 @@
+//! `hetsched experiment beisel-*` and `hetsched demo`: Beisel et al.'s figures and the
+//! policy comparison on the paper's testbed (logic in crates/beisel).
+
+use clap::Args;
+use hetsched_beisel::experiments;
+use hetsched_core::Result;
+use std::path::PathBuf;
+
+/// Options shared by the Beisel experiments.
+#[derive(Args)]
+pub struct OutArgs {
+    /// Output directory (default: ./hetsched-out/<experiment>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl OutArgs {
+    fn dir(&self, name: &str) -> PathBuf {
+        self.out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("hetsched-out").join(name))
+    }
+}
+
+fn done(table: &str, out: &std::path::Path) {
+    print!("{table}");
+    eprintln!("outputs in {}", out.display());
+}
+
+pub fn fig3(args: OutArgs) -> Result<()> {
+    let out = args.dir("beisel-fig3");
+    let r = experiments::fig3(&out, 1.0)?;
+    done(&r.table, &out);
+    Ok(())
+}
+
+pub fn fig4(args: OutArgs) -> Result<()> {
+    let out = args.dir("beisel-fig4");
+    let r = experiments::fig4(&out, 25, 50, experiments::FIG4_SEEDS, 1.0)?;
+    done(&r.table, &out);
+    Ok(())
+}
+
+pub fn fig5(args: OutArgs) -> Result<()> {
+    let out = args.dir("beisel-fig5");
+    let counts: Vec<usize> = (1..=15).map(|i| i * 5).collect();
+    let r = experiments::fig5(&out, &counts, 1.0)?;
+    done(&r.table, &out);
+    Ok(())
+}
+
+pub fn fig6_7(args: OutArgs) -> Result<()> {
+    let out = args.dir("beisel-fig6-7");
+    let r = experiments::fig6_7(&out, 25, 50, experiments::GRANULARITIES_MS, 1.0)?;
+    done(&r.table, &out);
+    Ok(())
+}
+
+pub fn demo(args: OutArgs) -> Result<()> {
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("hetsched-out"));
+    let table = experiments::demo(&out)?;
+    print!("{table}");
+    eprintln!(
+        "outputs in {0}: table.txt, tasks-<policy>.csv, turnaround-cdf.png, trace.json (open in ui.perfetto.dev)",
+        out.display()
+    );
+    Ok(())
+}

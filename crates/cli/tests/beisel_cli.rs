@@ -1,0 +1,41 @@
+//! `hetsched experiment beisel-*` as a user runs it: the real binary, outputs on disk.
+
+use std::process::{Command, Output};
+
+fn hetsched(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hetsched"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn fig3_prints_the_paper_claim_beside_ours_and_writes_its_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fig3");
+    let o = hetsched(&["experiment", "beisel-fig3", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains("started on CPU PUs: 9, on the GPU: 6 (paper: 9 and 6"),
+        "{text}"
+    );
+    for f in ["table.txt", "tasks.csv", "progress.csv", "progress.png"] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+}
+
+#[test]
+fn an_unwritable_output_directory_is_a_runtime_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, "x").unwrap();
+    let out = blocker.join("sub");
+    let o = hetsched(&["experiment", "beisel-fig4", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.starts_with("hetsched: ") && err.contains("sub"),
+        "{err}"
+    );
+}
