@@ -450,7 +450,7 @@ fn the_live_run_record_becomes_a_perfetto_trace_on_sigterm() {
 
 #[test]
 fn a_unit_added_through_the_control_api_is_used_under_every_policy() {
-    for policy in ["fcfs", "cfs", "ws", "dmda", "random"] {
+    for policy in ["fcfs", "cfs", "ws", "dmda", "random", "affinity"] {
         let d = Daemon::start(1, 0, policy);
         let mut holder = d.client();
         assert_eq!(holder.alloc(&meta(1.0, 0.0)).unwrap().id, 0);
@@ -478,4 +478,99 @@ fn a_unit_added_through_the_control_api_is_used_under_every_policy() {
         other.alloc(&meta(1.0, 0.0)).unwrap();
         assert_eq!(admin.list_units().unwrap().len(), 2, "{policy}");
     }
+}
+
+/// Starts `hetsched app md5` under the daemon.
+fn md5_app(socket: &Path, word: &str, alphabet: &str) -> Child {
+    let hash = format!("{:032x}", md5_of(word.as_bytes()));
+    Command::new(BIN)
+        .args([
+            "app",
+            "md5",
+            "--hash",
+            &hash,
+            "--length",
+            &word.len().to_string(),
+            "--alphabet",
+            alphabet,
+            "--daemon",
+        ])
+        .arg(socket)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn md5_of(bytes: &[u8]) -> u128 {
+    let out = Command::new("md5sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    out.stdin.as_ref().unwrap().write_all(bytes).unwrap();
+    let out = out.wait_with_output().unwrap();
+    u128::from_str_radix(
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap(),
+        16,
+    )
+    .unwrap()
+}
+
+/// Real OpenCL (PoCL) and real app processes under the `affinity` policy: a task that
+/// had to start on the CPU moves to the OpenCL device when it frees, and finds the word.
+#[test]
+fn a_cpu_started_task_migrates_to_the_opencl_device_when_it_frees() {
+    // acc_limit=0: no queueing on the busy device, so the second task starts on the CPU.
+    let d = Daemon::start(1, 1, "affinity:acc_limit=0");
+    // The OpenCL unit is busy for 1.5 s (a holder with only an OpenCL implementation).
+    let mut holder = Command::new(BIN)
+        .args([
+            "client",
+            "--socket",
+            d.socket.to_str().unwrap(),
+            "hold",
+            "--affinity",
+            "opencl=1",
+            "--ms",
+            "1500",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = [0u8; 7];
+    holder
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut line)
+        .unwrap();
+    assert_eq!(&line, b"granted");
+    // Over 11 million words: seconds on the CPU, so it is still running when the holder
+    // lets the OpenCL unit go.
+    let second = md5_app(&d.socket, "zzzzy", "abcdefghijklmnopqrstuvwxyz");
+    assert!(holder.wait().unwrap().success());
+    let second = second.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&second.stdout);
+    assert!(
+        second.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert!(text.contains("found: \"zzzzy\""), "{text}");
+    let on = |kind: &str| -> u64 {
+        text.lines()
+            .filter(|l| l.contains(&format!("checkpoints on {kind}")))
+            .map(|l| l.split_whitespace().next().unwrap().parse::<u64>().unwrap())
+            .sum()
+    };
+    assert!(
+        on("cpu") > 0 && on("opencl") > 0,
+        "expected a CPU start and an OpenCL finish:\n{text}"
+    );
+    let first_segment = text.lines().find(|l| l.contains("checkpoints on")).unwrap();
+    assert!(first_segment.contains("on cpu"), "{text}");
 }

@@ -103,6 +103,10 @@ pub struct Arbiter {
     next_task: TaskId,
     grants: u64,
     decisions: u64,
+    /// Units freed since the last dispatch: each picks at least once even when no task
+    /// waits (the contract's "pick when it becomes free": a policy may use it to offer
+    /// the unit to a task running elsewhere).
+    freed: Vec<UnitId>,
     /// Flag deadlines: (time ns, unit, task) when a running task's slice ends.
     deadlines: Vec<(u64, UnitId, TaskId)>,
     history: Vec<TaskStats>,
@@ -134,6 +138,7 @@ impl Arbiter {
             next_task: 0,
             grants: 0,
             decisions: 0,
+            freed: Vec::new(),
             deadlines: Vec::new(),
             history: Vec::new(),
             record: None,
@@ -373,6 +378,24 @@ impl Arbiter {
         q
     }
 
+    /// A unit just went idle and nothing took it: the holders that could run there
+    /// must ask at their next checkpoint, where the policy may offer it (migration).
+    /// Edge-triggered: a `keep` answer resets the flag, so idle units do not keep every
+    /// checkpoint off the fast path.
+    fn offer_idle(&self, effects: &mut Vec<Effect>) {
+        for u in &self.machine.units {
+            let s = &self.units[u.id as usize];
+            if !s.online || s.releasing || self.running[u.id as usize].is_some() {
+                continue;
+            }
+            for r in self.running.iter().flatten() {
+                if self.tasks[&r.task].task.affinity.runs_on(u.kind) {
+                    self.ask(r.task, effects);
+                }
+            }
+        }
+    }
+
     fn ask(&self, task: TaskId, effects: &mut Vec<Effect>) {
         if let Some(st) = self.state.get(&task) {
             let e = Effect::Ask(st.client);
@@ -392,9 +415,14 @@ impl Arbiter {
                 if !s.online || s.releasing || self.running[u as usize].is_some() {
                     continue;
                 }
-                if self.queues.iter().all(VecDeque::is_empty) && self.central.is_empty() {
-                    return effects;
+                let just_freed = self.freed.contains(&u);
+                if !just_freed
+                    && self.queues.iter().all(VecDeque::is_empty)
+                    && self.central.is_empty()
+                {
+                    continue;
                 }
+                self.freed.retain(|&f| f != u);
                 let decision = self.policy.pick(&view!(self, now), u);
                 self.decisions += 1;
                 let task = match decision {
@@ -426,6 +454,7 @@ impl Arbiter {
                 progressed = true;
             }
             if !progressed {
+                self.freed.clear();
                 return effects;
             }
         }
@@ -639,6 +668,7 @@ impl Arbiter {
             }
         }
         effects.extend(self.dispatch(now));
+        self.offer_idle(&mut effects);
         Ok(effects)
     }
 
@@ -656,6 +686,7 @@ impl Arbiter {
     }
 
     fn unit_freed(&mut self, u: UnitId) {
+        self.freed.push(u);
         let s = &mut self.units[u as usize];
         if s.removing {
             s.removing = false;
@@ -723,6 +754,7 @@ impl Arbiter {
         let mut effects = Vec::new();
         self.end_task(task, None, now, &mut effects);
         effects.extend(self.dispatch(now));
+        self.offer_idle(&mut effects);
         effects
     }
 
@@ -782,6 +814,7 @@ impl Arbiter {
         });
         self.queues.push(VecDeque::new());
         self.running.push(None);
+        self.freed.push(id);
         let now = self.now_ns();
         let mut effects = Vec::new();
         // A new unit may be better for running tasks: let their next checkpoint ask.

@@ -96,13 +96,14 @@ impl AffinityPolicy {
         })
     }
 
+    /// Sizes the per-unit state, also for units added since the last call.
     fn init(&mut self, view: &View) {
-        if self.min_vruntime.is_empty() {
-            let n = view.units().len();
-            self.min_vruntime = vec![0; n];
-            self.exec_start = vec![0; n];
-            self.freed = vec![false; n];
-            self.offered = vec![0; n];
+        let n = view.units().len();
+        if self.min_vruntime.len() < n {
+            self.min_vruntime.resize(n, 0);
+            self.exec_start.resize(n, 0);
+            self.freed.resize(n, false);
+            self.offered.resize(n, 0);
         }
     }
 
