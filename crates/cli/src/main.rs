@@ -6,6 +6,7 @@
 
 mod app_cmd;
 mod beisel_cmd;
+mod beisel_live;
 mod bench;
 mod daemon_bench;
 mod daemon_cmd;

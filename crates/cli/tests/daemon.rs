@@ -574,3 +574,40 @@ fn a_cpu_started_task_migrates_to_the_opencl_device_when_it_frees() {
     let first_segment = text.lines().find(|l| l.contains("checkpoints on")).unwrap();
     assert!(first_segment.contains("on cpu"), "{text}");
 }
+
+#[test]
+fn beisel_live_runs_real_apps_under_both_policies() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "experiment",
+            "beisel-live",
+            "--md5",
+            "ab,zz",
+            "--prime",
+            "1000003,999983",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("affinity:fcfs=1") && text.contains("affinity:gran_ms=250"),
+        "{text}"
+    );
+    let csv = std::fs::read_to_string(dir.path().join("apps.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 2 * 4, "{csv}");
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("trace.json")).unwrap()).unwrap();
+    assert!(trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["ph"] == "X"));
+}
