@@ -94,6 +94,25 @@ fn meta(cpu: f64, opencl: f64) -> MetaInfo {
     }
 }
 
+/// A `hetsched client hold` process that has been granted its unit.
+fn hold(socket: &Path, args: &[&str]) -> Child {
+    let mut holder = Command::new(BIN)
+        .args(["client", "--socket", socket.to_str().unwrap(), "hold"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = [0u8; 7];
+    holder
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut line)
+        .unwrap();
+    assert_eq!(&line, b"granted");
+    holder
+}
+
 /// Allocates in a thread; the receiver gets the granted unit id.
 fn alloc_in_thread(
     socket: &Path,
@@ -128,19 +147,7 @@ fn waiting_clients_queue_and_get_the_unit_when_it_is_freed() {
 #[test]
 fn kill_9_of_a_holder_hands_the_unit_on_within_100_ms() {
     let d = Daemon::start(1, 0, "fcfs");
-    let mut holder = Command::new(BIN)
-        .args(["client", "--socket", d.socket.to_str().unwrap(), "hold"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = [0u8; 7];
-    holder
-        .stdout
-        .as_mut()
-        .unwrap()
-        .read_exact(&mut line)
-        .unwrap();
-    assert_eq!(&line, b"granted");
+    let mut holder = hold(&d.socket, &[]);
     let (granted, h) = alloc_in_thread(&d.socket, meta(1.0, 0.0));
     assert!(granted.recv_timeout(Duration::from_millis(100)).is_err());
     let killed = Instant::now();
@@ -527,28 +534,7 @@ fn a_cpu_started_task_migrates_to_the_opencl_device_when_it_frees() {
     // acc_limit=0: no queueing on the busy device, so the second task starts on the CPU.
     let d = Daemon::start(1, 1, "affinity:acc_limit=0");
     // The OpenCL unit is busy for 1.5 s (a holder with only an OpenCL implementation).
-    let mut holder = Command::new(BIN)
-        .args([
-            "client",
-            "--socket",
-            d.socket.to_str().unwrap(),
-            "hold",
-            "--affinity",
-            "opencl=1",
-            "--ms",
-            "1500",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = [0u8; 7];
-    holder
-        .stdout
-        .as_mut()
-        .unwrap()
-        .read_exact(&mut line)
-        .unwrap();
-    assert_eq!(&line, b"granted");
+    let mut holder = hold(&d.socket, &["--affinity", "opencl=1", "--ms", "1500"]);
     // Over 11 million words: seconds on the CPU, so it is still running when the holder
     // lets the OpenCL unit go.
     let second = md5_app(&d.socket, "zzzzy", "abcdefghijklmnopqrstuvwxyz");
