@@ -50,6 +50,9 @@ pub struct Task {
     pub bytes_out: u64,
     /// Fraction of the work bound by memory rather than the core, in [0, 1].
     pub memory_bound: f64,
+    /// Memory bandwidth in bytes/s the memory-bound part draws when the task runs alone
+    /// (0 = not modelled): concurrent tasks on one NUMA node share its bandwidth.
+    pub mem_bandwidth: f64,
     /// NUMA node holding the task's memory, if known.
     pub numa_home: Option<u32>,
     /// CFS-style weight (1024 = nice 0).
@@ -80,6 +83,7 @@ impl Task {
             bytes_in: 0,
             bytes_out: 0,
             memory_bound: 0.0,
+            mem_bandwidth: 0.0,
             numa_home: None,
             weight: 1024,
             arrival_ns,

@@ -251,6 +251,7 @@ impl Arbiter {
             bytes_in: meta.memory_to_copy,
             bytes_out: 0,
             memory_bound: 0.0,
+            mem_bandwidth: 0.0,
             numa_home: None,
             weight: meta.weight.max(1),
             arrival_ns: now,

@@ -70,6 +70,8 @@ struct Segment {
     /// Unit nanoseconds per reference nanosecond of work.
     factor: f64,
     finishes: bool,
+    /// When the policy's slice (or the checkpoint interval) ends, if it does.
+    slice_end_ns: Option<u64>,
 }
 
 struct Sim<'a, R: Recorder + ?Sized> {
@@ -90,6 +92,10 @@ struct Sim<'a, R: Recorder + ?Sized> {
     busy_from: Vec<u64>,
     last_tick: u64,
     summary: RunSummary,
+    /// Memory bandwidth in bytes/s of each NUMA node by OS index (None: not shared).
+    node_bandwidth: Vec<Option<f64>>,
+    /// Bytes/s drawn from each node by the tasks running on CPUs now.
+    node_demand: Vec<f64>,
 }
 
 /// Runs `policy` on `machine` over `arrivals` (non-decreasing arrival times), recording
@@ -125,6 +131,28 @@ where
         busy_from: vec![0; n],
         last_tick: 0,
         summary: RunSummary::default(),
+        node_bandwidth: {
+            let n = machine
+                .numa_nodes
+                .iter()
+                .map(|n| n.os_index as usize + 1)
+                .max()
+                .unwrap_or(0);
+            let mut bw = vec![None; n];
+            for node in &machine.numa_nodes {
+                bw[node.os_index as usize] = node.bandwidth_bytes_per_s.filter(|&b| b > 0.0);
+            }
+            bw
+        },
+        node_demand: vec![
+            0.0;
+            machine
+                .numa_nodes
+                .iter()
+                .map(|n| n.os_index as usize + 1)
+                .max()
+                .unwrap_or(0)
+        ],
     };
     let mut arrivals = arrivals.into_iter();
     let mut pending = arrivals.next();
@@ -386,7 +414,87 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         });
         self.busy_from[u as usize] = self.now;
         let copy_in = self.speed.copy_in_ns(&self.tasks[&task].task, u);
-        self.segment(policy, u, task, self.now + copy_in)
+        let node = self.draw(u, task, 1.0);
+        self.segment(policy, u, task, self.now + copy_in)?;
+        if let Some(n) = node {
+            self.replan_node(n, Some(u));
+        }
+        Ok(())
+    }
+
+    /// The NUMA node a task on CPU unit `u` draws memory bandwidth from, if shared.
+    fn bandwidth_node(&self, u: UnitId, task: TaskId) -> Option<u32> {
+        let t = &self.tasks[&task].task;
+        if t.mem_bandwidth <= 0.0 || t.memory_bound <= 0.0 || self.unit_kind(u) != UnitType::Cpu {
+            return None;
+        }
+        let node = t.numa_home.or(self.machine.units[u as usize].numa_node)?;
+        self.node_bandwidth
+            .get(node as usize)
+            .copied()
+            .flatten()
+            .map(|_| node)
+    }
+
+    /// Adds (`sign` 1) or removes (-1) the task's draw on its node; returns the node.
+    fn draw(&mut self, u: UnitId, task: TaskId, sign: f64) -> Option<u32> {
+        let node = self.bandwidth_node(u, task)?;
+        let d = &mut self.node_demand[node as usize];
+        *d = (*d + sign * self.tasks[&task].task.mem_bandwidth).max(0.0);
+        Some(node)
+    }
+
+    /// How much a node's shared bandwidth stretches memory-bound work now (≥ 1).
+    fn sigma(&self, node: Option<u32>) -> f64 {
+        match node.and_then(|n| {
+            Some((
+                self.node_demand[n as usize],
+                self.node_bandwidth[n as usize]?,
+            ))
+        }) {
+            Some((demand, bw)) => (demand / bw).max(1.0),
+            None => 1.0,
+        }
+    }
+
+    /// A node's draw changed: the tasks computing on it continue at the new rate. Each
+    /// is credited what it did so far and gets a new end (its slice end stays).
+    fn replan_node(&mut self, node: u32, except: Option<UnitId>) {
+        let sigma = self.sigma(Some(node));
+        for v in 0..self.running.len() as UnitId {
+            let Some(Running { task, .. }) = self.running[v as usize] else {
+                continue;
+            };
+            if Some(v) == except || self.bandwidth_node(v, task) != Some(node) {
+                continue;
+            }
+            let seg = self.segs[v as usize];
+            // Still copying in, or its segment ends right now anyway.
+            if self.now < seg.compute_from_ns || seg.compute_from_ns + seg.compute_ns <= self.now {
+                continue;
+            }
+            let elapsed = (self.now - seg.compute_from_ns).min(seg.compute_ns);
+            let e = self.tasks.get_mut(&task).unwrap();
+            let done = ((elapsed as f64 / seg.factor).floor() as u64)
+                .min(e.remaining_ns.saturating_sub(1));
+            e.remaining_ns -= done;
+            self.summary.work_done_ns += done;
+            let factor = self.speed.ns_per_work_s_shared(&e.task, v, sigma) * 1e-9;
+            let need = SpeedModel::compute_ns(e.remaining_ns, factor);
+            let (compute, finishes) = match seg.slice_end_ns {
+                Some(end) if end < self.now + need => (end.saturating_sub(self.now), false),
+                _ => (need, true),
+            };
+            let seg = &mut self.segs[v as usize];
+            seg.epoch += 1;
+            seg.compute_from_ns = self.now;
+            seg.compute_ns = compute;
+            seg.factor = factor;
+            seg.finishes = finishes;
+            let epoch = seg.epoch;
+            // CPUs have no copy-out or checkpoint cost (see `segment`).
+            self.push(self.now + compute, RUN_END, v, epoch);
+        }
     }
 
     /// Schedules the next segment of `task` on `u`, computing from `from_ns`.
@@ -398,8 +506,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         from_ns: u64,
     ) -> Result<()> {
         let kind = self.unit_kind(u);
+        let sigma = self.sigma(self.bandwidth_node(u, task));
         let entry = &self.tasks[&task];
-        let factor = self.speed.ns_per_work_s(&entry.task, u) * 1e-9;
+        let factor = self.speed.ns_per_work_s_shared(&entry.task, u, sigma) * 1e-9;
         let need = SpeedModel::compute_ns(entry.remaining_ns, factor);
         let slice = if kind == UnitType::Cpu {
             policy.time_slice(&self.view(), u, task)
@@ -424,6 +533,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         seg.compute_ns = compute;
         seg.factor = factor;
         seg.finishes = finishes;
+        seg.slice_end_ns = slice.map(|s| from_ns + s);
         let epoch = seg.epoch;
         self.push(from_ns + compute + tail, RUN_END, u, epoch);
         Ok(())
@@ -445,6 +555,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
 
     /// Frees unit `u` (its task leaves it).
     fn vacate(&mut self, u: UnitId, task: TaskId) {
+        let node = self.draw(u, task, -1.0);
         let since = self.running[u as usize]
             .take()
             .map_or(self.now, |r| r.since_ns);
@@ -452,6 +563,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         self.segs[u as usize].epoch += 1;
         let e = self.tasks.get_mut(&task).unwrap();
         e.run_ns += self.now - since;
+        if let Some(n) = node {
+            self.replan_node(n, None);
+        }
     }
 
     fn run_end<P: Policy + ?Sized>(&mut self, policy: &mut P, u: UnitId, epoch: u64) -> Result<()> {

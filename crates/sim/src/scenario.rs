@@ -18,6 +18,7 @@
 //! bytes_in = 0                  # copied to an accelerator before each run there
 //! bytes_out = 0
 //! memory_bound = 0.0            # fraction of the work bound by memory, [0, 1]
+//! mem_bandwidth_gbs = 0.0       # GB/s its memory-bound part draws alone (0: no sharing)
 //! numa_home = 0
 //! weight = 1024
 //! checkpoint_ms = { gpu = 10 }  # checkpoint interval per unit type
@@ -107,6 +108,8 @@ struct Kind {
     bytes_out: u64,
     #[serde(default)]
     memory_bound: f64,
+    #[serde(default)]
+    mem_bandwidth_gbs: f64,
     #[serde(default)]
     numa_home: Option<u32>,
     #[serde(default)]
@@ -462,6 +465,16 @@ fn template(k: &Kind, key: &str, bad: &dyn Fn(String, String) -> Error) -> Resul
         ));
     }
     task.memory_bound = k.memory_bound;
+    if !(k.mem_bandwidth_gbs.is_finite() && k.mem_bandwidth_gbs >= 0.0) {
+        return Err(bad(
+            format!("{key}.mem_bandwidth_gbs"),
+            format!(
+                "expected a non-negative number, got {}",
+                k.mem_bandwidth_gbs
+            ),
+        ));
+    }
+    task.mem_bandwidth = k.mem_bandwidth_gbs * 1e9;
     task.bytes_in = k.bytes_in;
     task.bytes_out = k.bytes_out;
     task.numa_home = k.numa_home;

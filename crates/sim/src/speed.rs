@@ -4,8 +4,14 @@
 //!   the unit's node and the task's home (10 = local):
 //!   `duration = work × (1 − m) × 1024 / c + work × m × d / 10`.
 //!   The core-bound part scales with capacity, the memory-bound part does not, and remote
-//!   memory slows it by the distance ratio. Memory-bandwidth sharing between concurrent
-//!   tasks is not modelled yet.
+//!   memory slows it by the distance ratio.
+//! - Memory bandwidth is shared: a task with `mem_bandwidth = D` draws `D` bytes/s from
+//!   the NUMA node holding its memory (its home, else its unit's node) while it runs on
+//!   a CPU. When the running tasks' draws on a node of bandwidth `B` add up to more than
+//!   `B`, every one of them has its memory-bound part stretched by `σ = ΣD / B`:
+//!   `duration = work × (1 − m) × 1024 / c + work × m × d / 10 × σ`. The engine
+//!   re-plans the running tasks of a node whenever a task starts or stops there (nodes
+//!   without a known bandwidth are never shared).
 //! - Accelerator unit of capacity `c` (its `relative_speed × 1024`): the task runs at
 //!   `rate = speed[type]` when the task gives an explicit speed, else
 //!   `rate = affinity[type] / affinity[cpu] × c / 1024` (with `affinity[cpu] = 0`,
@@ -96,6 +102,12 @@ impl SpeedModel {
     /// Nanoseconds of `unit` time per reference second of the task's work (infinite when
     /// the task has no implementation for the unit's type).
     pub fn ns_per_work_s(&self, task: &Task, unit: u32) -> f64 {
+        self.ns_per_work_s_shared(task, unit, 1.0)
+    }
+
+    /// As [`Self::ns_per_work_s`], with the memory-bound part stretched by `sigma` (≥ 1)
+    /// for bandwidth shared with other tasks.
+    pub fn ns_per_work_s_shared(&self, task: &Task, unit: u32, sigma: f64) -> f64 {
         let u = &self.units[unit as usize];
         if !task.affinity.runs_on(u.kind) {
             return f64::INFINITY;
@@ -112,7 +124,7 @@ impl SpeedModel {
                     .unwrap_or(1.0),
                 _ => 1.0,
             };
-            1e9 * ((1.0 - m) * scale / u.capacity + m * numa)
+            1e9 * ((1.0 - m) * scale / u.capacity + m * numa * sigma)
         } else {
             let explicit = task.speed.get(u.kind);
             let rate = if explicit > 0.0 {

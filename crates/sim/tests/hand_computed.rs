@@ -313,3 +313,61 @@ fn checkpoint_and_tick_migrations_move_running_tasks_and_conserve_work() {
     assert_eq!(starts, vec![(0, 0), (100 * MS, 1), (250 * MS, 0)]);
     assert_eq!(rec.metrics().migrations, 2);
 }
+
+/// Two cores on one NUMA node of 10 GB/s; tasks half memory-bound drawing 10 GB/s each.
+fn bandwidth_machine() -> Machine {
+    machine_from_toml(
+        "name = \"bw\"\n[[package]]\ncores = 2\n[[numa_node]]\nmemory = \"1 GiB\"\nbandwidth = \"10 GB/s\"\n",
+        "bw.toml",
+    )
+    .unwrap()
+}
+
+fn memory_task(id: u64, work_s: f64, arrival_ns: u64) -> Task {
+    let mut t = Task::cpu(id, work_s, arrival_ns);
+    t.memory_bound = 0.5;
+    t.mem_bandwidth = 10e9;
+    t
+}
+
+#[test]
+fn concurrent_tasks_share_a_nodes_memory_bandwidth() {
+    // Alone a 1 s task takes 1 s. Together they draw 20 GB/s from 10 GB/s: σ = 2, so
+    // each takes 0.5 + 0.5 × 2 = 1.5 s.
+    let m = bandwidth_machine();
+    let rec = simulate(
+        &m,
+        "fcfs",
+        vec![memory_task(0, 1.0, 0), memory_task(1, 1.0, 0)],
+    );
+    assert_eq!(
+        completions(&rec),
+        vec![(0, 0, 1500 * MS), (1, 1, 1500 * MS)]
+    );
+    let alone = simulate(&m, "fcfs", vec![memory_task(0, 1.0, 0)]);
+    assert_eq!(completions(&alone), vec![(0, 0, S)]);
+    // Without a draw (mem_bandwidth 0) nothing is shared.
+    let mut free = vec![memory_task(0, 1.0, 0), memory_task(1, 1.0, 0)];
+    free.iter_mut().for_each(|t| t.mem_bandwidth = 0.0);
+    assert_eq!(
+        completions(&simulate(&m, "fcfs", free)),
+        vec![(0, 0, S), (1, 1, S)]
+    );
+}
+
+#[test]
+fn a_task_slows_down_while_another_shares_the_node_and_speeds_up_after() {
+    // t0 (1 s) alone until t1 (1 s) arrives at 0.5 s: t0 has 0.5 s of work left, done
+    // at factor 1.5 → ends at 1.25 s. t1 runs 0.75 s at factor 1.5 (0.5 s of work),
+    // then alone: 0.5 s more → ends at 1.75 s.
+    let m = bandwidth_machine();
+    let rec = simulate(
+        &m,
+        "fcfs",
+        vec![memory_task(0, 1.0, 0), memory_task(1, 1.0, S / 2)],
+    );
+    assert_eq!(
+        completions(&rec),
+        vec![(0, 0, 1250 * MS), (1, 1, 1750 * MS)]
+    );
+}

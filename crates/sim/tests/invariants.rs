@@ -1,7 +1,8 @@
 //! Random scenarios (10,000 cases): every policy on random small machines and task sets
 //! keeps the run-record invariants (each task ends exactly once, a unit runs one task at a
 //! time, a task runs on one unit at a time, time is monotone), conserves work (checked by
-//! the engine), finishes every task, and is deterministic.
+//! the engine), finishes every task, and is deterministic — with memory-bound tasks
+//! sharing a node's bandwidth, so segments are re-planned mid-run.
 
 use hetsched_core::machine::UnitType;
 use hetsched_core::record::Record;
@@ -62,6 +63,8 @@ fn simulate(c: &Case) -> (Record, hetsched_sim::RunSummary) {
         c.caps.len(),
         kinds.join(", ")
     );
+    // Memory-bound tasks share this node's bandwidth (see `mem_bandwidth` below).
+    text += "[[numa_node]]\nmemory = \"1 GiB\"\nbandwidth = \"10 GB/s\"\n";
     if c.gpu {
         text += "[[accelerator]]\ntype = \"gpu\"\nname = \"gpu0\"\nlink_bandwidth = \"8 GB/s\"\nlink_latency_us = 10\n";
     }
@@ -82,6 +85,7 @@ fn simulate(c: &Case) -> (Record, hetsched_sim::RunSummary) {
                 },
             );
             t.memory_bound = mem as f64 / 10.0;
+            t.mem_bandwidth = mem as f64 * 2e9;
             t.bytes_in = work as u64 * 100_000;
             t.bytes_out = work as u64 * 10_000;
             t.checkpoint_ns.set(UnitType::Gpu, ckpt as u64 * 1_000_000);
