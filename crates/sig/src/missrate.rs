@@ -57,14 +57,16 @@ impl CacheConfig {
             size_bytes: num.trim().parse::<u64>().ok()? * mult,
             ways: ways.trim().parse().ok()?,
         };
-        (c.ways > 0 && c.lines() >= u64::from(c.ways) && c.lines() % u64::from(c.ways) == 0)
-            .then_some(c)
+        (c.ways > 0
+            && c.lines() >= u64::from(c.ways)
+            && c.lines().is_multiple_of(u64::from(c.ways)))
+        .then_some(c)
     }
 }
 
 impl fmt::Display for CacheConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.size_bytes >= 1 << 20 && self.size_bytes % (1 << 20) == 0 {
+        if self.size_bytes >= 1 << 20 && self.size_bytes.is_multiple_of(1 << 20) {
             write!(f, "{}MB/{}", self.size_bytes >> 20, self.ways)
         } else {
             write!(f, "{}KB/{}", self.size_bytes >> 10, self.ways)
