@@ -15,3 +15,4 @@ pub mod sampled;
 pub mod trace;
 
 pub use analysis::{Analyzer, Mode, Profile};
+pub mod source;
