@@ -201,6 +201,13 @@ impl Default for ElasticityModel {
 }
 
 impl ElasticityModel {
+    /// The predicted elasticity for a configuration at a miss rate, clamped to ≤ 0: a
+    /// line extrapolated past its data would otherwise claim that a faster clock
+    /// slows a very memory-bound program down.
+    pub fn predict(&self, config_name: &str, miss_rate: f64) -> f64 {
+        self.line_for(config_name).predict(miss_rate).min(0.0)
+    }
+
     /// The line for a configuration.
     pub fn line_for(&self, config_name: &str) -> LinearModel {
         self.per_config

@@ -15,4 +15,6 @@ pub mod sampled;
 pub mod trace;
 
 pub use analysis::{Analyzer, Mode, Profile};
+pub mod elfnote;
+pub mod signature;
 pub mod source;
