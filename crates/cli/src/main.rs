@@ -6,6 +6,7 @@
 
 mod bench;
 mod experiment;
+mod signature_cmd;
 
 use clap::{Parser, Subcommand};
 use hetsched_core::Result;
@@ -34,12 +35,18 @@ enum Command {
         #[command(subcommand)]
         which: experiment::Experiment,
     },
+    /// Architectural signatures: memory traces -> reuse distances -> miss rates -> elasticity.
+    Signature {
+        #[command(subcommand)]
+        which: signature_cmd::SignatureCmd,
+    },
 }
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Bench { which } => bench::run(which),
         Command::Experiment { which } => experiment::run(which),
+        Command::Signature { which } => signature_cmd::run(which),
     }
 }
 

@@ -31,7 +31,7 @@ pub enum Mode {
 
 enum Engine {
     Exact(ExactReuse, ReuseHistogram),
-    Sampled(SampledReuse),
+    Sampled(Box<SampledReuse>),
 }
 
 /// A trace sink that computes a [`Profile`].
@@ -67,7 +67,7 @@ impl Analyzer {
     pub fn new(mode: Mode) -> Self {
         let engine = match mode {
             Mode::Exact => Engine::Exact(ExactReuse::new(), ReuseHistogram::default()),
-            Mode::Sampled(r) => Engine::Sampled(SampledReuse::new(r)),
+            Mode::Sampled(r) => Engine::Sampled(Box::new(SampledReuse::new(r))),
         };
         Analyzer {
             engine,

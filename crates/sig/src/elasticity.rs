@@ -271,3 +271,61 @@ mod tests {
         assert!(m.all.slope > 0.0);
     }
 }
+
+/// Fit a model from CSV text with a header naming the columns `miss_rate` and
+/// `elasticity` and optionally `cache` (e.g. "4MB/16"). One line is fitted through all
+/// rows; each cache named by at least two rows with distinct miss rates also gets its
+/// own. Returns the model and the fits (`"all"` first).
+pub fn fit_csv(text: &str, name: &str) -> Result<(ElasticityModel, Vec<(String, Fit)>)> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+    let (_, header) = lines
+        .next()
+        .ok_or_else(|| Error::input(format!("{name}: empty file (expected a CSV header)")))?;
+    let cols: Vec<String> = header.split(',').map(|c| c.trim().to_lowercase()).collect();
+    let col = |c: &str| cols.iter().position(|x| x == c);
+    let (mi, ei) = match (col("miss_rate"), col("elasticity")) {
+        (Some(m), Some(e)) => (m, e),
+        _ => {
+            return Err(Error::input(format!(
+                "{name}:1: header must name the columns `miss_rate` and `elasticity` (and optionally `cache`)"
+            )))
+        }
+    };
+    let ci = col("cache");
+    let mut all = Vec::new();
+    let mut by_cache: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for (i, line) in lines {
+        let f: Vec<&str> = line.split(',').map(str::trim).collect();
+        let num = |idx: usize, what: &str| -> Result<f64> {
+            f.get(idx)
+                .and_then(|v| v.parse::<f64>().ok())
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| {
+                    Error::input(format!("{name}:{}: field `{what}` is not a number", i + 1))
+                })
+        };
+        let p = (num(mi, "miss_rate")?, num(ei, "elasticity")?);
+        all.push(p);
+        if let Some(c) = ci.and_then(|c| f.get(c)).filter(|c| !c.is_empty()) {
+            by_cache.entry(c.to_string()).or_default().push(p);
+        }
+    }
+    let overall = LinearModel::fit(&all).map_err(|e| Error::input(format!("{name}: {e}")))?;
+    let mut fits = vec![("all".to_string(), overall)];
+    let mut model = ElasticityModel {
+        all: overall.model,
+        per_config: BTreeMap::new(),
+        thresholds: Thresholds::default(),
+        source: format!("fitted from {name} ({} points)", all.len()),
+    };
+    for (cache, pts) in by_cache {
+        if let Ok(f) = LinearModel::fit(&pts) {
+            model.per_config.insert(cache.clone(), f.model);
+            fits.push((cache, f));
+        }
+    }
+    Ok((model, fits))
+}

@@ -15,6 +15,7 @@ pub mod sampled;
 pub mod trace;
 
 pub use analysis::{Analyzer, Mode, Profile};
+pub mod bench;
 pub mod elfnote;
 pub mod signature;
 pub mod source;

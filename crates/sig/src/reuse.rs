@@ -10,6 +10,63 @@
 
 use rustc_hash::FxHashMap;
 
+/// Blocks per page of the block → slot table (256 blocks = 16 KB of address space).
+const PAGE_SHIFT: u32 = 8;
+const PAGE_LEN: usize = 1 << PAGE_SHIFT;
+/// "No slot" in the block → slot table.
+const NONE: u32 = u32::MAX;
+
+/// Block → slot map: a hash map of dense pages. Programs touch memory in runs, so a
+/// page lookup is mostly the cached last page and a slot is one array index: far
+/// fewer cache misses than one hash-table entry per block.
+struct SlotTable {
+    index: FxHashMap<u64, u32>,
+    pages: Vec<[u32; PAGE_LEN]>,
+    last_page: u64,
+    last_index: usize,
+    len: u64,
+}
+
+impl SlotTable {
+    fn new() -> Self {
+        SlotTable {
+            index: FxHashMap::default(),
+            pages: Vec::new(),
+            last_page: u64::MAX,
+            last_index: 0,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn entry(&mut self, block: u64) -> &mut u32 {
+        let page = block >> PAGE_SHIFT;
+        if page != self.last_page {
+            let next = self.pages.len() as u32;
+            let i = *self.index.entry(page).or_insert(next);
+            if i == next {
+                self.pages.push([NONE; PAGE_LEN]);
+            }
+            self.last_page = page;
+            self.last_index = i as usize;
+        }
+        &mut self.pages[self.last_index][(block as usize) & (PAGE_LEN - 1)]
+    }
+
+    /// Set the slot of `block`, returning the previous one (if any).
+    #[inline]
+    fn insert(&mut self, block: u64, slot: u32) -> Option<u32> {
+        let e = self.entry(block);
+        let old = std::mem::replace(e, slot);
+        if old == NONE {
+            self.len += 1;
+            None
+        } else {
+            Some(old)
+        }
+    }
+}
+
 /// Slot marker for a slot whose block has moved on to a later slot.
 const DEAD: u64 = u64::MAX;
 /// Smallest time-line capacity (slots).
@@ -18,7 +75,7 @@ const MIN_CAPACITY: usize = 1 << 12;
 /// The exact reuse-distance engine over block numbers.
 pub struct ExactReuse {
     /// Block -> slot of its latest access.
-    slot_of: FxHashMap<u64, u32>,
+    slot_of: SlotTable,
     /// Slot -> block whose latest access it is, or `DEAD`.
     block_at: Vec<u64>,
     /// Fenwick tree (1-based, `tree[0]` unused) of live-slot counts.
@@ -48,7 +105,7 @@ impl ExactReuse {
     pub fn with_min_capacity(slots: usize) -> Self {
         let slots = slots.max(2);
         ExactReuse {
-            slot_of: FxHashMap::default(),
+            slot_of: SlotTable::new(),
             block_at: vec![DEAD; slots],
             tree: vec![0; slots + 1],
             next: 0,
@@ -59,7 +116,7 @@ impl ExactReuse {
 
     /// Number of distinct blocks seen so far (the working set W, in blocks).
     pub fn distinct(&self) -> u64 {
-        self.slot_of.len() as u64
+        self.slot_of.len
     }
 
     /// Record an access to `block`; returns its reuse distance, or `None` when cold.
@@ -83,7 +140,7 @@ impl ExactReuse {
             Some(old) => {
                 let old = old as usize;
                 // Live slots after `old` = all live slots - those up to and including `old`.
-                let distance = self.slot_of.len() as u64 - u64::from(self.prefix(old));
+                let distance = self.slot_of.len - u64::from(self.prefix(old));
                 self.block_at[old] = DEAD;
                 self.add(old, -1);
                 self.block_at[now] = block;
@@ -117,7 +174,7 @@ impl ExactReuse {
 
     /// Renumber live slots 0..live in time order and size the time line to 2·live.
     fn compact(&mut self) {
-        let live = self.slot_of.len();
+        let live = self.slot_of.len as usize;
         let capacity = (2 * live).max(self.min_capacity);
         let mut block_at = Vec::with_capacity(capacity);
         for &b in &self.block_at[..self.next] {

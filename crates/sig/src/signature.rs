@@ -140,3 +140,51 @@ impl Signature {
         self.configs.iter().find(|c| c.cache == cache)
     }
 }
+
+impl Signature {
+    /// A plain-text summary: totals, buckets and the per-configuration table.
+    pub fn summary(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(s, "program       {}", self.program);
+        let _ = writeln!(s, "instructions  {}", self.instructions);
+        let _ = writeln!(s, "accesses      {} (64-byte blocks)", self.accesses);
+        let _ = writeln!(
+            s,
+            "working set   {} blocks ({:.2} MiB)",
+            self.working_set_blocks,
+            (self.working_set_blocks * self.block_bytes) as f64 / (1 << 20) as f64
+        );
+        if let Some(r) = self.sampling_rate {
+            let _ = writeln!(s, "sampling      SHARDS R = {r}");
+        }
+        let _ = writeln!(s, "model         {}", self.model);
+        let total: u64 = self.buckets.iter().map(|b| b.count).sum::<u64>().max(1);
+        let _ = writeln!(s, "\n{:<18} {:>14} {:>8}", "bucket", "accesses", "share");
+        for b in &self.buckets {
+            let _ = writeln!(
+                s,
+                "{:<18} {:>14} {:>7.3}%",
+                b.bucket,
+                b.count,
+                100.0 * b.count as f64 / total as f64
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\n{:<10} {:>16} {:>11} {:>12}",
+            "cache", "misses/instr", "elasticity", "class"
+        );
+        for c in &self.configs {
+            let _ = writeln!(
+                s,
+                "{:<10} {:>16.6e} {:>11.3} {:>12}",
+                c.cache,
+                c.miss_rate,
+                c.elasticity,
+                format!("{:?}", c.class).to_lowercase()
+            );
+        }
+        s
+    }
+}
