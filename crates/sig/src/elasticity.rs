@@ -217,61 +217,6 @@ impl ElasticityModel {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paper_worked_example_vpr() {
-        let e = arc_elasticity(58.17, 1.87, 65.33, 1.6).unwrap();
-        assert_eq!(format!("{e:.2}"), "-0.75");
-        // Order of the two points does not matter.
-        let e2 = arc_elasticity(65.33, 1.6, 58.17, 1.87).unwrap();
-        assert!((e - e2).abs() < 1e-12);
-    }
-
-    #[test]
-    fn elasticity_rejects_bad_input() {
-        assert!(arc_elasticity(1.0, 2.0, 1.0, 2.0).is_err());
-        assert!(arc_elasticity(-1.0, 2.0, 1.0, 3.0).is_err());
-    }
-
-    #[test]
-    fn fit_recovers_a_line() {
-        let pts: Vec<_> = (0..10)
-            .map(|i| (i as f64 * 0.001, -1.0 + 30.0 * i as f64 * 0.001))
-            .collect();
-        let f = LinearModel::fit(&pts).unwrap();
-        assert!((f.model.intercept + 1.0).abs() < 1e-9);
-        assert!((f.model.slope - 30.0).abs() < 1e-6);
-        assert!((f.r_squared - 1.0).abs() < 1e-9);
-        assert!(LinearModel::fit(&[(0.1, -1.0)]).is_err());
-        assert!(LinearModel::fit(&[(0.1, -1.0), (0.1, -0.5)]).is_err());
-    }
-
-    #[test]
-    fn paper_thresholds() {
-        let t = Thresholds::default();
-        assert_eq!(t.classify(-1.0), Class::High);
-        assert_eq!(t.classify(-0.9), Class::Moderate);
-        assert_eq!(t.classify(-0.8), Class::Moderate);
-        assert_eq!(t.classify(-0.75), Class::Moderate);
-        assert_eq!(t.classify(-0.5), Class::Insensitive);
-    }
-
-    #[test]
-    fn default_model_is_compute_bound_at_zero_misses() {
-        let m = ElasticityModel::default();
-        // With no misses T ∝ 1/F: elasticity -1; misses make it less elastic.
-        assert!(
-            m.all.intercept < -0.9 && m.all.intercept > -1.05,
-            "{:?}",
-            m.all
-        );
-        assert!(m.all.slope > 0.0);
-    }
-}
-
 /// Fit a model from CSV text with a header naming the columns `miss_rate` and
 /// `elasticity` and optionally `cache` (e.g. "4MB/16"). One line is fitted through all
 /// rows; each cache named by at least two rows with distinct miss rates also gets its
@@ -328,4 +273,74 @@ pub fn fit_csv(text: &str, name: &str) -> Result<(ElasticityModel, Vec<(String, 
         }
     }
     Ok((model, fits))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paper_worked_example_vpr() {
+        let e = arc_elasticity(58.17, 1.87, 65.33, 1.6).unwrap();
+        assert_eq!(format!("{e:.2}"), "-0.75");
+        // Order of the two points does not matter.
+        let e2 = arc_elasticity(65.33, 1.6, 58.17, 1.87).unwrap();
+        assert!((e - e2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn elasticity_rejects_bad_input() {
+        assert!(arc_elasticity(1.0, 2.0, 1.0, 2.0).is_err());
+        assert!(arc_elasticity(-1.0, 2.0, 1.0, 3.0).is_err());
+    }
+
+    #[test]
+    fn fit_recovers_a_line() {
+        let pts: Vec<_> = (0..10)
+            .map(|i| (i as f64 * 0.001, -1.0 + 30.0 * i as f64 * 0.001))
+            .collect();
+        let f = LinearModel::fit(&pts).unwrap();
+        assert!((f.model.intercept + 1.0).abs() < 1e-9);
+        assert!((f.model.slope - 30.0).abs() < 1e-6);
+        assert!((f.r_squared - 1.0).abs() < 1e-9);
+        assert!(LinearModel::fit(&[(0.1, -1.0)]).is_err());
+        assert!(LinearModel::fit(&[(0.1, -1.0), (0.1, -0.5)]).is_err());
+    }
+
+    #[test]
+    fn paper_thresholds() {
+        let t = Thresholds::default();
+        assert_eq!(t.classify(-1.0), Class::High);
+        assert_eq!(t.classify(-0.9), Class::Moderate);
+        assert_eq!(t.classify(-0.8), Class::Moderate);
+        assert_eq!(t.classify(-0.75), Class::Moderate);
+        assert_eq!(t.classify(-0.5), Class::Insensitive);
+    }
+
+    #[test]
+    fn default_model_is_compute_bound_at_zero_misses() {
+        let m = ElasticityModel::default();
+        // With no misses T ∝ 1/F: elasticity -1; misses make it less elastic.
+        assert!(
+            m.all.intercept < -0.9 && m.all.intercept > -1.05,
+            "{:?}",
+            m.all
+        );
+        assert!(m.all.slope > 0.0);
+    }
+
+    #[test]
+    fn fit_csv_fits_overall_and_per_cache() {
+        let csv = "cache,miss_rate,elasticity\n# comment\n4MB/16,0.0,-1.0\n4MB/16,0.01,-0.6\n1MB/8,0.0,-0.9\n1MB/8,0.02,-0.5\n";
+        let (m, fits) = fit_csv(csv, "pairs.csv").unwrap();
+        assert_eq!(fits[0].0, "all");
+        assert_eq!(fits[0].1.points, 4);
+        let l = m.line_for("4MB/16");
+        assert!((l.intercept + 1.0).abs() < 1e-12 && (l.slope - 40.0).abs() < 1e-9);
+        assert!(m.per_config.contains_key("1MB/8"));
+        let e = fit_csv("a,b\n1,2\n", "x.csv").unwrap_err();
+        assert!(e.to_string().starts_with("x.csv:1:"), "{e}");
+        let e = fit_csv("miss_rate,elasticity\n0.1,-1\n0.2,oops\n", "x.csv").unwrap_err();
+        assert!(e.to_string().starts_with("x.csv:3:"), "{e}");
+    }
 }
