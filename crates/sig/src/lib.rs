@@ -19,3 +19,4 @@ pub mod bench;
 pub mod elfnote;
 pub mod signature;
 pub mod source;
+pub mod validate;
