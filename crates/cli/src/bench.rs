@@ -19,6 +19,8 @@ pub enum Bench {
     Nuca(crate::nuca_cmd::NucaBenchArgs),
     /// O² delegation: round-trip p50/p99 and throughput.
     O2(crate::o2_cmd::BenchO2Args),
+    /// Reuse-distance analysis (exact, sampled) and trace parsing throughput.
+    Reuse(ReuseArgs),
 }
 
 pub fn run(which: Bench) -> Result<()> {
@@ -29,6 +31,7 @@ pub fn run(which: Bench) -> Result<()> {
         Bench::Sim(args) => sim(args),
         Bench::Nuca(a) => crate::nuca_cmd::bench(a),
         Bench::O2(a) => crate::o2_cmd::bench_o2(a),
+        Bench::Reuse(a) => reuse(a),
     }
 }
 
@@ -154,5 +157,58 @@ fn sim(args: SimBench) -> Result<()> {
         );
     }
     println!("goal: >= 10 M events/s on one core and <= 5 s per 1,000,000-task run");
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct ReuseArgs {
+    /// Block accesses in the synthetic trace.
+    #[arg(long, default_value_t = 40_000_000)]
+    accesses: usize,
+    /// SHARDS sampling rate for the sampled analysis.
+    #[arg(long, default_value_t = 0.01)]
+    rate: f64,
+    /// Size of the synthetic lackey text, MB.
+    #[arg(long, default_value_t = 200)]
+    lackey_mb: usize,
+    /// Seed of the synthetic traces.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn reuse(a: ReuseArgs) -> Result<()> {
+    use hetsched_sig::bench::*;
+    use hetsched_sig::Mode;
+    let blocks = synthetic_blocks(a.accesses, a.seed);
+    let (exact, exact_rate) = time_analysis(&blocks, Mode::Exact);
+    let (sampled, sampled_rate) = time_analysis(&blocks, Mode::Sampled(a.rate));
+    println!(
+        "trace: {} block accesses, working set {} blocks",
+        blocks.len(),
+        exact.working_set_blocks
+    );
+    println!(
+        "exact analysis         {:>10.1} M accesses/s   (goal >= 20)",
+        exact_rate / 1e6
+    );
+    println!(
+        "sampled R={:<6}       {:>10.1} M accesses/s   (goal >= 200)",
+        a.rate,
+        sampled_rate / 1e6
+    );
+    println!(
+        "sampled vs exact: max bucket-fraction error {:.4} (goal <= 0.01), working set {} vs {}",
+        max_fraction_error(&exact, &sampled),
+        sampled.working_set_blocks,
+        exact.working_set_blocks
+    );
+    let text = synthetic_lackey(a.lackey_mb << 20, a.seed);
+    let (mbs, events) = time_lackey(&text)?;
+    println!("lackey text parsing    {mbs:>10.1} MB/s   (goal >= 100; {events} events)");
+    let (bmbs, blen, _) = time_binary(&text)?;
+    println!(
+        "binary trace parsing   {bmbs:>10.1} MB/s   ({:.1}x smaller than the text)",
+        text.len() as f64 / blen as f64
+    );
     Ok(())
 }

@@ -28,6 +28,8 @@ pub enum Experiment {
     /// Beisel et al. Figs. 6-7: granularity sweep on the GPU (total runtime, turnaround).
     #[command(name = "beisel-fig6-7")]
     BeiselFig67(beisel_cmd::OutArgs),
+    /// Validate the signature miss-rate model against cachegrind; writes the docs table.
+    SignatureValidate(crate::signature_cmd::ValidateArgs),
 }
 
 pub fn run(which: Experiment) -> Result<()> {
@@ -40,5 +42,6 @@ pub fn run(which: Experiment) -> Result<()> {
         Experiment::BeiselFig4(a) => beisel_cmd::fig4(a),
         Experiment::BeiselFig5(a) => beisel_cmd::fig5(a),
         Experiment::BeiselFig67(a) => beisel_cmd::fig6_7(a),
+        Experiment::SignatureValidate(a) => crate::signature_cmd::validate(a),
     }
 }

@@ -14,6 +14,7 @@ mod experiment;
 mod nuca_cmd;
 mod o2_cmd;
 mod o2_plot;
+mod signature_cmd;
 mod simulate_cmd;
 mod topology_cmd;
 
@@ -62,6 +63,11 @@ enum Command {
         #[command(subcommand)]
         which: experiment::Experiment,
     },
+    /// Architectural signatures: memory traces -> reuse distances -> miss rates -> elasticity.
+    Signature {
+        #[command(subcommand)]
+        which: signature_cmd::SignatureCmd,
+    },
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -75,6 +81,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Simulate(args) => simulate_cmd::simulate(args),
         Command::Bench { which } => bench::run(which),
         Command::Experiment { which } => experiment::run(which),
+        Command::Signature { which } => signature_cmd::run(which),
     }
 }
 

@@ -1,0 +1,125 @@
+//! Turns trace events into a reuse profile: instructions, block accesses, the working
+//! set W, the full reuse-distance histogram and the 20 buckets.
+//!
+//! Conventions (documented in docs/signatures.md):
+//! - blocks are 64 bytes (`addr >> 6`);
+//! - loads and stores both count; a modify (`M`) is a load followed by a store, i.e.
+//!   two accesses, the second of which is a distance-0 reuse;
+//! - an access whose bytes cross block boundaries counts once per block it touches,
+//!   in increasing address order (an 8-byte load at 0x3c touches blocks 0 and 1);
+//! - instruction fetches are not data accesses and only count as instructions.
+
+use crate::buckets::Buckets;
+use crate::reuse::{ExactReuse, ReuseHistogram};
+use crate::sampled::SampledReuse;
+use crate::trace::{AccessKind, TraceSink};
+use serde::{Deserialize, Serialize};
+
+/// log2 of the block size.
+pub const BLOCK_SHIFT: u32 = 6;
+/// Block (cache line) size in bytes.
+pub const BLOCK_BYTES: u64 = 1 << BLOCK_SHIFT;
+
+/// Which reuse-distance engine to run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mode {
+    /// Exact distances.
+    Exact,
+    /// SHARDS sampling at the given rate R in (0, 1].
+    Sampled(f64),
+}
+
+enum Engine {
+    Exact(ExactReuse, ReuseHistogram),
+    Sampled(Box<SampledReuse>),
+}
+
+/// A trace sink that computes a [`Profile`].
+pub struct Analyzer {
+    engine: Engine,
+    instructions: u64,
+    mem_ops: u64,
+    accesses: u64,
+}
+
+/// The microarchitecture-independent summary of a trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// Retired instructions.
+    pub instructions: u64,
+    /// Data-access records in the trace (L, S, M lines).
+    pub mem_ops: u64,
+    /// Block accesses analysed (after splitting M and line-crossing accesses).
+    pub accesses: u64,
+    /// Working set W: distinct 64-byte blocks touched (estimated when sampled).
+    pub working_set_blocks: u64,
+    /// Accesses per bucket (estimated when sampled).
+    pub buckets: Buckets,
+    /// The full histogram (not serialised: it can be large).
+    #[serde(skip)]
+    pub histogram: ReuseHistogram,
+    /// Sampling rate R, or `None` for exact analysis.
+    pub sampling_rate: Option<f64>,
+}
+
+impl Analyzer {
+    /// A fresh analyser.
+    pub fn new(mode: Mode) -> Self {
+        let engine = match mode {
+            Mode::Exact => Engine::Exact(ExactReuse::new(), ReuseHistogram::default()),
+            Mode::Sampled(r) => Engine::Sampled(Box::new(SampledReuse::new(r))),
+        };
+        Analyzer {
+            engine,
+            instructions: 0,
+            mem_ops: 0,
+            accesses: 0,
+        }
+    }
+
+    /// Analyse one access to a block number.
+    #[inline]
+    pub fn block(&mut self, block: u64) {
+        self.accesses += 1;
+        match &mut self.engine {
+            Engine::Exact(e, h) => h.record(e.access(block)),
+            Engine::Sampled(s) => s.access(block),
+        }
+    }
+
+    /// The profile of everything seen so far.
+    pub fn finish(self) -> Profile {
+        let (histogram, w, rate) = match self.engine {
+            Engine::Exact(e, h) => (h, e.distinct(), None),
+            Engine::Sampled(s) => (s.histogram(), s.distinct(), Some(s.rate())),
+        };
+        Profile {
+            instructions: self.instructions,
+            mem_ops: self.mem_ops,
+            accesses: self.accesses,
+            working_set_blocks: w,
+            buckets: Buckets::from_histogram(&histogram),
+            histogram,
+            sampling_rate: rate,
+        }
+    }
+}
+
+impl TraceSink for Analyzer {
+    fn instructions(&mut self, n: u64) {
+        self.instructions += n;
+    }
+
+    #[inline]
+    fn access(&mut self, kind: AccessKind, addr: u64, size: u32) {
+        self.mem_ops += 1;
+        let first = addr >> BLOCK_SHIFT;
+        let last = addr.saturating_add(u64::from(size.max(1)) - 1) >> BLOCK_SHIFT;
+        let times = if kind == AccessKind::Modify { 2 } else { 1 };
+        for _ in 0..times {
+            for b in first..=last {
+                self.block(b);
+            }
+        }
+    }
+}
