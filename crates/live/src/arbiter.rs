@@ -630,7 +630,7 @@ impl Arbiter {
                 // no longer waits anywhere.
                 self.remove_queued(task);
                 self.log(task, EventKind::Complete { unit });
-                self.end_task(task, None, now, &mut effects);
+                self.end_task(task, unit, now);
             } else {
                 self.log(task, EventKind::Stop { unit });
                 if let Placement::Queued(q) = self.tasks[&task].placement {
@@ -655,7 +655,7 @@ impl Arbiter {
             self.unit_freed(u);
             if finished {
                 self.log(task, EventKind::Complete { unit: u });
-                self.end_task(task, Some(u), now, &mut effects);
+                self.end_task(task, u, now);
             } else {
                 self.log(task, EventKind::Stop { unit: u });
                 let st = self.state.get_mut(&task).unwrap();
@@ -696,16 +696,11 @@ impl Arbiter {
         self.deadlines.retain(|d| d.1 != u);
     }
 
-    fn end_task(
-        &mut self,
-        task: TaskId,
-        unit: Option<UnitId>,
-        now: u64,
-        effects: &mut Vec<Effect>,
-    ) {
-        let _ = effects;
-        let u = unit.or_else(|| self.last_unit(task)).unwrap_or(0);
-        self.policy.complete(&view!(self, now), task, u);
+    /// Tells the policy the task is over (`complete`, the contract's only end-of-task
+    /// event) on `unit`: where it ran last, or for a waiting task the queue's unit, so
+    /// that per-unit accounting is undone where it was done.
+    fn end_task(&mut self, task: TaskId, unit: UnitId, now: u64) {
+        self.policy.complete(&view!(self, now), task, unit);
         self.forget(task);
     }
 
@@ -731,30 +726,34 @@ impl Arbiter {
             return Vec::new();
         };
         // In the record its segment stops and it leaves unfinished (`reject`).
-        match self.tasks[&task].placement {
+        let unit = match self.tasks[&task].placement {
             Placement::Running(u) => {
                 self.running[u as usize] = None;
                 self.unit_freed(u);
                 self.log(task, EventKind::Stop { unit: u });
+                u
             }
-            Placement::Queued(_) => {
+            Placement::Queued(q) => {
                 if self.state[&task].told_to_release {
                     let unit = self.last_unit(task).unwrap_or(0);
                     self.finish_release(task);
                     self.log(task, EventKind::Stop { unit });
                 }
                 self.remove_queued(task);
+                match q {
+                    QueueId::Unit(u) => u,
+                    QueueId::Central => self.last_unit(task).unwrap_or(0),
+                }
             }
-        }
+        };
         self.log(
             task,
             EventKind::Reject {
                 reason: "client went away".into(),
             },
         );
-        let mut effects = Vec::new();
-        self.end_task(task, None, now, &mut effects);
-        effects.extend(self.dispatch(now));
+        self.end_task(task, unit, now);
+        let mut effects = self.dispatch(now);
         self.offer_idle(&mut effects);
         effects
     }
@@ -945,6 +944,37 @@ mod tests {
         assert_eq!(a.rerequest(1).unwrap().0, Verdict::Keep);
         a.free(1, true).unwrap();
         assert!(a.record().is_none());
+    }
+
+    #[test]
+    fn clients_vanishing_while_waiting_or_holding_leave_every_policy_consistent() {
+        for policy in ["fcfs", "cfs", "ws", "dmda", "random", "affinity"] {
+            let mut a = arbiter(2, policy);
+            a.start_recording();
+            for c in 1..=6 {
+                a.alloc(c, &meta()).unwrap();
+            }
+            // Waiters and holders go away in an order that leaves gaps everywhere.
+            for c in [5, 1, 6, 2] {
+                a.disconnect(c);
+            }
+            for c in 7..=9 {
+                a.alloc(c, &meta()).unwrap();
+            }
+            for c in [3, 4, 7, 8, 9] {
+                a.disconnect(c);
+            }
+            a.record()
+                .unwrap()
+                .check()
+                .unwrap_or_else(|e| panic!("{policy}: {e}"));
+            assert!(
+                a.list_units()
+                    .iter()
+                    .all(|u| u.running.is_none() && u.queued == 0),
+                "{policy}"
+            );
+        }
     }
 
     #[test]
