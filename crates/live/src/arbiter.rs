@@ -515,7 +515,7 @@ impl Arbiter {
     }
 
     /// A checkpoint: asks the policy whether the client's task keeps its unit.
-    pub fn rerequest(&mut self, client: ClientId) -> Result<(Verdict, Vec<Effect>), Failure> {
+    pub fn rerequest(&mut self, client: ClientId) -> Result<Verdict, Failure> {
         let now = self.now_ns();
         let (task, u) = self.held(client)?;
         if self.state[&task].told_to_release {
@@ -531,13 +531,12 @@ impl Arbiter {
             self.policy.checkpoint(&view!(self, now), task, u)
         };
         self.decisions += 1;
-        let mut effects = Vec::new();
-        let verdict = match decision {
+        Ok(match decision {
             CheckpointDecision::Continue => {
                 if let Some(ns) = self.policy.time_slice(&view!(self, now), u, task) {
                     self.deadlines.push((now + ns, u, task));
                 }
-                return Ok((Verdict::Keep, effects));
+                Verdict::Keep
             }
             CheckpointDecision::Yield => {
                 let q = if self.units[u as usize].removing {
@@ -545,18 +544,18 @@ impl Arbiter {
                 } else {
                     QueueId::Unit(u)
                 };
-                self.release_to(task, u, q, &mut effects);
+                self.release_to(task, u, q);
                 Verdict::Yield
             }
             CheckpointDecision::Migrate(v)
                 if (v as usize) < self.queues.len() && self.can_run(task, v) =>
             {
-                self.release_to(task, u, QueueId::Unit(v), &mut effects);
+                self.state.get_mut(&task).unwrap().migrating = true;
+                self.release_to(task, u, QueueId::Unit(v));
                 Verdict::Migrate { to: v }
             }
-            CheckpointDecision::Migrate(_) => return Ok((Verdict::Keep, effects)),
-        };
-        Ok((verdict, effects))
+            CheckpointDecision::Migrate(_) => Verdict::Keep,
+        })
     }
 
     fn can_run(&self, task: TaskId, u: UnitId) -> bool {
@@ -576,12 +575,15 @@ impl Arbiter {
     }
 
     /// The holder of `u` must give it up; its task waits in `q` meanwhile.
-    fn release_to(&mut self, task: TaskId, u: UnitId, q: QueueId, effects: &mut Vec<Effect>) {
+    /// The holder of `u` must give it up; once it has freed the unit (its checkpoint
+    /// written back) the task waits in `q`. Until then it is in no queue, so no other
+    /// unit can be granted to it while it still holds this one.
+    fn release_to(&mut self, task: TaskId, u: UnitId, q: QueueId) {
         self.units[u as usize].releasing = true;
         self.state.get_mut(&task).unwrap().told_to_release = true;
         self.running[u as usize] = None;
         self.account_run(task);
-        self.place(task, q, effects);
+        self.tasks.get_mut(&task).unwrap().placement = Placement::Queued(q);
     }
 
     fn account_run(&mut self, task: TaskId) {
@@ -644,6 +646,7 @@ impl Arbiter {
                         );
                     }
                     self.log(task, EventKind::Enqueue { queue: q });
+                    self.place(task, q, &mut effects);
                 }
             }
         } else {
@@ -914,6 +917,54 @@ mod tests {
         Arbiter::new(m, devices, hetsched_policies::build(policy, 0).unwrap())
     }
 
+    fn arbiter_with_opencl(policy: &str) -> Arbiter {
+        let text = "name = \"t\"\n[[package]]\ncores = 1\n[[accelerator]]\ntype = \"opencl\"\nname = \"cl\"\n";
+        let mut m = hetsched_topology::machine_file::parse(text, "test").unwrap();
+        m.derive_units(UnitGranularity::Pu);
+        let devices = crate::devices::described(&m);
+        Arbiter::new(m, devices, hetsched_policies::build(policy, 0).unwrap())
+    }
+
+    fn meta_with(cpu: f64, opencl: f64) -> MetaInfo {
+        MetaInfo {
+            kind: "t".into(),
+            affinity: WireAffinity {
+                cpu,
+                opencl,
+                ..Default::default()
+            },
+            memory_to_copy: 0,
+            weight: 1024,
+        }
+    }
+
+    #[test]
+    fn a_migrating_task_is_granted_its_new_unit_only_after_freeing_the_old_one() {
+        let mut a = arbiter_with_opencl("affinity:acc_limit=0");
+        a.start_recording();
+        assert!(granted(&a.alloc(1, &meta_with(0.0, 1.0)).unwrap(), 1)); // OpenCL only
+        assert!(granted(&a.alloc(2, &meta_with(1.0, 2.0)).unwrap(), 2)); // starts on the CPU
+                                                                         // The OpenCL unit frees: the balancer offers it to task 2, whose flag is raised.
+        let effects = a.free(1, true).unwrap();
+        assert!(effects.contains(&Effect::Ask(2)), "{effects:?}");
+        assert_eq!(a.rerequest(2).unwrap(), Verdict::Migrate { to: 1 });
+        // Still holding the CPU: nothing may be granted to it yet, by any event.
+        assert!(!granted(&a.alloc(3, &meta_with(1.0, 0.0)).unwrap(), 2));
+        let effects = a.free(2, false).unwrap();
+        assert!(!granted(&effects, 2), "granted before asking: {effects:?}");
+        let answer = a.alloc(2, &meta_with(1.0, 2.0)).unwrap();
+        assert!(
+            matches!(answer.as_slice(), [Effect::Reply(2, Reply::Granted { unit, .. })] if unit.id == 1),
+            "{answer:?}"
+        );
+        let record = a.record().unwrap();
+        record.check().unwrap();
+        assert!(record
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Migrate { to: 1, .. })));
+    }
+
     fn meta() -> MetaInfo {
         MetaInfo {
             kind: "t".into(),
@@ -941,7 +992,7 @@ mod tests {
         let effects = a.free(1, false).unwrap();
         assert!(!granted(&effects, 1), "{effects:?}");
         assert!(granted(&a.alloc(1, &meta()).unwrap(), 1));
-        assert_eq!(a.rerequest(1).unwrap().0, Verdict::Keep);
+        assert_eq!(a.rerequest(1).unwrap(), Verdict::Keep);
         a.free(1, true).unwrap();
         assert!(a.record().is_none());
     }

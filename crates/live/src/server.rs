@@ -371,7 +371,7 @@ impl Daemon {
                 Err((code, message)) => self.send(client, &Reply::Error { code, message }),
             },
             Request::Rerequest => match self.arbiter.rerequest(client) {
-                Ok((verdict, effects)) => {
+                Ok(verdict) => {
                     if verdict == crate::protocol::Verdict::Keep {
                         // Until something else changes, checkpoints stay local.
                         if let Some(f) = &self.conns[&client].flags {
@@ -379,7 +379,6 @@ impl Daemon {
                         }
                     }
                     self.send(client, &Reply::Rerequest { verdict });
-                    self.apply(effects);
                 }
                 Err((code, m)) => self.fail(client, code, m),
             },
