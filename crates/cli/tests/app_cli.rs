@@ -1,13 +1,9 @@
 //! `hetsched app md5|prime` as a user runs them: the real binary on real OpenCL.
 
-use std::process::{Command, Output};
+mod common;
+use common::hetsched;
 
-fn hetsched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hetsched"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use std::process::Output;
 
 fn stdout(out: &Output) -> String {
     let s = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -1,13 +1,7 @@
 //! `hetsched experiment beisel-*` as a user runs it: the real binary, outputs on disk.
 
-use std::process::{Command, Output};
-
-fn hetsched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hetsched"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::hetsched;
 
 #[test]
 fn fig3_prints_the_paper_claim_beside_ours_and_writes_its_outputs() {

@@ -1,13 +1,9 @@
 //! `hetsched signature ...` end to end.
 
-use std::process::Command;
+mod common;
+use common::hetsched;
 
-fn hetsched(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_hetsched"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
+use std::process::Command;
 
 #[test]
 fn elasticity_reproduces_the_papers_vpr_example() {

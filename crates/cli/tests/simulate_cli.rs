@@ -1,14 +1,9 @@
 //! `hetsched simulate` as a user runs it: the real binary, real scenario files.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+use common::{assert_input_error, hetsched};
 
-fn hetsched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hetsched"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use std::path::{Path, PathBuf};
 
 fn scenario(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -24,21 +19,6 @@ fn file(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p.to_str().unwrap().to_string()
-}
-
-/// Exit 2, one line on stderr naming the file and each needle, no panic.
-fn assert_input_error(out: &Output, needles: &[&str]) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
-    assert_eq!(
-        stderr.trim_end().lines().count(),
-        1,
-        "one line expected: {stderr}"
-    );
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    for n in needles {
-        assert!(stderr.contains(n), "{n:?} not in {stderr:?}");
-    }
 }
 
 #[test]

@@ -1,14 +1,9 @@
 //! `hetsched topology` / `machines` as a user runs them: the real binary, real files.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
+use common::{assert_input_error, hetsched};
 
-fn hetsched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hetsched"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use std::path::PathBuf;
 
 fn shared(rel: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -17,22 +12,6 @@ fn shared(rel: &str) -> String {
         .to_str()
         .unwrap()
         .to_string()
-}
-
-/// Asserts a usage-type failure: exit 2, one line on stderr mentioning each of `needles`.
-fn assert_input_error(out: &Output, needles: &[&str]) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
-    assert_eq!(
-        stderr.trim_end().lines().count(),
-        1,
-        "one line expected: {stderr}"
-    );
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    for n in needles {
-        assert!(stderr.contains(n), "{n:?} not in {stderr:?}");
-    }
-    assert!(out.stdout.is_empty());
 }
 
 #[test]

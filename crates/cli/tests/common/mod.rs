@@ -1,0 +1,29 @@
+//! Helpers shared by the CLI's integration tests.
+
+use std::process::{Command, Output};
+
+/// Runs the real `hetsched` binary with `args` and waits for it.
+pub fn hetsched(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hetsched"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Asserts a bad-input failure: exit 2, one line on stderr naming each of `needles`,
+/// nothing on stdout, no panic.
+#[allow(dead_code)] // not every test file checks errors
+pub fn assert_input_error(out: &Output, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "one line expected: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    for n in needles {
+        assert!(stderr.contains(n), "{n:?} not in {stderr:?}");
+    }
+    assert!(out.stdout.is_empty());
+}
