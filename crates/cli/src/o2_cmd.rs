@@ -231,13 +231,8 @@ pub fn coretime_live(a: CoretimeLiveArgs) -> Result<()> {
         );
     }
     write_file(&a.out.join("coretime-live.csv"), &csv)?;
-    let series = |name, f: fn(&LivePoint) -> f64| Series {
-        name,
-        points: points
-            .iter()
-            .map(|p| (p.total_bytes as f64, f(p)))
-            .collect(),
-    };
+    let series =
+        |name, f: fn(&LivePoint) -> f64| Series::of(name, &points, |p| p.total_bytes as f64, f);
     log2_x_lines(
         &a.out.join("coretime-live.png"),
         "Directory lookups on this machine: thread-based vs O²",
@@ -390,13 +385,8 @@ pub fn coretime_sim(a: CoretimeSimArgs) -> Result<()> {
         );
     }
     write_file(&a.out.join("coretime-sim.csv"), &csv)?;
-    let series = |name, f: fn(&SimPoint) -> f64| Series {
-        name,
-        points: points
-            .iter()
-            .map(|p| (p.total_bytes as f64, f(p)))
-            .collect(),
-    };
+    let series =
+        |name, f: fn(&SimPoint) -> f64| Series::of(name, &points, |p| p.total_bytes as f64, f);
     log2_x_lines(
         &a.out.join("coretime-sim.png"),
         "Simulated 16-core Opteron: directory lookups, thread-based vs O²",

@@ -11,6 +11,21 @@ pub struct Series<'a> {
     pub points: Vec<(f64, f64)>,
 }
 
+impl<'a> Series<'a> {
+    /// The curve `y(p)` against each point's `x(p)`.
+    pub fn of<P>(
+        name: &'a str,
+        points: &[P],
+        x: impl Fn(&P) -> f64,
+        y: impl Fn(&P) -> f64,
+    ) -> Self {
+        Series {
+            name,
+            points: points.iter().map(|p| (x(p), y(p))).collect(),
+        }
+    }
+}
+
 const COLORS: [RGBColor; 4] = [BLUE, RED, RGBColor(0, 140, 0), RGBColor(160, 0, 160)];
 
 /// Draws `series` against a log2 x axis (data sizes) into `path`.
