@@ -63,26 +63,18 @@ pub fn run(args: DaemonBench) -> Result<()> {
         weight: 1024,
     };
 
-    // Latency: one client, alloc + free.
-    let mut c = Client::connect(&socket, "bench")?;
-    for _ in 0..1000 {
-        c.alloc(&meta)?;
-        c.free(true)?;
-    }
-    let mut us = Vec::with_capacity(args.round_trips);
-    for _ in 0..args.round_trips {
-        let t = Instant::now();
-        c.alloc(&meta)?;
-        c.free(true)?;
-        us.push(t.elapsed().as_secs_f64() * 1e6);
-    }
-    us.sort_by(f64::total_cmp);
+    // Latency: one client, alloc + free, with every message JSON and with the compact
+    // hot-path encoding (the client library's default), side by side.
+    let json_us = round_trips(&socket, &meta, args.round_trips, false)?;
+    let us = round_trips(&socket, &meta, args.round_trips, true)?;
 
     // The floor: a bare request/reply of the same size class over a socket pair
     // between two threads, measured here, now.
-    let floor = socket_floor(args.round_trips)?;
+    let floor = socket_floor(args.round_trips, false)?;
+    let polled_floor = socket_floor(args.round_trips, true)?;
 
     // In-slice re-request: the flag-page fast path.
+    let mut c = Client::connect(&socket, "bench")?;
     c.alloc(&meta)?;
     let n = 10_000_000u32;
     let t = Instant::now();
@@ -135,9 +127,19 @@ pub fn run(args: DaemonBench) -> Result<()> {
         us.len()
     );
     println!(
+        "  the same with every message JSON: p50 {:.1} us, p99 {:.1} us",
+        percentile(&json_us, 0.5),
+        percentile(&json_us, 0.99)
+    );
+    println!(
         "  floor on this machine: bare socket request+reply between two threads p50 {:.1} us, p99 {:.1} us (alloc+free is two of them)",
         percentile(&floor, 0.5),
         percentile(&floor, 0.99)
+    );
+    println!(
+        "  floor with both sides polling (as the client and daemon do): p50 {:.1} us, p99 {:.1} us",
+        percentile(&polled_floor, 0.5),
+        percentile(&polled_floor, 0.99)
     );
     println!("in-slice re-request: {rereq_ns:.2} ns (goal <= 100 ns)");
     println!(
@@ -150,14 +152,54 @@ pub fn run(args: DaemonBench) -> Result<()> {
     Ok(())
 }
 
+/// Microseconds of `n` alloc+free round trips by one client (after 1000 warm-up ones),
+/// sorted.
+fn round_trips(
+    socket: &std::path::Path,
+    meta: &MetaInfo,
+    n: usize,
+    compact: bool,
+) -> Result<Vec<f64>> {
+    let mut c = Client::connect_with(socket, "bench", compact)?;
+    for _ in 0..1000 {
+        c.alloc(meta)?;
+        c.free(true)?;
+    }
+    let mut us = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        c.alloc(meta)?;
+        c.free(true)?;
+        us.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    us.sort_by(f64::total_cmp);
+    Ok(us)
+}
+
 /// Microseconds of bare 64-byte request/reply exchanges over a Unix socket pair between
 /// two threads, sorted: what any socket protocol costs here before doing any work.
-fn socket_floor(n: usize) -> Result<Vec<f64>> {
+/// `polled`: both sides poll the socket (non-blocking) instead of sleeping in `read`.
+fn socket_floor(n: usize, polled: bool) -> Result<Vec<f64>> {
     use std::io::{Read, Write};
     let (mut a, mut b) = std::os::unix::net::UnixStream::pair().map_err(Error::runtime)?;
+    a.set_nonblocking(polled).map_err(Error::runtime)?;
+    b.set_nonblocking(polled).map_err(Error::runtime)?;
+    // read_exact that polls through WouldBlock (a blocking socket never returns it).
+    fn receive(s: &mut std::os::unix::net::UnixStream, buf: &mut [u8]) -> std::io::Result<()> {
+        let mut got = 0;
+        while got < buf.len() {
+            match s.read(&mut buf[got..]) {
+                Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
     let echo = std::thread::spawn(move || {
         let mut buf = [0u8; 64];
-        while b.read_exact(&mut buf).is_ok() {
+        while receive(&mut b, &mut buf).is_ok() {
             if b.write_all(&buf).is_err() {
                 break;
             }
@@ -168,7 +210,7 @@ fn socket_floor(n: usize) -> Result<Vec<f64>> {
     for i in 0..n + 1000 {
         let t = Instant::now();
         a.write_all(&buf).map_err(Error::runtime)?;
-        a.read_exact(&mut buf).map_err(Error::runtime)?;
+        receive(&mut a, &mut buf).map_err(Error::runtime)?;
         if i >= 1000 {
             us.push(t.elapsed().as_secs_f64() * 1e6);
         }

@@ -28,6 +28,10 @@ pub struct DaemonArgs {
     /// format) and print its metrics table.
     #[arg(long)]
     trace: Option<PathBuf>,
+    /// Microseconds to keep polling after the last request before sleeping (0: always
+    /// sleep; a request then costs a wake-up).
+    #[arg(long, default_value_t = server::DEFAULT_BUSY_POLL.as_micros() as u64)]
+    busy_poll_us: u64,
 }
 
 pub fn daemon(args: DaemonArgs) -> Result<()> {
@@ -48,6 +52,7 @@ pub fn daemon(args: DaemonArgs) -> Result<()> {
     }
     let mut daemon = server::Daemon::bind(&path, arbiter)?;
     daemon.stop_on_signals()?;
+    daemon.set_busy_poll(std::time::Duration::from_micros(args.busy_poll_us));
     eprintln!(
         "hetsched daemon: {} units, policy {}, listening on {}",
         units,

@@ -132,7 +132,8 @@ fn alloc_in_thread(
 #[test]
 fn waiting_clients_queue_and_get_the_unit_when_it_is_freed() {
     let d = Daemon::start(1, 0, "fcfs");
-    let mut a = d.client();
+    // The holder speaks JSON only, the waiter the compact encoding: both at once.
+    let mut a = Client::connect_with(&d.socket, "json", false).unwrap();
     assert_eq!(a.alloc(&meta(1.0, 0.0)).unwrap().id, 0);
     let (granted, h) = alloc_in_thread(&d.socket, meta(1.0, 0.0));
     assert!(
@@ -200,6 +201,15 @@ fn garbage_and_out_of_order_requests_close_only_that_connection() {
         &frame(r#"{"op":"hello","version":99,"name":"raw"}"#)
     )
     .contains("version"));
+    // Compact frames: refused unless hello asked for them; a truncated one names the
+    // field that ended early.
+    let compact_free = [2u8, 0, 0, 0x80, b'F', 1];
+    let mut json_hello = frame(r#"{"op":"hello","version":1,"name":"raw"}"#);
+    json_hello.extend(compact_free);
+    assert!(raw(&d.socket, &json_hello).contains("did not ask for the compact encoding"));
+    let mut compact_hello = frame(r#"{"op":"hello","version":1,"name":"raw","compact":true}"#);
+    compact_hello.extend([1u8, 0, 0, 0x80, b'F']);
+    assert!(raw(&d.socket, &compact_hello).contains("ends inside free finished"));
 
     // The holder still holds its unit and the daemon still serves.
     assert_eq!(holder.rerequest().unwrap(), Verdict::Keep);

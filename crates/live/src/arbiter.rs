@@ -31,6 +31,9 @@ use std::time::Instant;
 
 pub type ClientId = u64;
 
+/// How many ended tasks `stats` reports.
+pub const HISTORY: usize = 4096;
+
 /// The policy's view of the engine, borrowing only the state fields (so that the
 /// policy itself can be borrowed mutably beside it).
 macro_rules! view {
@@ -109,7 +112,9 @@ pub struct Arbiter {
     freed: Vec<UnitId>,
     /// Flag deadlines: (time ns, unit, task) when a running task's slice ends.
     deadlines: Vec<(u64, UnitId, TaskId)>,
-    history: Vec<TaskStats>,
+    /// Ended tasks, newest last, at most [`HISTORY`] of them (a daemon runs for
+    /// months: its memory must not grow with every task it ever served).
+    history: VecDeque<TaskStats>,
     /// The run record (the simulator's format), when the daemon traces.
     record: Option<Record>,
 }
@@ -140,7 +145,7 @@ impl Arbiter {
             decisions: 0,
             freed: Vec::new(),
             deadlines: Vec::new(),
-            history: Vec::new(),
+            history: VecDeque::new(),
             record: None,
         }
     }
@@ -384,15 +389,22 @@ impl Arbiter {
     /// Edge-triggered: a `keep` answer resets the flag, so idle units do not keep every
     /// checkpoint off the fast path.
     fn offer_idle(&self, effects: &mut Vec<Effect>) {
+        // The kinds of the idle units first, then one pass over the running tasks:
+        // O(units + running), not their product.
+        let mut idle_kinds = PerUnitType::<bool>::default();
         for u in &self.machine.units {
             let s = &self.units[u.id as usize];
-            if !s.online || s.releasing || self.running[u.id as usize].is_some() {
-                continue;
+            if s.online && !s.releasing && self.running[u.id as usize].is_none() {
+                idle_kinds.set(u.kind, true);
             }
-            for r in self.running.iter().flatten() {
-                if self.tasks[&r.task].task.affinity.runs_on(u.kind) {
-                    self.ask(r.task, effects);
-                }
+        }
+        for r in self.running.iter().flatten() {
+            let affinity = &self.tasks[&r.task].task.affinity;
+            if UnitType::ALL
+                .iter()
+                .any(|&k| idle_kinds.get(k) && affinity.runs_on(k))
+            {
+                self.ask(r.task, effects);
             }
         }
     }
@@ -411,16 +423,13 @@ impl Arbiter {
         let mut effects = Vec::new();
         loop {
             let mut progressed = false;
+            let mut waiting = self.anything_queued();
             for u in 0..self.machine.units.len() as UnitId {
                 let s = &self.units[u as usize];
                 if !s.online || s.releasing || self.running[u as usize].is_some() {
                     continue;
                 }
-                let just_freed = self.freed.contains(&u);
-                if !just_freed
-                    && self.queues.iter().all(VecDeque::is_empty)
-                    && self.central.is_empty()
-                {
+                if !waiting && !self.freed.contains(&u) {
                     continue;
                 }
                 self.freed.retain(|&f| f != u);
@@ -453,12 +462,17 @@ impl Arbiter {
                 }
                 self.grant(task, u, now, &mut effects);
                 progressed = true;
+                waiting = self.anything_queued();
             }
             if !progressed {
                 self.freed.clear();
                 return effects;
             }
         }
+    }
+
+    fn anything_queued(&self) -> bool {
+        !self.central.is_empty() || self.queues.iter().any(|q| !q.is_empty())
     }
 
     /// Takes a queued task out of whatever queue holds it.
@@ -710,7 +724,10 @@ impl Arbiter {
     fn forget(&mut self, task: TaskId) {
         if let (Some(e), Some(st)) = (self.tasks.remove(&task), self.state.remove(&task)) {
             self.client_task.remove(&st.client);
-            self.history.push(TaskStats {
+            if self.history.len() == HISTORY {
+                self.history.pop_front();
+            }
+            self.history.push_back(TaskStats {
                 task,
                 kind: e.task.kind,
                 client: st.client,
@@ -876,7 +893,7 @@ impl Arbiter {
     }
 
     pub fn stats(&self) -> Reply {
-        let mut tasks = self.history.clone();
+        let mut tasks: Vec<TaskStats> = self.history.iter().cloned().collect();
         for (id, e) in &self.tasks {
             let st = &self.state[id];
             let (state, unit) = match e.placement {

@@ -3,6 +3,7 @@
 //! `rerequest` first reads the connection's flag page; while the daemon has not raised
 //! it, the answer is "keep" with no system call (see `shm`).
 
+use crate::compact;
 use crate::protocol::{
     self, ErrorCode, Frame, MetaInfo, NewUnit, Reply, Request, UnitChanges, UnitInfo, Verdict,
     VERSION,
@@ -13,14 +14,63 @@ use std::io::{IoSliceMut, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 pub struct Client {
     stream: UnixStream,
     flags: FlagPage,
     input: Vec<u8>,
     output: Vec<u8>,
+    scratch: Box<[u8]>,
     id: u64,
     granted: Option<UnitInfo>,
+    spin: SpinWindow,
+    /// The daemon agreed to the compact encoding of hot-path messages.
+    compact: bool,
+}
+
+/// How long to poll the socket for a reply before sleeping in `read`, adapted like an
+/// adaptive mutex: a reply that arrived while polling doubles the window (up to
+/// [`SpinWindow::MAX`]), one that needed a sleep halves it. Quick answers (`free`, an
+/// idle unit) then cost no wake-up on either side; a client whose `alloc`s wait in a
+/// queue soon stops polling and leaves the CPU to others, probing now and then.
+struct SpinWindow {
+    window: Duration,
+    sleeps: u32,
+}
+
+impl SpinWindow {
+    const MAX: Duration = Duration::from_micros(40);
+    const PROBE: Duration = Duration::from_micros(2);
+    /// While the window is closed, every this many requests poll for `PROBE`.
+    const PROBE_EVERY: u32 = 16;
+
+    fn new() -> SpinWindow {
+        SpinWindow {
+            window: Self::MAX,
+            sleeps: 0,
+        }
+    }
+
+    fn budget(&mut self) -> Duration {
+        if self.window.is_zero() {
+            self.sleeps += 1;
+            if self.sleeps.is_multiple_of(Self::PROBE_EVERY) {
+                return Self::PROBE;
+            }
+        }
+        self.window
+    }
+
+    fn record(&mut self, answered_while_polling: bool) {
+        self.window = if answered_while_polling {
+            (self.window * 2).clamp(Self::PROBE, Self::MAX)
+        } else if self.window / 2 < Self::PROBE {
+            Duration::ZERO
+        } else {
+            self.window / 2
+        };
+    }
 }
 
 /// A daemon's error reply, as an error of this library.
@@ -34,9 +84,15 @@ fn daemon_error(code: ErrorCode, message: String) -> Error {
 }
 
 impl Client {
-    /// Connects and says hello; fails with a message saying how to start a daemon when
-    /// none listens at `path`.
+    /// Connects and says hello, asking for the compact encoding of the hot-path
+    /// messages; fails with a message saying how to start a daemon when none listens at
+    /// `path`.
     pub fn connect(path: &Path, name: &str) -> Result<Client> {
+        Self::connect_with(path, name, true)
+    }
+
+    /// As [`Client::connect`]; `compact: false` keeps every message JSON.
+    pub fn connect_with(path: &Path, name: &str, compact: bool) -> Result<Client> {
         let stream = UnixStream::connect(path).map_err(|e| {
             Error::Runtime(format!(
                 "no hetsched daemon at {} ({e}); start one with `hetsched daemon --socket {}`",
@@ -49,6 +105,7 @@ impl Client {
             &Request::Hello {
                 version: VERSION,
                 name: name.to_string(),
+                compact,
             },
             &mut out,
         );
@@ -61,11 +118,21 @@ impl Client {
             flags: FlagPage::from_fd(fd).map_err(Error::runtime)?,
             input,
             output: Vec::new(),
+            scratch: vec![0; 4096].into_boxed_slice(),
             id: 0,
             granted: None,
+            spin: SpinWindow::new(),
+            compact: false,
         };
         match client.reply()? {
-            Reply::Welcome { client: id, .. } => client.id = id,
+            Reply::Welcome {
+                client: id,
+                compact: agreed,
+                ..
+            } => {
+                client.id = id;
+                client.compact = agreed;
+            }
             other => {
                 return Err(Error::runtime(format!(
                     "daemon: expected welcome, got {other:?}"
@@ -112,7 +179,9 @@ impl Client {
 
     fn request(&mut self, r: &Request) -> Result<Reply> {
         self.output.clear();
-        protocol::encode(r, &mut self.output);
+        if !(self.compact && compact::encode_request(r, &mut self.output)) {
+            protocol::encode(r, &mut self.output);
+        }
         self.stream
             .write_all(&self.output)
             .map_err(|e| Error::runtime(format!("daemon connection: {e}")))?;
@@ -128,21 +197,59 @@ impl Client {
                     self.input.drain(..used);
                     return reply;
                 }
+                Frame::Compact(body, used) => {
+                    let reply = compact::decode_reply(body)
+                        .map_err(|e| Error::runtime(format!("daemon sent a bad frame: {e}")));
+                    self.input.drain(..used);
+                    return reply;
+                }
                 Frame::TooLarge(n) => {
                     return Err(Error::runtime(format!("daemon sent a frame of {n} bytes")))
                 }
                 Frame::Incomplete => {
-                    let mut buf = [0u8; 4096];
-                    let n = self
-                        .stream
-                        .read(&mut buf)
-                        .map_err(|e| Error::runtime(format!("daemon connection: {e}")))?;
+                    let n = match self.poll_for_reply()? {
+                        Some(n) => n,
+                        None => self
+                            .stream
+                            .read(&mut self.scratch)
+                            .map_err(|e| Error::runtime(format!("daemon connection: {e}")))?,
+                    };
                     if n == 0 {
                         return Err(Error::runtime("daemon closed the connection"));
                     }
-                    self.input.extend_from_slice(&buf[..n]);
+                    self.input.extend_from_slice(&self.scratch[..n]);
                 }
             }
+        }
+    }
+
+    /// Polls the socket without blocking for up to the spin window: `Some(bytes read)`,
+    /// or `None` when the caller should sleep in `read`.
+    fn poll_for_reply(&mut self) -> Result<Option<usize>> {
+        use nix::sys::socket::{recv, MsgFlags};
+        let budget = self.spin.budget();
+        if budget.is_zero() {
+            return Ok(None);
+        }
+        let start = Instant::now();
+        loop {
+            match recv(
+                self.stream.as_raw_fd(),
+                &mut self.scratch,
+                MsgFlags::MSG_DONTWAIT,
+            ) {
+                Ok(n) => {
+                    self.spin.record(true);
+                    return Ok(Some(n));
+                }
+                Err(nix::errno::Errno::EAGAIN) | Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(Error::runtime(format!("daemon connection: {e}"))),
+            }
+            if start.elapsed() >= budget {
+                self.spin.record(false);
+                return Ok(None);
+            }
+            std::hint::spin_loop();
         }
     }
 

@@ -4,6 +4,7 @@
 
 pub mod arbiter;
 pub mod client;
+pub mod compact;
 pub mod devices;
 pub mod protocol;
 pub mod server;

@@ -12,6 +12,7 @@
 //! without a grant) is answered with `error` and the connection is closed; the daemon
 //! serves everyone else as before.
 
+use crate::compact::COMPACT_BIT;
 use hetsched_core::machine::UnitType;
 use serde::{Deserialize, Serialize};
 
@@ -114,6 +115,9 @@ pub enum Request {
     Hello {
         version: u32,
         name: String,
+        /// Ask for the compact encoding of the hot-path messages (see `compact`).
+        #[serde(default)]
+        compact: bool,
     },
     /// Ask for a unit for this connection's task (a new task, or the same task again
     /// after it gave its unit up). Answered with `granted` once a unit is free for it.
@@ -187,6 +191,9 @@ pub enum Reply {
     Welcome {
         version: u32,
         client: u64,
+        /// The compact encoding is on for this connection.
+        #[serde(default)]
+        compact: bool,
     },
     Granted {
         unit: UnitInfo,
@@ -225,8 +232,10 @@ pub fn encode<T: Serialize>(msg: &T, out: &mut Vec<u8>) {
 pub enum Frame<'a> {
     /// Not all of it has arrived yet.
     Incomplete,
-    /// A frame body and the total bytes it used.
+    /// A JSON frame body and the total bytes it used.
     Body(&'a [u8], usize),
+    /// A compact frame body (see `compact`) and the total bytes it used.
+    Compact(&'a [u8], usize),
     /// The length prefix exceeds [`MAX_FRAME`].
     TooLarge(usize),
 }
@@ -235,14 +244,20 @@ pub fn next_frame(buf: &[u8]) -> Frame<'_> {
     if buf.len() < 4 {
         return Frame::Incomplete;
     }
-    let len = u32::from_le_bytes(buf[..4].try_into().unwrap()) as usize;
+    let prefix = u32::from_le_bytes(buf[..4].try_into().unwrap());
+    let len = (prefix & !COMPACT_BIT) as usize;
     if len > MAX_FRAME {
         return Frame::TooLarge(len);
     }
     if buf.len() < 4 + len {
         return Frame::Incomplete;
     }
-    Frame::Body(&buf[4..4 + len], 4 + len)
+    let body = &buf[4..4 + len];
+    if prefix & COMPACT_BIT != 0 {
+        Frame::Compact(body, 4 + len)
+    } else {
+        Frame::Body(body, 4 + len)
+    }
 }
 
 #[cfg(test)]
@@ -271,7 +286,7 @@ mod tests {
         );
         assert_eq!(
             next_frame(&u32::MAX.to_le_bytes()),
-            Frame::TooLarge(u32::MAX as usize)
+            Frame::TooLarge(!COMPACT_BIT as usize)
         );
     }
 

@@ -1,0 +1,326 @@
+//! The compact encoding of the hot-path messages (protocol version 1, optional).
+//!
+//! JSON costs a few microseconds per message here — as much as the socket exchange
+//! itself — so a client may ask in `hello` (`"compact": true`) to send `alloc`,
+//! `rerequest` and `free` in fixed little-endian layouts and to receive `granted`,
+//! `rerequest` and `freed` the same way. Everything else (hello, errors, control, stats)
+//! stays JSON. A compact frame is marked by the top bit of its length prefix, which a
+//! JSON frame never sets (frames are at most [`MAX_FRAME`](crate::protocol::MAX_FRAME)
+//! bytes). Layouts (first byte = message tag), documented in `docs/live.md`:
+//!
+//! | message | bytes after the tag |
+//! |---|---|
+//! | `A` alloc | weight u32, memory_to_copy u64, affinity cpu, gpu, opencl, coprocessor f64, kind (UTF-8, rest) |
+//! | `R` rerequest | — |
+//! | `F` free | finished u8 (0 / 1) |
+//! | `G` granted | task u64, unit u32, type u8, capacity u32, device i64 (−1: none), online u8, running i64 (−1: none), queued u32, cpu count u32, cpus u32…, name (UTF-8, rest) |
+//! | `V` rerequest verdict | 0 keep / 1 yield / 2 migrate, then the target unit u32 for migrate |
+//! | `D` freed | — |
+
+use crate::protocol::{MetaInfo, Reply, Request, UnitInfo, Verdict, WireAffinity};
+use hetsched_core::machine::UnitType;
+
+/// The length-prefix bit that marks a compact frame.
+pub const COMPACT_BIT: u32 = 1 << 31;
+
+/// Appends a compact frame for `request`, or returns false if it has no compact form.
+pub fn encode_request(request: &Request, out: &mut Vec<u8>) -> bool {
+    let start = frame_start(out);
+    match request {
+        Request::Alloc { meta } => {
+            out.push(b'A');
+            out.extend_from_slice(&meta.weight.to_le_bytes());
+            out.extend_from_slice(&meta.memory_to_copy.to_le_bytes());
+            for kind in UnitType::ALL {
+                out.extend_from_slice(&meta.affinity.get(kind).to_le_bytes());
+            }
+            out.extend_from_slice(meta.kind.as_bytes());
+        }
+        Request::Rerequest => out.push(b'R'),
+        Request::Free { finished } => {
+            out.push(b'F');
+            out.push(*finished as u8);
+        }
+        _ => {
+            out.truncate(start);
+            return false;
+        }
+    }
+    frame_end(out, start);
+    true
+}
+
+/// Appends a compact frame for `reply`, or returns false if it has no compact form.
+pub fn encode_reply(reply: &Reply, out: &mut Vec<u8>) -> bool {
+    let start = frame_start(out);
+    match reply {
+        Reply::Granted { unit, task } => {
+            out.push(b'G');
+            out.extend_from_slice(&task.to_le_bytes());
+            out.extend_from_slice(&unit.id.to_le_bytes());
+            out.push(type_code(unit.kind));
+            out.extend_from_slice(&unit.capacity.to_le_bytes());
+            out.extend_from_slice(&unit.device.map_or(-1, i64::from).to_le_bytes());
+            out.push(unit.online as u8);
+            out.extend_from_slice(&unit.running.map_or(-1, |t| t as i64).to_le_bytes());
+            out.extend_from_slice(&(unit.queued as u32).to_le_bytes());
+            out.extend_from_slice(&(unit.cpus.len() as u32).to_le_bytes());
+            for cpu in &unit.cpus {
+                out.extend_from_slice(&cpu.to_le_bytes());
+            }
+            out.extend_from_slice(unit.name.as_bytes());
+        }
+        Reply::Rerequest { verdict } => {
+            out.push(b'V');
+            match verdict {
+                Verdict::Keep => out.push(0),
+                Verdict::Yield => out.push(1),
+                Verdict::Migrate { to } => {
+                    out.push(2);
+                    out.extend_from_slice(&to.to_le_bytes());
+                }
+            }
+        }
+        Reply::Freed => out.push(b'D'),
+        _ => {
+            out.truncate(start);
+            return false;
+        }
+    }
+    frame_end(out, start);
+    true
+}
+
+fn frame_start(out: &mut Vec<u8>) -> usize {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    start
+}
+
+fn frame_end(out: &mut [u8], start: usize) {
+    let len = (out.len() - start - 4) as u32 | COMPACT_BIT;
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+fn type_code(kind: UnitType) -> u8 {
+    UnitType::ALL.iter().position(|&k| k == kind).unwrap() as u8
+}
+
+/// Reads fixed-size fields off the front of a body; every read says what was expected.
+struct Fields<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Fields<'a> {
+    fn take<const N: usize>(&mut self, what: &str) -> Result<[u8; N], String> {
+        if self.rest.len() < N {
+            return Err(format!(
+                "compact frame ends inside {what} ({N} bytes expected)"
+            ));
+        }
+        let (head, rest) = self.rest.split_at(N);
+        self.rest = rest;
+        Ok(head.try_into().unwrap())
+    }
+    fn u8(&mut self, what: &str) -> Result<u8, String> {
+        Ok(self.take::<1>(what)?[0])
+    }
+    fn u32(&mut self, what: &str) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(what)?))
+    }
+    fn u64(&mut self, what: &str) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(what)?))
+    }
+    fn i64(&mut self, what: &str) -> Result<i64, String> {
+        Ok(i64::from_le_bytes(self.take(what)?))
+    }
+    fn f64(&mut self, what: &str) -> Result<f64, String> {
+        Ok(f64::from_le_bytes(self.take(what)?))
+    }
+    fn text(self, what: &str) -> Result<String, String> {
+        String::from_utf8(self.rest.to_vec()).map_err(|_| format!("{what} is not UTF-8"))
+    }
+    fn end(self, what: &str) -> Result<(), String> {
+        match self.rest.len() {
+            0 => Ok(()),
+            n => Err(format!("{n} stray bytes after {what}")),
+        }
+    }
+}
+
+/// Decodes a compact request body (the frame without its length prefix).
+pub fn decode_request(body: &[u8]) -> Result<Request, String> {
+    let Some((&tag, rest)) = body.split_first() else {
+        return Err("empty compact frame".into());
+    };
+    let mut f = Fields { rest };
+    match tag {
+        b'A' => {
+            let weight = f.u32("alloc weight")?;
+            let memory_to_copy = f.u64("alloc memory_to_copy")?;
+            let affinity = WireAffinity {
+                cpu: f.f64("alloc affinity")?,
+                gpu: f.f64("alloc affinity")?,
+                opencl: f.f64("alloc affinity")?,
+                coprocessor: f.f64("alloc affinity")?,
+            };
+            let kind = f.text("alloc kind")?;
+            Ok(Request::Alloc {
+                meta: MetaInfo {
+                    kind,
+                    affinity,
+                    memory_to_copy,
+                    weight,
+                },
+            })
+        }
+        b'R' => f.end("rerequest").map(|()| Request::Rerequest),
+        b'F' => {
+            let finished = match f.u8("free finished")? {
+                0 => false,
+                1 => true,
+                b => return Err(format!("free finished must be 0 or 1, not {b}")),
+            };
+            f.end("free").map(|()| Request::Free { finished })
+        }
+        t => Err(format!("unknown compact request tag 0x{t:02x}")),
+    }
+}
+
+/// Decodes a compact reply body.
+pub fn decode_reply(body: &[u8]) -> Result<Reply, String> {
+    let Some((&tag, rest)) = body.split_first() else {
+        return Err("empty compact frame".into());
+    };
+    let mut f = Fields { rest };
+    match tag {
+        b'G' => {
+            let task = f.u64("granted task")?;
+            let id = f.u32("granted unit")?;
+            let code = f.u8("granted unit type")?;
+            let kind = *UnitType::ALL
+                .get(code as usize)
+                .ok_or_else(|| format!("unknown unit type code {code}"))?;
+            let capacity = f.u32("granted capacity")?;
+            let device = u32::try_from(f.i64("granted device")?).ok();
+            let online = f.u8("granted online")? != 0;
+            let running = u64::try_from(f.i64("granted running")?).ok();
+            let queued = f.u32("granted queued")? as usize;
+            let n = f.u32("granted cpu count")? as usize;
+            if n > f.rest.len() / 4 {
+                return Err(format!("granted cpu count {n} exceeds the frame"));
+            }
+            let cpus = (0..n)
+                .map(|_| f.u32("granted cpus"))
+                .collect::<Result<_, _>>()?;
+            let name = f.text("granted unit name")?;
+            Ok(Reply::Granted {
+                unit: UnitInfo {
+                    id,
+                    kind,
+                    name,
+                    cpus,
+                    device,
+                    capacity,
+                    online,
+                    running,
+                    queued,
+                },
+                task,
+            })
+        }
+        b'V' => {
+            let verdict = match f.u8("verdict")? {
+                0 => Verdict::Keep,
+                1 => Verdict::Yield,
+                2 => Verdict::Migrate {
+                    to: f.u32("migration target")?,
+                },
+                v => return Err(format!("unknown verdict code {v}")),
+            };
+            f.end("verdict").map(|()| Reply::Rerequest { verdict })
+        }
+        b'D' => f.end("freed").map(|()| Reply::Freed),
+        t => Err(format!("unknown compact reply tag 0x{t:02x}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{next_frame, Frame};
+    use proptest::prelude::*;
+
+    fn body(out: &[u8]) -> &[u8] {
+        match next_frame(out) {
+            Frame::Compact(b, used) => {
+                assert_eq!(used, out.len());
+                b
+            }
+            other => panic!("not a compact frame: {other:?}"),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn requests_round_trip(kind in "\\PC{0,40}", weight: u32, bytes: u64,
+                               aff in proptest::array::uniform4(0.0f64..1e6), finished: bool) {
+            let meta = MetaInfo {
+                kind,
+                affinity: WireAffinity { cpu: aff[0], gpu: aff[1], opencl: aff[2], coprocessor: aff[3] },
+                memory_to_copy: bytes,
+                weight,
+            };
+            for r in [Request::Alloc { meta: meta.clone() }, Request::Rerequest, Request::Free { finished }] {
+                let mut out = Vec::new();
+                prop_assert!(encode_request(&r, &mut out));
+                prop_assert_eq!(decode_request(body(&out)), Ok(r));
+            }
+        }
+
+        #[test]
+        fn replies_round_trip(name in "\\PC{0,20}", task: u64, id: u32, code in 0usize..4,
+                              cpus in proptest::collection::vec(any::<u32>(), 0..8),
+                              device: Option<u32>, running in proptest::option::of(0u64..1 << 62),
+                              queued in 0usize..1 << 20, to: u32) {
+            let unit = UnitInfo {
+                id, kind: UnitType::ALL[code], name, cpus, device, capacity: 1024,
+                online: true, running, queued,
+            };
+            for r in [
+                Reply::Granted { unit: unit.clone(), task },
+                Reply::Rerequest { verdict: Verdict::Keep },
+                Reply::Rerequest { verdict: Verdict::Yield },
+                Reply::Rerequest { verdict: Verdict::Migrate { to } },
+                Reply::Freed,
+            ] {
+                let mut out = Vec::new();
+                prop_assert!(encode_reply(&r, &mut out));
+                prop_assert_eq!(decode_reply(body(&out)), Ok(r));
+            }
+        }
+
+        /// Garbage never panics the decoder: it is a request or an error message.
+        #[test]
+        fn garbage_is_an_error_not_a_panic(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
+            let _ = decode_request(&bytes);
+            let _ = decode_reply(&bytes);
+        }
+    }
+
+    #[test]
+    fn errors_name_what_was_expected() {
+        assert_eq!(
+            decode_request(b"F"),
+            Err("compact frame ends inside free finished (1 bytes expected)".into())
+        );
+        assert_eq!(
+            decode_request(b"F\x01\x00"),
+            Err("1 stray bytes after free".into())
+        );
+        assert!(decode_request(b"Z").unwrap_err().contains("0x5a"));
+        let mut out = Vec::new();
+        assert!(!encode_request(&Request::Stats, &mut out));
+        assert!(out.is_empty());
+    }
+}
