@@ -5,7 +5,7 @@ use hetsched_core::machine::UnitGranularity;
 use hetsched_core::{Error, Result};
 use hetsched_live::arbiter::Arbiter;
 use hetsched_live::client::Client;
-use hetsched_live::protocol::{MetaInfo, WireAffinity};
+use hetsched_live::protocol::{MetaInfo, UnitChanges, WireAffinity};
 use hetsched_live::{devices, server};
 use std::path::PathBuf;
 
@@ -85,6 +85,23 @@ pub enum ClientCommand {
     /// Take a unit offline (control API: the daemon's uid or root); a busy unit leaves
     /// when its holder frees it.
     RemoveUnit { id: u32 },
+    /// Change a unit (control API): its capacity, name, or an accelerator's host link.
+    AlterUnit(AlterArgs),
+}
+
+#[derive(Args)]
+pub struct AlterArgs {
+    id: u32,
+    #[arg(long)]
+    capacity: Option<u32>,
+    #[arg(long)]
+    name: Option<String>,
+    /// Host link bandwidth in bytes/s (accelerators).
+    #[arg(long)]
+    link_bandwidth: Option<f64>,
+    /// Host link latency in seconds (accelerators).
+    #[arg(long)]
+    link_latency: Option<f64>,
 }
 
 #[derive(Args)]
@@ -135,8 +152,16 @@ pub fn client(args: ClientArgs) -> Result<()> {
     match args.command {
         ClientCommand::Units => {
             for u in c.list_units()? {
+                let link = match (u.link_bandwidth_bytes_per_s, u.link_latency_s) {
+                    (None, None) => String::new(),
+                    (b, l) => format!(
+                        " link {} GB/s, {} us",
+                        b.map_or("?".into(), |b| format!("{:.2}", b / 1e9)),
+                        l.map_or("?".into(), |l| format!("{:.1}", l * 1e6))
+                    ),
+                };
                 println!(
-                    "{:>3} {:<8} {:<24} capacity {:>5} {} running {:?} queued {}",
+                    "{:>3} {:<8} {:<24} capacity {:>5} {} running {:?} queued {}{link}",
                     u.id,
                     u.kind.to_string(),
                     u.name,
@@ -152,6 +177,15 @@ pub fn client(args: ClientArgs) -> Result<()> {
             serde_json::to_string_pretty(&c.stats()?).map_err(Error::runtime)?
         ),
         ClientCommand::RemoveUnit { id } => c.remove_unit(id)?,
+        ClientCommand::AlterUnit(a) => c.alter_unit(
+            a.id,
+            UnitChanges {
+                capacity: a.capacity,
+                name: a.name,
+                link_bandwidth_bytes_per_s: a.link_bandwidth,
+                link_latency_s: a.link_latency,
+            },
+        )?,
         ClientCommand::Hold(h) => {
             let meta = MetaInfo {
                 kind: "hold".into(),

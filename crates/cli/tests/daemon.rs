@@ -3,7 +3,7 @@
 //! `hetsched client` processes.
 
 use hetsched_live::client::Client;
-use hetsched_live::protocol::{MetaInfo, Verdict, WireAffinity};
+use hetsched_live::protocol::{MetaInfo, UnitChanges, Verdict, WireAffinity};
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
@@ -217,6 +217,68 @@ fn garbage_and_out_of_order_requests_close_only_that_connection() {
     assert_eq!(other.list_units().unwrap().len(), 1);
     holder.free(true).unwrap();
     assert_eq!(other.alloc(&meta(1.0, 0.0)).unwrap().id, 0);
+}
+
+/// The control API's `alter_unit` changes what the policy sees: a slow host link makes
+/// `dmda` keep a task with 1 GB to copy off the accelerator.
+#[test]
+fn altering_an_accelerators_link_changes_where_dmda_places_work() {
+    let d = Daemon::start(1, 1, "dmda");
+    let mut admin = d.client();
+    let units = admin.list_units().unwrap();
+    let (cpu, cl) = (units[0].id, units[1].id);
+    assert_eq!(units[1].link_bandwidth_bytes_per_s, None);
+    let mut holder = d.client();
+    assert_eq!(holder.alloc(&meta(1.0, 0.0)).unwrap().id, cpu);
+    let big = MetaInfo {
+        memory_to_copy: 1 << 30,
+        ..meta(1.0, 1.0)
+    };
+
+    // No link figure: copying is free, and the idle OpenCL unit wins.
+    let mut c = d.client();
+    assert_eq!(c.alloc(&big).unwrap().id, cl);
+    c.free(true).unwrap();
+
+    // A 1 MB/s link: 1 GB takes minutes to copy, waiting for the CPU is better.
+    let slow = UnitChanges {
+        link_bandwidth_bytes_per_s: Some(1e6),
+        link_latency_s: Some(1e-5),
+        ..Default::default()
+    };
+    admin.alter_unit(cl, slow).unwrap();
+    let shown = &admin.list_units().unwrap()[1];
+    assert_eq!(
+        (shown.link_bandwidth_bytes_per_s, shown.link_latency_s),
+        (Some(1e6), Some(1e-5))
+    );
+    let (granted, h) = alloc_in_thread(&d.socket, big);
+    assert!(
+        granted.recv_timeout(Duration::from_millis(200)).is_err(),
+        "dmda must queue the task for the CPU"
+    );
+    holder.free(true).unwrap();
+    assert_eq!(granted.recv_timeout(Duration::from_secs(5)).unwrap(), cpu);
+    h.join().unwrap().free(true).unwrap();
+
+    // Bad alterations name the field; a CPU has no link.
+    let zero = UnitChanges {
+        link_bandwidth_bytes_per_s: Some(0.0),
+        ..Default::default()
+    };
+    let err = admin.alter_unit(cl, zero).unwrap_err().to_string();
+    assert!(err.contains("link_bandwidth_bytes_per_s must be"), "{err}");
+    assert!(admin
+        .alter_unit(
+            cpu,
+            UnitChanges {
+                link_latency_s: Some(1e-6),
+                ..Default::default()
+            }
+        )
+        .unwrap_err()
+        .to_string()
+        .contains("no host link"));
 }
 
 #[test]

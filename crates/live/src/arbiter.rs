@@ -19,7 +19,7 @@
 use crate::protocol::{
     ErrorCode, MetaInfo, NewUnit, Reply, TaskStats, UnitChanges, UnitInfo, Verdict,
 };
-use hetsched_core::machine::{Machine, Unit, UnitType};
+use hetsched_core::machine::{Accelerator, Machine, Unit, UnitType};
 use hetsched_core::policy::{
     CheckpointDecision, PickDecision, Policy, Running, SubmitDecision, UnitId, View,
 };
@@ -182,6 +182,9 @@ impl Arbiter {
 
     fn unit_info(&self, u: &Unit) -> UnitInfo {
         let s = &self.units[u.id as usize];
+        let link = u
+            .accelerator
+            .map(|a| &self.machine.accelerators[a as usize]);
         UnitInfo {
             id: u.id,
             kind: u.kind,
@@ -192,6 +195,8 @@ impl Arbiter {
             online: s.online && !s.removing,
             running: self.running[u.id as usize].map(|r| r.task),
             queued: self.queues[u.id as usize].len(),
+            link_bandwidth_bytes_per_s: link.and_then(|a| a.link_bandwidth_bytes_per_s),
+            link_latency_s: link.and_then(|a| a.link_latency_s),
         }
     }
 
@@ -889,6 +894,51 @@ impl Arbiter {
         if let Some(n) = &changes.name {
             unit.name = n.clone();
         }
+        let (bandwidth, latency) = (changes.link_bandwidth_bytes_per_s, changes.link_latency_s);
+        if bandwidth.is_none() && latency.is_none() {
+            return Ok(());
+        }
+        if unit.kind == UnitType::Cpu {
+            return Err((
+                ErrorCode::Invalid,
+                format!("unit {id} is a CPU: it has no host link to change"),
+            ));
+        }
+        if !bandwidth.is_none_or(|b| b.is_finite() && b > 0.0) {
+            return Err((
+                ErrorCode::Invalid,
+                "link_bandwidth_bytes_per_s must be a finite number > 0".into(),
+            ));
+        }
+        if !latency.is_none_or(|l| l.is_finite() && l >= 0.0) {
+            return Err((
+                ErrorCode::Invalid,
+                "link_latency_s must be a finite number >= 0".into(),
+            ));
+        }
+        // A unit added at run time has no accelerator record yet: give it one.
+        let acc = match unit.accelerator {
+            Some(a) => a as usize,
+            None => {
+                self.machine.accelerators.push(Accelerator {
+                    kind: unit.kind,
+                    name: unit.name.clone(),
+                    model: None,
+                    memory_bytes: None,
+                    link_bandwidth_bytes_per_s: None,
+                    link_latency_s: None,
+                    relative_speed: None,
+                    numa_node: None,
+                    pci_bus_id: None,
+                });
+                let a = self.machine.accelerators.len() - 1;
+                unit.accelerator = Some(a as u32);
+                a
+            }
+        };
+        let a = &mut self.machine.accelerators[acc];
+        a.link_bandwidth_bytes_per_s = bandwidth.or(a.link_bandwidth_bytes_per_s);
+        a.link_latency_s = latency.or(a.link_latency_s);
         Ok(())
     }
 

@@ -13,7 +13,7 @@
 //! | `A` alloc | weight u32, memory_to_copy u64, affinity cpu, gpu, opencl, coprocessor f64, kind (UTF-8, rest) |
 //! | `R` rerequest | — |
 //! | `F` free | finished u8 (0 / 1) |
-//! | `G` granted | task u64, unit u32, type u8, capacity u32, device i64 (−1: none), online u8, running i64 (−1: none), queued u32, cpu count u32, cpus u32…, name (UTF-8, rest) |
+//! | `G` granted | task u64, unit u32, type u8, capacity u32, device i64 (−1: none), online u8, running i64 (−1: none), queued u32, link bandwidth f64, link latency f64 (NaN: unknown), cpu count u32, cpus u32…, name (UTF-8, rest) |
 //! | `V` rerequest verdict | 0 keep / 1 yield / 2 migrate, then the target unit u32 for migrate |
 //! | `D` freed | — |
 
@@ -64,6 +64,9 @@ pub fn encode_reply(reply: &Reply, out: &mut Vec<u8>) -> bool {
             out.push(unit.online as u8);
             out.extend_from_slice(&unit.running.map_or(-1, |t| t as i64).to_le_bytes());
             out.extend_from_slice(&(unit.queued as u32).to_le_bytes());
+            for link in [unit.link_bandwidth_bytes_per_s, unit.link_latency_s] {
+                out.extend_from_slice(&link.unwrap_or(f64::NAN).to_le_bytes());
+            }
             out.extend_from_slice(&(unit.cpus.len() as u32).to_le_bytes());
             for cpu in &unit.cpus {
                 out.extend_from_slice(&cpu.to_le_bytes());
@@ -206,6 +209,9 @@ pub fn decode_reply(body: &[u8]) -> Result<Reply, String> {
             let online = f.u8("granted online")? != 0;
             let running = u64::try_from(f.i64("granted running")?).ok();
             let queued = f.u32("granted queued")? as usize;
+            let known = |v: f64| Some(v).filter(|v| !v.is_nan());
+            let link_bandwidth_bytes_per_s = known(f.f64("granted link bandwidth")?);
+            let link_latency_s = known(f.f64("granted link latency")?);
             let n = f.u32("granted cpu count")? as usize;
             if n > f.rest.len() / 4 {
                 return Err(format!("granted cpu count {n} exceeds the frame"));
@@ -225,6 +231,8 @@ pub fn decode_reply(body: &[u8]) -> Result<Reply, String> {
                     online,
                     running,
                     queued,
+                    link_bandwidth_bytes_per_s,
+                    link_latency_s,
                 },
                 task,
             })
@@ -282,10 +290,12 @@ mod tests {
         fn replies_round_trip(name in "\\PC{0,20}", task: u64, id: u32, code in 0usize..4,
                               cpus in proptest::collection::vec(any::<u32>(), 0..8),
                               device: Option<u32>, running in proptest::option::of(0u64..1 << 62),
-                              queued in 0usize..1 << 20, to: u32) {
+                              queued in 0usize..1 << 20, to: u32,
+                              link in proptest::option::of(1.0f64..1e12)) {
             let unit = UnitInfo {
                 id, kind: UnitType::ALL[code], name, cpus, device, capacity: 1024,
                 online: true, running, queued,
+                link_bandwidth_bytes_per_s: link, link_latency_s: link.map(|b| 1.0 / b),
             };
             for r in [
                 Reply::Granted { unit: unit.clone(), task },

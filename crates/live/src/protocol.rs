@@ -80,14 +80,29 @@ pub struct UnitInfo {
     pub online: bool,
     pub running: Option<u64>,
     pub queued: usize,
+    /// Host link of an accelerator (bytes/s, seconds), where known: what data-aware
+    /// policies charge for copying a task's memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_bandwidth_bytes_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_latency_s: Option<f64>,
 }
 
 /// What a control client may change on a unit.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UnitChanges {
+    #[serde(default)]
     pub capacity: Option<u32>,
+    #[serde(default)]
     pub name: Option<String>,
+    /// Accelerators only: the host link's bandwidth (e.g. after a PCIe link retrained
+    /// to fewer lanes, or to share it with another tenant).
+    #[serde(default)]
+    pub link_bandwidth_bytes_per_s: Option<f64>,
+    /// Accelerators only: the host link's latency.
+    #[serde(default)]
+    pub link_latency_s: Option<f64>,
 }
 
 /// A unit a control client adds.
