@@ -12,6 +12,7 @@
 
 pub mod bench;
 pub mod capacity;
+mod clock;
 pub mod fatfs;
 pub mod ffi;
 pub mod live;

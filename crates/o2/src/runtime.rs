@@ -9,13 +9,15 @@
 //! poll a flag. Nothing on this path allocates.
 
 use crate::capacity::CacheCapacity;
-use crate::mailbox::{Answer, Served, Slot};
+use crate::clock::{ticks, Clock};
+use crate::mailbox::{call_op, Answer, Env, Served, Slot};
 use crate::pin::pin_current_thread;
 use crate::rebalance::{CostSource, Policy, Rebalancer, Step};
 use crate::stats::{Counters, Snapshot};
 use crossbeam_utils::CachePadded;
 use hetsched_core::{Error, Result};
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -54,7 +56,7 @@ struct RunState {
     slots: Vec<CachePadded<Slot>>,
     counters: Counters,
     finished: AtomicUsize,
-    start: Instant,
+    clock: Clock,
 }
 
 /// A worker's handle inside `Runtime::run`: the way to start operations.
@@ -71,19 +73,6 @@ pub struct Worker<'a, T> {
 pub struct RunReport {
     pub snapshot: Snapshot,
     pub steps: Vec<Step>,
-}
-
-unsafe fn call_op<T, F, R>(env: *mut (), object: *const ())
-where
-    F: FnOnce(&T) -> R,
-{
-    // SAFETY: `env` points at the caller's live `(Option<F>, Option<R>)` (see `on`) and
-    // `object` at a `T` of the runtime.
-    let env = unsafe { &mut *(env as *mut (Option<F>, Option<R>)) };
-    let object = unsafe { &*(object as *const T) };
-    if let Some(f) = env.0.take() {
-        env.1 = Some(f(object));
-    }
 }
 
 impl<T: Sync> Runtime<T> {
@@ -196,7 +185,7 @@ impl<T: Sync> Runtime<T> {
                 .collect(),
             counters: Counters::new(cores, self.objects.len()),
             finished: AtomicUsize::new(0),
-            start: Instant::now(),
+            clock: Clock::new(),
         };
         self.rebalancer
             .get_mut()
@@ -220,9 +209,7 @@ impl<T: Sync> Runtime<T> {
             let steps = monitor.map(|m| m.join()).unwrap_or(Ok(Vec::new()));
             (results, steps)
         });
-        let snapshot = state
-            .counters
-            .snapshot(state.start.elapsed().as_nanos() as u64);
+        let snapshot = state.counters.snapshot(&state.clock);
         self.last_run = Some(snapshot.clone());
         let mut out = Vec::with_capacity(cores);
         for r in results {
@@ -266,9 +253,7 @@ impl<T: Sync> Runtime<T> {
                 continue;
             }
             next += period;
-            let snap = state
-                .counters
-                .snapshot(state.start.elapsed().as_nanos() as u64);
+            let snap = state.counters.snapshot(&state.clock);
             steps.push(self.apply(&snap));
         }
         steps
@@ -346,13 +331,12 @@ impl<T: Sync> Worker<'_, T> {
         self.serve();
         let owner = self.rt.owner[obj as usize].load(Ordering::Relaxed);
         if owner == UNASSIGNED || owner as usize == self.index || owner as usize >= self.run.cores {
-            let start = Instant::now();
+            let start = ticks();
             let r = f(&self.rt.objects[obj as usize]);
-            let ns = start.elapsed().as_nanos() as u64;
             let owned = owner as usize == self.index;
             self.run
                 .counters
-                .record_op(self.index, obj, owned, ns, false);
+                .record_op(self.index, obj, owned, ticks().wrapping_sub(start));
             return r;
         }
         self.delegate(obj, owner as usize, f)
@@ -365,30 +349,22 @@ impl<T: Sync> Worker<'_, T> {
     {
         let slot = &self.run.slots[self.index * self.run.cores + owner];
         // The closure and its result travel in the slot's line when they fit.
-        let mut on_stack: Option<(Option<F>, Option<R>)> = None;
-        let inline = slot.inline_env::<(Option<F>, Option<R>)>();
-        let env: *mut (Option<F>, Option<R>) = match inline {
-            Some(p) => {
-                // SAFETY: no request is in flight, so the inline area is ours.
-                unsafe { p.write((Some(f), None)) };
-                p
-            }
-            None => on_stack.insert((Some(f), None)),
-        };
-        let start = Instant::now();
+        let mut on_stack = MaybeUninit::<Env<F, R>>::uninit();
+        let env: *mut Env<F, R> = slot.inline_env().unwrap_or(on_stack.as_mut_ptr());
+        // SAFETY: no request is in flight, so the inline area is ours; `on_stack` is
+        // ours anyway.
+        unsafe { env.write(Env::new(f)) };
+        let start = ticks();
         // SAFETY: `env` (inline or on this frame) stays valid until the slot is
         // answered, which happens before this function returns or unwinds;
         // `call_op::<T, F, R>` is the matching trampoline.
         let ticket = unsafe { slot.post(call_op::<T, F, R>, env as *mut (), obj) };
         let mut spins = 0u32;
-        let op_ns = loop {
+        loop {
             match slot.answer(ticket) {
-                Answer::Done { op_ns } => break op_ns,
+                Answer::Done => break,
+                // The operation was consumed by its unwinding; nothing is left to drop.
                 Answer::Panicked => {
-                    if let Some(p) = inline {
-                        // SAFETY: answered; drop what is left of the closure and result.
-                        drop(unsafe { p.read() });
-                    }
                     panic!("o2: operation on object {obj} panicked on core {owner}")
                 }
                 Answer::Pending => {
@@ -399,20 +375,12 @@ impl<T: Sync> Worker<'_, T> {
                     }
                 }
             }
-        };
-        let round_trip = start.elapsed().as_nanos() as u64;
+        }
         self.run
             .counters
-            .record_delegation(self.index, round_trip.saturating_sub(op_ns));
-        // SAFETY: answered: the owner no longer touches `env`; an inline one is moved out.
-        let (_, result) = match inline {
-            Some(p) => unsafe { p.read() },
-            None => on_stack.take().unwrap_or((None, None)),
-        };
-        match result {
-            Some(r) => r,
-            None => unreachable!("o2: delegated operation answered without a result"),
-        }
+            .record_delegation(self.index, ticks().wrapping_sub(start));
+        // SAFETY: answered without a panic: the operation ran once and left its result.
+        unsafe { Env::take_result(env) }
     }
 
     /// Runs every operation other cores posted to this one; true if there was any.
@@ -425,13 +393,15 @@ impl<T: Sync> Worker<'_, T> {
             }
             let slot = &self.run.slots[caller * cores + self.index];
             let objects = &self.rt.objects;
-            if let Served::Ran { object, op_ns } =
+            if let Served::Ran { object, start } =
                 slot.serve(|o| &objects[o as usize] as *const T as *const ())
             {
+                // Timed after the answer is out: the caller does not wait for this.
+                let op = ticks().wrapping_sub(start);
                 let owned = self.rt.owner(object) == Some(self.index);
                 self.run
                     .counters
-                    .record_op(self.index, object, owned, op_ns, true);
+                    .record_served(self.index, object, owned, op);
                 any = true;
             }
         }
