@@ -245,6 +245,9 @@ mod tests {
         let c = Counters::new(2, 5);
         let end0 = c.object(0, 4) as *const _ as usize + std::mem::size_of::<ObjectCounters>();
         let start1 = c.object(1, 0) as *const _ as usize;
-        assert!(end0 <= start1 && start1.is_multiple_of(128), "{end0:#x} {start1:#x}");
+        assert!(
+            end0 <= start1 && start1.is_multiple_of(128),
+            "{end0:#x} {start1:#x}"
+        );
     }
 }
