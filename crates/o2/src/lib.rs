@@ -10,6 +10,7 @@
 //!   provides it).
 //! - [`ffi`]: the C ABI (`include/hetsched_o2.h`).
 
+mod async_mailbox;
 pub mod bench;
 pub mod capacity;
 mod clock;
@@ -17,6 +18,7 @@ pub mod fatfs;
 pub mod ffi;
 pub mod live;
 mod mailbox;
+pub mod on_async;
 pub mod packing;
 pub mod pin;
 pub mod rebalance;

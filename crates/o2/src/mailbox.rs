@@ -173,6 +173,11 @@ impl Slot {
         }
     }
 
+    /// Whether a request waits here for its owner.
+    pub(crate) fn posted(&self) -> bool {
+        self.state.load(Ordering::Acquire) & 1 == 1
+    }
+
     /// Owner side: runs a pending request, if any, on `object_ptr(object)`.
     #[inline]
     pub(crate) fn serve(&self, object_ptr: impl FnOnce(u32) -> *const ()) -> Served {

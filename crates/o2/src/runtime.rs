@@ -8,6 +8,7 @@
 //! poll their incoming slots at every operation and while waiting, as CORETIME's cores
 //! poll a flag. Nothing on this path allocates.
 
+use crate::async_mailbox::{AsyncMail, ASYNC_SLOTS};
 use crate::capacity::CacheCapacity;
 use crate::clock::{ticks, Clock};
 use crate::mailbox::{call_op, Answer, Env, Served, Slot};
@@ -16,6 +17,7 @@ use crate::rebalance::{CostSource, Policy, Rebalancer, Step};
 use crate::stats::{Counters, Snapshot};
 use crossbeam_utils::CachePadded;
 use hetsched_core::{Error, Result};
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
@@ -50,11 +52,12 @@ pub struct Runtime<T> {
 }
 
 /// What `run` needs while workers are alive.
-struct RunState {
+pub(crate) struct RunState {
     cores: usize,
     /// `slots[caller * cores + owner]`.
     slots: Vec<CachePadded<Slot>>,
-    counters: Counters,
+    pub(crate) counters: Counters,
+    pub(crate) async_mail: AsyncMail,
     finished: AtomicUsize,
     clock: Clock,
 }
@@ -62,8 +65,14 @@ struct RunState {
 /// A worker's handle inside `Runtime::run`: the way to start operations.
 pub struct Worker<'a, T> {
     rt: &'a Runtime<T>,
-    run: &'a RunState,
-    index: usize,
+    pub(crate) run: &'a RunState,
+    pub(crate) index: usize,
+    /// Per owner: the async slots this worker holds (bit i = slot i).
+    pub(crate) async_claimed: Vec<Cell<u32>>,
+    /// Futures that found no free async slot.
+    pub(crate) slot_waiters: RefCell<Vec<std::task::Waker>>,
+    /// The doorbell count up to which async requests to this worker were served.
+    async_seen: Cell<u64>,
     /// A worker is bound to its thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -184,6 +193,7 @@ impl<T: Sync> Runtime<T> {
                 .map(|_| CachePadded::new(Slot::new()))
                 .collect(),
             counters: Counters::new(cores, self.objects.len()),
+            async_mail: AsyncMail::new(cores),
             finished: AtomicUsize::new(0),
             clock: Clock::new(),
         };
@@ -268,6 +278,9 @@ impl<T: Sync> Runtime<T> {
             rt: self,
             run: state,
             index,
+            async_claimed: (0..state.cores).map(|_| Cell::new(0)).collect(),
+            slot_waiters: RefCell::new(Vec::with_capacity(ASYNC_SLOTS)),
+            async_seen: Cell::new(0),
             _not_send: PhantomData,
         };
         let out = match pinned {
@@ -329,17 +342,27 @@ impl<T: Sync> Worker<'_, T> {
         R: Send,
     {
         self.serve();
-        let owner = self.rt.owner[obj as usize].load(Ordering::Relaxed);
-        if owner == UNASSIGNED || owner as usize == self.index || owner as usize >= self.run.cores {
-            let start = ticks();
-            let r = f(&self.rt.objects[obj as usize]);
-            let owned = owner as usize == self.index;
-            self.run
-                .counters
-                .record_op(self.index, obj, owned, ticks().wrapping_sub(start));
-            return r;
+        match self.delegate_to(obj) {
+            None => self.run_here(obj, f),
+            Some(owner) => self.delegate(obj, owner, f),
         }
-        self.delegate(obj, owner as usize, f)
+    }
+
+    /// The core an operation on `obj` must move to; `None` if it runs here.
+    pub(crate) fn delegate_to(&self, obj: ObjId) -> Option<usize> {
+        let owner = self.rt.owner[obj as usize].load(Ordering::Relaxed) as usize;
+        (owner != self.index && owner < self.run.cores).then_some(owner)
+    }
+
+    /// Runs `f` on `obj` on this core, timed for the monitoring.
+    pub(crate) fn run_here<R, F: FnOnce(&T) -> R>(&self, obj: ObjId, f: F) -> R {
+        let start = ticks();
+        let r = f(&self.rt.objects[obj as usize]);
+        let owned = self.rt.owner(obj) == Some(self.index);
+        self.run
+            .counters
+            .record_op(self.index, obj, owned, ticks().wrapping_sub(start));
+        r
     }
 
     fn delegate<R, F>(&self, obj: ObjId, owner: usize, f: F) -> R
@@ -367,13 +390,7 @@ impl<T: Sync> Worker<'_, T> {
                 Answer::Panicked => {
                     panic!("o2: operation on object {obj} panicked on core {owner}")
                 }
-                Answer::Pending => {
-                    if self.serve() {
-                        spins = 0;
-                    } else {
-                        backoff(&mut spins);
-                    }
-                }
+                Answer::Pending => self.wait_serving(&mut spins, owner),
             }
         }
         self.run
@@ -381,6 +398,20 @@ impl<T: Sync> Worker<'_, T> {
             .record_delegation(self.index, ticks().wrapping_sub(start));
         // SAFETY: answered without a panic: the operation ran once and left its result.
         unsafe { Env::take_result(env) }
+    }
+
+    /// One round of waiting for `owner`'s answer: serve what others posted here, else
+    /// back off. Now and then, wake `owner` in case it is parked in an executor
+    /// awaiting answers of its own (it serves only when polled then).
+    pub(crate) fn wait_serving(&self, spins: &mut u32, owner: usize) {
+        if self.serve() {
+            *spins = 0;
+            return;
+        }
+        if *spins % 64 == 63 {
+            self.run.async_mail.wake_parked(owner);
+        }
+        backoff(spins);
     }
 
     /// Runs every operation other cores posted to this one; true if there was any.
@@ -402,6 +433,41 @@ impl<T: Sync> Worker<'_, T> {
                 self.run
                     .counters
                     .record_served(self.index, object, owned, op);
+                any = true;
+            }
+        }
+        any | self.serve_async()
+    }
+
+    /// Runs the async requests posted to this worker, if its doorbell rang since the
+    /// last scan, and wakes their futures; true if there was any.
+    fn serve_async(&self) -> bool {
+        let mail = &self.run.async_mail;
+        let rung = mail.rung(self.index);
+        if rung == self.async_seen.get() {
+            return false;
+        }
+        self.async_seen.set(rung);
+        let objects = &self.rt.objects;
+        let mut any = false;
+        for caller in (0..self.run.cores).filter(|&c| c != self.index) {
+            for i in 0..ASYNC_SLOTS {
+                let a = mail.slot(caller, self.index, i);
+                match a
+                    .slot
+                    .serve(|o| &objects[o as usize] as *const T as *const ())
+                {
+                    Served::Nothing => continue,
+                    Served::Ran { object, start } => {
+                        a.waker.wake();
+                        let op = ticks().wrapping_sub(start);
+                        let owned = self.rt.owner(object) == Some(self.index);
+                        self.run
+                            .counters
+                            .record_served(self.index, object, owned, op);
+                    }
+                    Served::Panicked => a.waker.wake(),
+                }
                 any = true;
             }
         }
