@@ -12,6 +12,11 @@ use hetsched_core::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// The benchmark's objects: counters on lines of their own, so that two owners
+/// updating their objects do not share a line (that would measure the layout, not
+/// the delegation).
+type Counter = crossbeam_utils::CachePadded<AtomicU64>;
+
 /// Results of one benchmark run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DelegationBench {
@@ -97,10 +102,10 @@ pub fn delegation(
         policy: Default::default(),
     })?;
     let counters = [
-        rt.add_object(AtomicU64::new(0), 64),
-        rt.add_object(AtomicU64::new(0), 64),
+        rt.add_object(Counter::default(), 64),
+        rt.add_object(Counter::default(), 64),
     ];
-    let free = rt.add_object(AtomicU64::new(0), 64);
+    let free = rt.add_object(Counter::default(), 64);
     rt.assign(counters[0], Some(0))?;
     rt.assign(counters[1], Some(1))?;
 
@@ -123,22 +128,21 @@ pub fn delegation(
     let mean_ns = times.iter().sum::<u64>() as f64 / times.len() as f64;
 
     // Throughput: each worker hammers the object the other one owns.
-    let ops =
-        |obj_of: fn(usize, [u32; 2], u32) -> u32, rt: &mut Runtime<AtomicU64>| -> Result<f64> {
-            let start = Instant::now();
-            let (n, _) = rt.run(|w| {
-                let obj = obj_of(w.index(), counters, free);
-                let mut n = 0u64;
-                while start.elapsed() < throughput_for {
-                    for _ in 0..256 {
-                        w.on(obj, |c| c.fetch_add(1, Ordering::Relaxed));
-                    }
-                    n += 256;
+    let ops = |obj_of: fn(usize, [u32; 2], u32) -> u32, rt: &mut Runtime<Counter>| -> Result<f64> {
+        let start = Instant::now();
+        let (n, _) = rt.run(|w| {
+            let obj = obj_of(w.index(), counters, free);
+            let mut n = 0u64;
+            while start.elapsed() < throughput_for {
+                for _ in 0..256 {
+                    w.on(obj, |c| c.fetch_add(1, Ordering::Relaxed));
                 }
-                n
-            })?;
-            Ok(n.iter().sum::<u64>() as f64 / start.elapsed().as_secs_f64())
-        };
+                n += 256;
+            }
+            n
+        })?;
+        Ok(n.iter().sum::<u64>() as f64 / start.elapsed().as_secs_f64())
+    };
     let throughput_ops_per_s = ops(|i, c, _| c[1 - i], &mut rt)?;
     let local_ops_per_s = ops(|_, _, f| f, &mut rt)?;
 

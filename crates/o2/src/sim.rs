@@ -10,9 +10,10 @@
 //! - An L3 miss is served by memory: 127 cycles from the chip's own node, 336 from the
 //!   most distant one (two hops on the square of four chips), 231.5 for one hop;
 //!   directories are spread round-robin over the four nodes.
-//! - The L3 keeps lines with a sharing history, as Barcelona's does: an L3 hit by the
-//!   core whose L2 evicted the line moves it back up (exclusive), a hit by another core
-//!   of the chip leaves a copy (the line is shared). A line in a sibling core's L2 is
+//! - The L3 keeps a copy of lines likely to be shared, as AMD describes Family 10h's;
+//!   "likely shared" here means asked for by another core than the one whose L2
+//!   evicted the line: that core moves it back up (exclusive), another core of the
+//!   chip leaves a copy (shared). A line in a sibling core's L2 is
 //!   served on chip at L3 latency. So for data every core reads, a chip holds about
 //!   one L3 of it, not L3 + 4 L2s — the paper's "a copy fits every L3" up to 2 MB.
 //! - A scan is a sequential stream: each line costs an L1 access (3 cycles, the
