@@ -5,6 +5,7 @@
 //! each operation runs on the core whose cache holds its object.
 //!
 //! - [`runtime`]: pinned workers, the object table, delegation (`Worker::on`).
+//! - [`on_async`]: the same operation as a future (`Worker::on_async`).
 //! - [`packing`]: greedy first-fit cache packing; [`rebalance`]: runtime monitoring.
 //! - [`capacity`]: cache bytes per core (a plain parameter until the topology crate
 //!   provides it).

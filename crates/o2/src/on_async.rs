@@ -8,7 +8,7 @@
 //! park instead of spinning. The closure and its result live in the (pinned) future
 //! itself: nothing is allocated per operation. Each poll first serves the operations
 //! other workers posted to this one, which a parked worker cannot do otherwise (see
-//! [`crate::async_mailbox`] for how a parked worker is woken to serve).
+//! `async_mailbox.rs` for how a parked worker is woken to serve).
 
 use crate::async_mailbox::{AsyncSlot, ASYNC_SLOTS};
 use crate::clock::ticks;

@@ -3,7 +3,7 @@
 //! Each counter has a single writer (the worker that owns the row), so updates are a
 //! relaxed load and store, not a locked read-modify-write; readers sum over workers.
 //! Times are kept in raw clock ticks (cheap to read) and converted when a snapshot is
-//! taken (see [`crate::clock`]).
+//! taken (see `clock.rs`).
 
 use crate::clock::Clock;
 use crossbeam_utils::CachePadded;
