@@ -115,7 +115,11 @@ where
                         return Poll::Ready(w.run_here(this.obj, op));
                     };
                     let Some(slot) = w.claim_async_slot(owner) else {
-                        w.slot_waiters.borrow_mut().push(cx.waker().clone());
+                        // Joined futures share one waker: keep it once.
+                        let mut waiters = w.slot_waiters.borrow_mut();
+                        if !waiters.iter().any(|k| k.will_wake(cx.waker())) {
+                            waiters.push(cx.waker().clone());
+                        }
                         return Poll::Pending;
                     };
                     let op = this.op.take().expect("OnAsync polled after completion");

@@ -68,6 +68,31 @@ fn joined_lookups_are_exact_while_both_workers_await_each_other() {
 }
 
 #[test]
+fn separately_woken_futures_beyond_the_slots_all_complete() {
+    use futures::stream::{FuturesUnordered, StreamExt};
+    let mut rt = runtime(1, 40, 2);
+    rt.assign(0, Some(1)).unwrap();
+    let (found, _) = rt
+        .run(|w| {
+            if w.index() != 0 {
+                return 0;
+            }
+            // 40 futures, each polled only when its own waker fires, for 8 slots:
+            // most wait for a slot and must be woken when one frees.
+            let lookups: FuturesUnordered<_> = (0..40)
+                .map(|i| {
+                    let name = file_name(i);
+                    let op = w.on_async(0, move |dir| dir.lookup(&name));
+                    async move { op.await == Some(expected(0, i, 40)) }
+                })
+                .collect();
+            block_on(lookups.filter(|&ok| async move { ok }).count())
+        })
+        .unwrap();
+    assert_eq!(found[0], 40);
+}
+
+#[test]
 fn a_parked_worker_still_serves_a_synchronous_caller() {
     let mut rt = runtime(2, 50, 2);
     rt.assign(0, Some(0)).unwrap();
