@@ -295,6 +295,15 @@ pub fn bench_o2(a: BenchO2Args) -> Result<()> {
         "  throughput, same operations run in place (unassigned): {:.2} M ops/s",
         b.local_ops_per_s / 1e6
     );
+    println!(
+        "  on_async awaited alone (block_on: the caller parks, the owner wakes it): p50 {} ns   p99 {} ns",
+        b.async_p50_ns, b.async_p99_ns
+    );
+    println!(
+        "  on_async throughput, both workers keeping {} in flight to each other: {:.2} M ops/s",
+        hetsched_o2::bench::ASYNC_IN_FLIGHT,
+        b.async_throughput_ops_per_s / 1e6
+    );
     Ok(())
 }
 

@@ -1,13 +1,21 @@
 //! `hetsched bench o2`: what a delegation costs (CORETIME's migration: 2000 cycles).
 //!
 //! Worker 0 sends empty operations to an object owned by worker 1 and times each round
-//! trip; then both workers delegate to each other at full speed for throughput.
+//! trip; then both workers delegate to each other at full speed for throughput; then
+//! the same with `on_async` under `futures::executor::block_on`.
 
 use crate::capacity::CacheCapacity;
 use crate::runtime::{Config, Runtime};
+use futures::executor::block_on;
+use futures::future::join_all;
 use hetsched_core::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+/// The benchmark's objects: counters on lines of their own, so that two owners
+/// updating their objects do not share a line (that would measure the layout, not
+/// the delegation).
+type Counter = crossbeam_utils::CachePadded<AtomicU64>;
 
 /// Results of one benchmark run.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,7 +32,17 @@ pub struct DelegationBench {
     /// two pinned threads (a store answered by a store), timed the same way.
     pub pingpong_p50_ns: u64,
     pub pingpong_p99_ns: u64,
+    /// Round trip of `on_async` awaited alone under `futures::executor::block_on`: the
+    /// caller's thread parks and the owner wakes it (`samples / 10` of them).
+    pub async_p50_ns: u64,
+    pub async_p99_ns: u64,
+    /// Delegated `on_async` operations per second, both workers keeping
+    /// [`ASYNC_IN_FLIGHT`] in flight to each other.
+    pub async_throughput_ops_per_s: f64,
 }
+
+/// Operations each worker keeps in flight in the async throughput run.
+pub const ASYNC_IN_FLIGHT: usize = 8;
 
 /// Round trips of a bare atomic flag between two threads pinned to `cpus`, sorted.
 pub fn pingpong(cpus: [usize; 2], samples: usize) -> Result<Vec<u64>> {
@@ -84,10 +102,10 @@ pub fn delegation(
         policy: Default::default(),
     })?;
     let counters = [
-        rt.add_object(AtomicU64::new(0), 64),
-        rt.add_object(AtomicU64::new(0), 64),
+        rt.add_object(Counter::default(), 64),
+        rt.add_object(Counter::default(), 64),
     ];
-    let free = rt.add_object(AtomicU64::new(0), 64);
+    let free = rt.add_object(Counter::default(), 64);
     rt.assign(counters[0], Some(0))?;
     rt.assign(counters[1], Some(1))?;
 
@@ -110,24 +128,53 @@ pub fn delegation(
     let mean_ns = times.iter().sum::<u64>() as f64 / times.len() as f64;
 
     // Throughput: each worker hammers the object the other one owns.
-    let ops =
-        |obj_of: fn(usize, [u32; 2], u32) -> u32, rt: &mut Runtime<AtomicU64>| -> Result<f64> {
-            let start = Instant::now();
-            let (n, _) = rt.run(|w| {
-                let obj = obj_of(w.index(), counters, free);
-                let mut n = 0u64;
-                while start.elapsed() < throughput_for {
-                    for _ in 0..256 {
-                        w.on(obj, |c| c.fetch_add(1, Ordering::Relaxed));
-                    }
-                    n += 256;
+    let ops = |obj_of: fn(usize, [u32; 2], u32) -> u32, rt: &mut Runtime<Counter>| -> Result<f64> {
+        let start = Instant::now();
+        let (n, _) = rt.run(|w| {
+            let obj = obj_of(w.index(), counters, free);
+            let mut n = 0u64;
+            while start.elapsed() < throughput_for {
+                for _ in 0..256 {
+                    w.on(obj, |c| c.fetch_add(1, Ordering::Relaxed));
                 }
-                n
-            })?;
-            Ok(n.iter().sum::<u64>() as f64 / start.elapsed().as_secs_f64())
-        };
+                n += 256;
+            }
+            n
+        })?;
+        Ok(n.iter().sum::<u64>() as f64 / start.elapsed().as_secs_f64())
+    };
     let throughput_ops_per_s = ops(|i, c, _| c[1 - i], &mut rt)?;
     let local_ops_per_s = ops(|_, _, f| f, &mut rt)?;
+
+    // Async: one awaited at a time (park, wake), then a window of joined operations.
+    let async_samples = (samples / 10).max(1);
+    let (mut lat, _) = rt.run(|w| {
+        let mut t = Vec::new();
+        if w.index() == 0 {
+            t = vec![0u64; async_samples];
+            for s in t.iter_mut() {
+                let start = Instant::now();
+                block_on(w.on_async(counters[1], |c| c.fetch_add(1, Ordering::Relaxed)));
+                *s = start.elapsed().as_nanos() as u64;
+            }
+        }
+        t
+    })?;
+    let mut async_times = std::mem::take(&mut lat[0]);
+    async_times.sort_unstable();
+    let start = Instant::now();
+    let (n, _) = rt.run(|w| {
+        let obj = counters[1 - w.index()];
+        let mut n = 0u64;
+        while start.elapsed() < throughput_for {
+            let window = (0..ASYNC_IN_FLIGHT)
+                .map(|_| w.on_async(obj, |c| c.fetch_add(1, Ordering::Relaxed)));
+            n += block_on(join_all(window)).len() as u64;
+        }
+        n
+    })?;
+    let async_throughput_ops_per_s = n.iter().sum::<u64>() as f64 / start.elapsed().as_secs_f64();
+
     let floor = pingpong(cpus, samples)?;
     Ok(DelegationBench {
         pingpong_p50_ns: percentile(&floor, 50.0),
@@ -138,6 +185,9 @@ pub fn delegation(
         mean_ns,
         throughput_ops_per_s,
         local_ops_per_s,
+        async_p50_ns: percentile(&async_times, 50.0),
+        async_p99_ns: percentile(&async_times, 99.0),
+        async_throughput_ops_per_s,
     })
 }
 
@@ -166,5 +216,7 @@ mod tests {
         assert_eq!(b.samples, 200);
         assert!(b.p50_ns > 0 && b.p50_ns <= b.p99_ns);
         assert!(b.throughput_ops_per_s > 0.0 && b.local_ops_per_s > 0.0);
+        assert!(b.async_p50_ns > 0 && b.async_p50_ns <= b.async_p99_ns);
+        assert!(b.async_throughput_ops_per_s > 0.0);
     }
 }

@@ -5,17 +5,21 @@
 //! each operation runs on the core whose cache holds its object.
 //!
 //! - [`runtime`]: pinned workers, the object table, delegation (`Worker::on`).
+//! - [`on_async`]: the same operation as a future (`Worker::on_async`).
 //! - [`packing`]: greedy first-fit cache packing; [`rebalance`]: runtime monitoring.
 //! - [`capacity`]: cache bytes per core (a plain parameter until the topology crate
 //!   provides it).
 //! - [`ffi`]: the C ABI (`include/hetsched_o2.h`).
 
+mod async_mailbox;
 pub mod bench;
 pub mod capacity;
+mod clock;
 pub mod fatfs;
 pub mod ffi;
 pub mod live;
 mod mailbox;
+pub mod on_async;
 pub mod packing;
 pub mod pin;
 pub mod rebalance;

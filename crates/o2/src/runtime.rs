@@ -8,14 +8,18 @@
 //! poll their incoming slots at every operation and while waiting, as CORETIME's cores
 //! poll a flag. Nothing on this path allocates.
 
+use crate::async_mailbox::{AsyncMail, ASYNC_SLOTS};
 use crate::capacity::CacheCapacity;
-use crate::mailbox::{Answer, Served, Slot};
+use crate::clock::{ticks, Clock};
+use crate::mailbox::{call_op, Answer, Env, Served, Slot};
 use crate::pin::pin_current_thread;
 use crate::rebalance::{CostSource, Policy, Rebalancer, Step};
 use crate::stats::{Counters, Snapshot};
 use crossbeam_utils::CachePadded;
 use hetsched_core::{Error, Result};
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -48,20 +52,27 @@ pub struct Runtime<T> {
 }
 
 /// What `run` needs while workers are alive.
-struct RunState {
+pub(crate) struct RunState {
     cores: usize,
     /// `slots[caller * cores + owner]`.
     slots: Vec<CachePadded<Slot>>,
-    counters: Counters,
+    pub(crate) counters: Counters,
+    pub(crate) async_mail: AsyncMail,
     finished: AtomicUsize,
-    start: Instant,
+    clock: Clock,
 }
 
 /// A worker's handle inside `Runtime::run`: the way to start operations.
 pub struct Worker<'a, T> {
     rt: &'a Runtime<T>,
-    run: &'a RunState,
-    index: usize,
+    pub(crate) run: &'a RunState,
+    pub(crate) index: usize,
+    /// Per owner: the async slots this worker holds (bit i = slot i).
+    pub(crate) async_claimed: Vec<Cell<u32>>,
+    /// Futures that found no free async slot.
+    pub(crate) slot_waiters: RefCell<Vec<std::task::Waker>>,
+    /// The doorbell count up to which async requests to this worker were served.
+    async_seen: Cell<u64>,
     /// A worker is bound to its thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -71,19 +82,6 @@ pub struct Worker<'a, T> {
 pub struct RunReport {
     pub snapshot: Snapshot,
     pub steps: Vec<Step>,
-}
-
-unsafe fn call_op<T, F, R>(env: *mut (), object: *const ())
-where
-    F: FnOnce(&T) -> R,
-{
-    // SAFETY: `env` points at the caller's live `(Option<F>, Option<R>)` (see `on`) and
-    // `object` at a `T` of the runtime.
-    let env = unsafe { &mut *(env as *mut (Option<F>, Option<R>)) };
-    let object = unsafe { &*(object as *const T) };
-    if let Some(f) = env.0.take() {
-        env.1 = Some(f(object));
-    }
 }
 
 impl<T: Sync> Runtime<T> {
@@ -195,8 +193,9 @@ impl<T: Sync> Runtime<T> {
                 .map(|_| CachePadded::new(Slot::new()))
                 .collect(),
             counters: Counters::new(cores, self.objects.len()),
+            async_mail: AsyncMail::new(cores),
             finished: AtomicUsize::new(0),
-            start: Instant::now(),
+            clock: Clock::new(),
         };
         self.rebalancer
             .get_mut()
@@ -220,9 +219,7 @@ impl<T: Sync> Runtime<T> {
             let steps = monitor.map(|m| m.join()).unwrap_or(Ok(Vec::new()));
             (results, steps)
         });
-        let snapshot = state
-            .counters
-            .snapshot(state.start.elapsed().as_nanos() as u64);
+        let snapshot = state.counters.snapshot(&state.clock);
         self.last_run = Some(snapshot.clone());
         let mut out = Vec::with_capacity(cores);
         for r in results {
@@ -266,9 +263,7 @@ impl<T: Sync> Runtime<T> {
                 continue;
             }
             next += period;
-            let snap = state
-                .counters
-                .snapshot(state.start.elapsed().as_nanos() as u64);
+            let snap = state.counters.snapshot(&state.clock);
             steps.push(self.apply(&snap));
         }
         steps
@@ -283,6 +278,9 @@ impl<T: Sync> Runtime<T> {
             rt: self,
             run: state,
             index,
+            async_claimed: (0..state.cores).map(|_| Cell::new(0)).collect(),
+            slot_waiters: RefCell::new(Vec::with_capacity(ASYNC_SLOTS)),
+            async_seen: Cell::new(0),
             _not_send: PhantomData,
         };
         let out = match pinned {
@@ -344,18 +342,27 @@ impl<T: Sync> Worker<'_, T> {
         R: Send,
     {
         self.serve();
-        let owner = self.rt.owner[obj as usize].load(Ordering::Relaxed);
-        if owner == UNASSIGNED || owner as usize == self.index || owner as usize >= self.run.cores {
-            let start = Instant::now();
-            let r = f(&self.rt.objects[obj as usize]);
-            let ns = start.elapsed().as_nanos() as u64;
-            let owned = owner as usize == self.index;
-            self.run
-                .counters
-                .record_op(self.index, obj, owned, ns, false);
-            return r;
+        match self.delegate_to(obj) {
+            None => self.run_here(obj, f),
+            Some(owner) => self.delegate(obj, owner, f),
         }
-        self.delegate(obj, owner as usize, f)
+    }
+
+    /// The core an operation on `obj` must move to; `None` if it runs here.
+    pub(crate) fn delegate_to(&self, obj: ObjId) -> Option<usize> {
+        let owner = self.rt.owner[obj as usize].load(Ordering::Relaxed) as usize;
+        (owner != self.index && owner < self.run.cores).then_some(owner)
+    }
+
+    /// Runs `f` on `obj` on this core, timed for the monitoring.
+    pub(crate) fn run_here<R, F: FnOnce(&T) -> R>(&self, obj: ObjId, f: F) -> R {
+        let start = ticks();
+        let r = f(&self.rt.objects[obj as usize]);
+        let owned = self.rt.owner(obj) == Some(self.index);
+        self.run
+            .counters
+            .record_op(self.index, obj, owned, ticks().wrapping_sub(start));
+        r
     }
 
     fn delegate<R, F>(&self, obj: ObjId, owner: usize, f: F) -> R
@@ -365,54 +372,46 @@ impl<T: Sync> Worker<'_, T> {
     {
         let slot = &self.run.slots[self.index * self.run.cores + owner];
         // The closure and its result travel in the slot's line when they fit.
-        let mut on_stack: Option<(Option<F>, Option<R>)> = None;
-        let inline = slot.inline_env::<(Option<F>, Option<R>)>();
-        let env: *mut (Option<F>, Option<R>) = match inline {
-            Some(p) => {
-                // SAFETY: no request is in flight, so the inline area is ours.
-                unsafe { p.write((Some(f), None)) };
-                p
-            }
-            None => on_stack.insert((Some(f), None)),
-        };
-        let start = Instant::now();
+        let mut on_stack = MaybeUninit::<Env<F, R>>::uninit();
+        let env: *mut Env<F, R> = slot.inline_env().unwrap_or(on_stack.as_mut_ptr());
+        // SAFETY: no request is in flight, so the inline area is ours; `on_stack` is
+        // ours anyway.
+        unsafe { env.write(Env::new(f)) };
+        let start = ticks();
         // SAFETY: `env` (inline or on this frame) stays valid until the slot is
         // answered, which happens before this function returns or unwinds;
         // `call_op::<T, F, R>` is the matching trampoline.
         let ticket = unsafe { slot.post(call_op::<T, F, R>, env as *mut (), obj) };
         let mut spins = 0u32;
-        let op_ns = loop {
+        loop {
             match slot.answer(ticket) {
-                Answer::Done { op_ns } => break op_ns,
+                Answer::Done => break,
+                // The operation was consumed by its unwinding; nothing is left to drop.
                 Answer::Panicked => {
-                    if let Some(p) = inline {
-                        // SAFETY: answered; drop what is left of the closure and result.
-                        drop(unsafe { p.read() });
-                    }
                     panic!("o2: operation on object {obj} panicked on core {owner}")
                 }
-                Answer::Pending => {
-                    if self.serve() {
-                        spins = 0;
-                    } else {
-                        backoff(&mut spins);
-                    }
-                }
+                Answer::Pending => self.wait_serving(&mut spins, owner),
             }
-        };
-        let round_trip = start.elapsed().as_nanos() as u64;
+        }
         self.run
             .counters
-            .record_delegation(self.index, round_trip.saturating_sub(op_ns));
-        // SAFETY: answered: the owner no longer touches `env`; an inline one is moved out.
-        let (_, result) = match inline {
-            Some(p) => unsafe { p.read() },
-            None => on_stack.take().unwrap_or((None, None)),
-        };
-        match result {
-            Some(r) => r,
-            None => unreachable!("o2: delegated operation answered without a result"),
+            .record_delegation(self.index, ticks().wrapping_sub(start));
+        // SAFETY: answered without a panic: the operation ran once and left its result.
+        unsafe { Env::take_result(env) }
+    }
+
+    /// One round of waiting for `owner`'s answer: serve what others posted here, else
+    /// back off. Now and then, wake `owner` in case it is parked in an executor
+    /// awaiting answers of its own (it serves only when polled then).
+    pub(crate) fn wait_serving(&self, spins: &mut u32, owner: usize) {
+        if self.serve() {
+            *spins = 0;
+            return;
         }
+        if *spins % 64 == 63 {
+            self.run.async_mail.wake_parked(owner);
+        }
+        backoff(spins);
     }
 
     /// Runs every operation other cores posted to this one; true if there was any.
@@ -425,13 +424,50 @@ impl<T: Sync> Worker<'_, T> {
             }
             let slot = &self.run.slots[caller * cores + self.index];
             let objects = &self.rt.objects;
-            if let Served::Ran { object, op_ns } =
+            if let Served::Ran { object, start } =
                 slot.serve(|o| &objects[o as usize] as *const T as *const ())
             {
+                // Timed after the answer is out: the caller does not wait for this.
+                let op = ticks().wrapping_sub(start);
                 let owned = self.rt.owner(object) == Some(self.index);
                 self.run
                     .counters
-                    .record_op(self.index, object, owned, op_ns, true);
+                    .record_served(self.index, object, owned, op);
+                any = true;
+            }
+        }
+        any | self.serve_async()
+    }
+
+    /// Runs the async requests posted to this worker, if its doorbell rang since the
+    /// last scan, and wakes their futures; true if there was any.
+    fn serve_async(&self) -> bool {
+        let mail = &self.run.async_mail;
+        let rung = mail.rung(self.index);
+        if rung == self.async_seen.get() {
+            return false;
+        }
+        self.async_seen.set(rung);
+        let objects = &self.rt.objects;
+        let mut any = false;
+        for caller in (0..self.run.cores).filter(|&c| c != self.index) {
+            for i in 0..ASYNC_SLOTS {
+                let a = mail.slot(caller, self.index, i);
+                match a
+                    .slot
+                    .serve(|o| &objects[o as usize] as *const T as *const ())
+                {
+                    Served::Nothing => continue,
+                    Served::Ran { object, start } => {
+                        a.waker.wake();
+                        let op = ticks().wrapping_sub(start);
+                        let owned = self.rt.owner(object) == Some(self.index);
+                        self.run
+                            .counters
+                            .record_served(self.index, object, owned, op);
+                    }
+                    Served::Panicked => a.waker.wake(),
+                }
                 any = true;
             }
         }

@@ -10,8 +10,12 @@
 //! - An L3 miss is served by memory: 127 cycles from the chip's own node, 336 from the
 //!   most distant one (two hops on the square of four chips), 231.5 for one hop;
 //!   directories are spread round-robin over the four nodes.
-//! - The L3 keeps a line that other cores of the chip share (in their L2s) and an L2
-//!   miss on such a line is served on chip at L3 latency; otherwise L3 hits move up.
+//! - The L3 keeps a copy of lines likely to be shared, as AMD describes Family 10h's;
+//!   "likely shared" here means asked for by another core than the one whose L2
+//!   evicted the line: that core moves it back up (exclusive), another core of the
+//!   chip leaves a copy (shared). A line in a sibling core's L2 is
+//!   served on chip at L3 latency. So for data every core reads, a chip holds about
+//!   one L3 of it, not L3 + 4 L2s — the paper's "a copy fits every L3" up to 2 MB.
 //! - A scan is a sequential stream: each line costs an L1 access (3 cycles, the
 //!   compare work) plus, on an L1 miss, its extra latency divided by `mlp` (misses in
 //!   flight; default 8, the L1 data cache's miss buffers on these chips). The lock is
@@ -20,8 +24,9 @@
 //!   each node's controller streams one line at a time, so when many cores miss at
 //!   once their lookups queue for it.
 //! - Time: each core is a resource; a thread's lookup runs on its own core or, under
-//!   O², on the owner's, paying half the migration each way; lookups are processed in
-//!   simulated-time order, so busy owners make callers wait.
+//!   O², on the owner's, paying half the migration each way; lookups run in the order
+//!   they reach their core (a delegated one arrives half a migration after it was
+//!   issued), so busy owners make callers wait.
 //! - O² placement follows CORETIME: a first thread-based phase counts each directory's
 //!   fetch cycles per lookup (the simulated cache-miss counters); directories costing
 //!   more than a migration are packed first fit into cores (capacity: L2 + a quarter
@@ -33,6 +38,7 @@ use hetsched_cachesim::{Access, Cache, Geometry};
 use hetsched_core::{Error, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -140,7 +146,13 @@ struct Caches {
     l1: Vec<Cache>,
     l2: Vec<Cache>,
     l3: Vec<Cache>,
+    /// Per chip: which core's L2 evicted each L3 line into the L3, or [`SHARED`] once
+    /// another core has hit it there (consulted only for lines the L3 holds).
+    l3_history: Vec<FxHashMap<u64, u16>>,
 }
+
+/// An L3 line that more than one core of its chip has used.
+const SHARED: u16 = u16::MAX;
 
 /// Workload: `dirs` directories of `per_dir` entries.
 #[derive(Clone, Copy, Debug)]
@@ -193,15 +205,10 @@ impl Sim<'_> {
         let shared_on_chip = siblings
             .clone()
             .any(|c| c != core && self.c.l2[c].contains(addr));
-        // The L3 is the L2s' victim cache: a hit moves the line up unless other cores
-        // of the chip share it (then the L3 keeps its copy, as these chips do).
-        let from_l3 = if shared_on_chip {
-            self.c.l3[chip].contains(addr)
-        } else {
-            self.c.l3[chip].invalidate(addr)
-        };
+        let line = addr / LINE;
+        let from_l3 = self.l3_hit(chip, core, line, shared_on_chip);
         if let Some(victim) = evicted {
-            self.c.l3[chip].access(victim * LINE);
+            self.l3_fill(chip, core, victim);
         }
         if from_l3 || shared_on_chip {
             // From the L3, or probed from a sibling core's L2 on the same chip.
@@ -209,6 +216,44 @@ impl Sim<'_> {
         } else {
             self.mem_lines += 1;
             self.m.memory(chip, node)
+        }
+    }
+
+    /// An L2 miss of `core` looks up the chip's L3: true on a hit. The core that put
+    /// the line there takes it back (exclusive); for any other core — or when a sibling
+    /// L2 holds it too — the L3 keeps it and marks it shared.
+    fn l3_hit(&mut self, chip: usize, core: usize, line: u64, shared_on_chip: bool) -> bool {
+        let l3 = &mut self.c.l3[chip];
+        if !l3.contains(line * LINE) {
+            return false;
+        }
+        let history = &mut self.c.l3_history[chip];
+        if !shared_on_chip && history.get(&line) == Some(&(core as u16)) {
+            l3.invalidate(line * LINE);
+            history.remove(&line);
+        } else {
+            l3.access(line * LINE); // a kept line was just used
+            history.insert(line, SHARED);
+        }
+        true
+    }
+
+    /// `core`'s L2 evicted `line`: it becomes the L3's (a victim cache).
+    fn l3_fill(&mut self, chip: usize, core: usize, line: u64) {
+        let history = &mut self.c.l3_history[chip];
+        match self.c.l3[chip].access(line * LINE) {
+            Access::Hit => {
+                // A kept shared copy: still shared.
+                if history.get(&line) != Some(&(core as u16)) {
+                    history.insert(line, SHARED);
+                }
+            }
+            Access::Miss { evicted } => {
+                if let Some(old) = evicted {
+                    history.remove(&old);
+                }
+                history.insert(line, core as u16);
+            }
         }
     }
 
@@ -287,11 +332,24 @@ pub struct SimPoint {
     pub o2: SimRun,
 }
 
+/// A delegated lookup on its way to its owner.
+#[derive(Clone, Copy)]
+struct Travelling {
+    dir: usize,
+    entry: usize,
+    owner: usize,
+}
+
 struct Engine<'a> {
     sim: Sim<'a>,
     dirs: usize,
     owner: Vec<Option<usize>>,
-    thread_time: Vec<f64>,
+    /// Each thread's next event: (time, thread); its lookup is `travelling[thread]` if
+    /// that is set, else a new one.
+    events: BinaryHeap<Reverse<(u64, usize)>>,
+    travelling: Vec<Option<Travelling>>,
+    /// Time of the last event processed.
+    now: f64,
     core_free: Vec<f64>,
     /// When each node's memory controller is next free.
     node_free: Vec<f64>,
@@ -312,6 +370,7 @@ impl<'a> Engine<'a> {
                     l1: (0..cores).map(|_| Cache::new(m.l1)).collect(),
                     l2: (0..cores).map(|_| Cache::new(m.l2)).collect(),
                     l3: (0..m.chips).map(|_| Cache::new(m.l3)).collect(),
+                    l3_history: vec![FxHashMap::default(); m.chips],
                 },
                 layout: Layout::new(per_dir),
                 mem_lines: 0,
@@ -319,7 +378,9 @@ impl<'a> Engine<'a> {
             node_free: vec![0.0; m.chips],
             dirs,
             owner: vec![None; dirs],
-            thread_time: vec![0.0; cores],
+            events: (0..cores).map(|t| Reverse((0f64.to_bits(), t))).collect(),
+            travelling: vec![None; cores],
+            now: 0.0,
             core_free: vec![0.0; cores],
             rng: (0..cores)
                 .map(|t| ChaCha8Rng::seed_from_u64(seed.wrapping_add(t as u64 * 7919)))
@@ -330,50 +391,61 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Runs `n` lookups in simulated-time order; returns (elapsed cycles, delegated).
+    /// Runs until `n` lookups have run, in the order they reach their cores; returns
+    /// (elapsed cycles, how many of them were delegated).
     fn run(&mut self, n: usize) -> (f64, u64) {
         let m = self.sim.m;
-        let start = self.thread_time.iter().cloned().fold(f64::MAX, f64::min);
-        let mut heap: BinaryHeap<Reverse<(u64, usize)>> = self
-            .thread_time
-            .iter()
-            .enumerate()
-            .map(|(t, &time)| Reverse((time.to_bits(), t)))
-            .collect();
-        let mut delegated = 0;
-        for _ in 0..n {
-            let Some(Reverse((bits, t))) = heap.pop() else {
+        let start = self.now;
+        let (mut done, mut delegated) = (0, 0);
+        while done < n {
+            let Some(Reverse((bits, t))) = self.events.pop() else {
                 break;
             };
             let now = f64::from_bits(bits);
-            let d = self.rng[t].random_range(0..self.dirs);
-            let entry = self.rng[t].random_range(0..self.sim.layout.per_dir);
-            let (core, hop) = match self.owner[d] {
-                Some(o) if o != t => (o, m.migration_cycles / 2.0),
-                _ => (t, 0.0),
+            self.now = now;
+            let hop = m.migration_cycles / 2.0;
+            let (d, entry, core, hop) = match self.travelling[t].take() {
+                // Arrived at its owner.
+                Some(l) => (l.dir, l.entry, l.owner, hop),
+                None => {
+                    let d = self.rng[t].random_range(0..self.dirs);
+                    let entry = self.rng[t].random_range(0..self.sim.layout.per_dir);
+                    match self.owner[d] {
+                        Some(owner) if owner != t => {
+                            self.travelling[t] = Some(Travelling {
+                                dir: d,
+                                entry,
+                                owner,
+                            });
+                            self.events.push(Reverse(((now + hop).to_bits(), t)));
+                            continue;
+                        }
+                        _ => (d, entry, t, 0.0),
+                    }
+                }
             };
             delegated += u64::from(hop > 0.0);
+            done += 1;
             let (cycles, fetch, mem_lines) = self.sim.lookup(core, d, entry);
-            let begin = (now + hop).max(self.core_free[core]);
+            let begin = now.max(self.core_free[core]);
             // Its memory lines queue at the directory's node: with bandwidth exhausted
             // the lookup ends when the controller has streamed them.
             let node = d % m.chips;
             let mut end = begin + cycles;
             if mem_lines > 0 && m.line_transfer_cycles() > 0.0 {
-                let done =
+                let streamed =
                     self.node_free[node].max(begin) + mem_lines as f64 * m.line_transfer_cycles();
-                self.node_free[node] = done;
-                end = end.max(done);
+                self.node_free[node] = streamed;
+                end = end.max(streamed);
             }
             self.core_free[core] = end;
-            self.thread_time[t] = end + hop;
             self.ops[d] += 1;
             self.fetch[d] += fetch;
             self.busy[d] += end - begin;
-            heap.push(Reverse((self.thread_time[t].to_bits(), t)));
+            // The thread issues its next lookup once the answer is back.
+            self.events.push(Reverse(((end + hop).to_bits(), t)));
         }
-        let end = self.thread_time.iter().cloned().fold(0.0, f64::max);
-        (end - start, delegated)
+        (self.now - start, delegated)
     }
 
     fn reset_counters(&mut self) {
@@ -510,6 +582,48 @@ mod tests {
         assert!(
             !s.c.l3[0].contains(0),
             "an L3 hit moves the line back to L2"
+        );
+    }
+
+    #[test]
+    fn the_l3_keeps_a_line_another_core_of_the_chip_hits() {
+        let m = small();
+        let mut e = Engine::new(&m, 1, 1000, 1);
+        let s = &mut e.sim;
+        // Core 0 reads line 0 and pushes it out of its L2 into the chip's L3.
+        s.read(0, 0, 0);
+        let sets = m.l2.sets().unwrap();
+        for k in 1..=m.l2.ways as u64 {
+            s.read(0, k * sets * LINE, 0);
+        }
+        assert!(s.c.l3[0].contains(0));
+        // Core 1 (same chip) hits it: served at L3 latency and the L3 keeps a copy.
+        assert_eq!(s.read(1, 0, 0), m.l3_cycles);
+        assert!(s.c.l3[0].contains(0) && s.c.l2[1].contains(0));
+        // Core 1's copy goes; core 0 hits the kept line: still shared, still kept.
+        s.c.l1[1].invalidate(0);
+        s.c.l2[1].invalidate(0);
+        assert_eq!(s.read(0, 0, 0), m.l3_cycles);
+        assert!(s.c.l3[0].contains(0));
+    }
+
+    #[test]
+    fn a_delegated_lookup_queues_behind_what_reached_the_owner_first() {
+        let m = small();
+        let mut e = Engine::new(&m, 2, 1000, 1);
+        // Directory 0 lives on core 0; the other three threads delegate to it.
+        e.owner = vec![Some(0), Some(0)];
+        e.run(1);
+        let own = e.busy.iter().sum::<f64>();
+        e.run(3);
+        let all = e.busy.iter().sum::<f64>();
+        // Core 0's own lookup was issued at time 0 and ran first; the three delegated
+        // ones reached core 0 half a migration later and then ran back to back.
+        let hop = m.migration_cycles / 2.0;
+        assert_eq!(e.core_free[0], own.max(hop) + (all - own));
+        assert!(
+            e.core_free[1..].iter().all(|&t| t == 0.0),
+            "callers' cores stay free"
         );
     }
 

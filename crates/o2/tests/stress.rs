@@ -161,3 +161,45 @@ fn large_closures_and_results_cross_by_the_callers_stack() {
         1000
     );
 }
+
+/// Counts its drops, to check a delegated closure's captures and its result are each
+/// dropped exactly once whichever way they travel.
+struct Tracked(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn captures_and_results_are_dropped_once_inline_and_on_the_stack() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut rt = runtime(2, 10, 2, false);
+    rt.assign(0, Some(0)).unwrap();
+    rt.assign(1, Some(1)).unwrap();
+    rt.run(|w| {
+        let other = 1 - w.index() as u32;
+        for k in 0..100usize {
+            // Small: capture and result fit the slot's line.
+            let (cap, padding) = (Tracked(drops.clone()), [k; 1]);
+            let small = w.on(other, move |_| {
+                let _keep = (&cap, padding);
+                Tracked(cap.0.clone())
+            });
+            drop(small);
+            // Large: 32 words of capture cross by the caller's stack.
+            let (cap, padding) = (Tracked(drops.clone()), [k; 32]);
+            let large = w.on(other, move |_| {
+                let _keep = (&cap, padding);
+                (Tracked(cap.0.clone()), padding)
+            });
+            drop(large);
+        }
+    })
+    .unwrap();
+    // Per worker and round: two captures and two results.
+    assert_eq!(drops.load(Ordering::Relaxed), 2 * 100 * 4);
+}
