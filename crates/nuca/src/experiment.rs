@@ -89,12 +89,7 @@ pub fn simulate_all(
         let sim = Sim::new(chip, &program, scheme)?.with_skew(skew);
         let (st, by_pc) = sim.run_detailed(false).map_err(Error::runtime)?;
         if scheme == (Scheme::Hybrid { theta: 3 }) {
-            let mut sites: Vec<(u32, u64)> = by_pc
-                .into_iter()
-                .enumerate()
-                .filter(|s| s.1 > 0)
-                .map(|(pc, n)| (pc as u32, n))
-                .collect();
+            let mut sites = by_pc;
             sites.sort_by_key(|&(pc, n)| (std::cmp::Reverse(n), pc));
             sites.truncate(5);
             top_migrating_sites = sites;

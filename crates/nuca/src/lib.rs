@@ -12,6 +12,7 @@
 
 pub mod chip;
 pub mod experiment;
+pub mod issue_order;
 pub mod kernels;
 pub mod plot;
 pub mod predictor;

@@ -81,8 +81,8 @@ fn migrations_are_attributed_to_their_access_sites() {
         .run_detailed(true)
         .unwrap();
     // Executions 2 and 3 each migrate at PC3 and PC7.
-    assert_eq!((by_pc[3], by_pc[7]), (2, 2));
-    assert_eq!(by_pc.iter().sum::<u64>(), stats.migrations);
+    assert_eq!(by_pc, [(3, 2), (7, 2)]);
+    assert_eq!(stats.migrations, 4);
 }
 
 fn minus(x: Stats, y: Stats) -> (u64, u64, u64) {
