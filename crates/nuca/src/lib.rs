@@ -20,7 +20,7 @@ pub mod sim;
 pub mod trace;
 
 pub use chip::Chip;
-pub use sim::{simulate, Program, Scheme, Sim, Stats};
+pub use sim::{simulate, Program, Scheme, Sim, SiteMigrations, Stats};
 pub use trace::{Access, Trace};
 
 #[cfg(test)]

@@ -116,10 +116,17 @@ pub struct Stats {
     pub local: u64,
     pub remote: u64,
     pub migrations: u64,
+    /// Migrations whose thread's next access was again a core miss: the trip (context
+    /// transfer) served a single access.
+    pub single_access_migrations: u64,
     /// Guest threads sent back to their native core.
     pub evictions: u64,
     /// Sum of the latencies of all accesses (cycles).
     pub memory_cycles: u64,
+    /// Network cycles of remote accesses (request + reply, without the cache access).
+    pub remote_cycles: u64,
+    /// Cycles of migrations (context transfer + pipeline insertion, without the access).
+    pub migration_cycles: u64,
     /// Cycles evicted threads spent travelling home.
     pub eviction_cycles: u64,
     /// When the last thread finished.
@@ -153,6 +160,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 }
 
 const NONE: u32 = u32::MAX;
+const NO_SITE: u32 = u32::MAX;
 const UNMAPPED: u16 = u16::MAX;
 
 #[derive(Clone, Debug)]
@@ -164,6 +172,9 @@ struct Thread {
     core: u16,
     native: u16,
     entry: Entry,
+    /// Site of the thread's last migration while no access has yet followed it at the
+    /// destination, else NO_SITE.
+    pending_migration: u32,
 }
 
 impl Thread {
@@ -202,8 +213,18 @@ pub struct Sim<'p> {
     request_by_hops: Vec<u64>,
     skew: u64,
     stats: Stats,
-    /// Migrations triggered by each access site.
+    /// Migrations triggered by each access site, and of those the single-access ones.
     migrations_by_site: Vec<u64>,
+    single_access_by_site: Vec<u64>,
+}
+
+/// The migrations one access site (PC) triggered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SiteMigrations {
+    pub pc: u32,
+    pub migrations: u64,
+    /// Of those, migrations after which the thread's next access was again a core miss.
+    pub single_access: u64,
 }
 
 impl<'p> Sim<'p> {
@@ -231,6 +252,7 @@ impl<'p> Sim<'p> {
                 core: i as u16,
                 native: i as u16,
                 entry: Entry::default(),
+                pending_migration: NO_SITE,
             })
             .collect();
         Ok(Sim {
@@ -260,6 +282,7 @@ impl<'p> Sim<'p> {
             skew: 0,
             stats: Stats::default(),
             migrations_by_site: vec![0; program.pcs.len()],
+            single_access_by_site: vec![0; program.pcs.len()],
         })
     }
 
@@ -281,9 +304,9 @@ impl<'p> Sim<'p> {
         self.run_detailed(check).map(|(stats, _)| stats)
     }
 
-    /// [`Sim::run`], also returning the access sites that triggered migrations as
-    /// (PC, migrations), in PC order.
-    pub fn run_detailed(mut self, check: bool) -> Result<(Stats, Vec<(u32, u64)>), String> {
+    /// [`Sim::run`], also returning the access sites that triggered migrations, in PC
+    /// order.
+    pub fn run_detailed(mut self, check: bool) -> Result<(Stats, Vec<SiteMigrations>), String> {
         for i in 0..self.threads.len() {
             if !self.threads[i].done() {
                 self.order.set(i, issue_order::key(self.issue_time(i), i));
@@ -318,15 +341,15 @@ impl<'p> Sim<'p> {
             first = self.order.first();
         }
         self.stats.completion_cycles = self.threads.iter().map(|t| t.clock).max().unwrap_or(0);
-        let mut sites: Vec<(u32, u64)> = self
-            .program
-            .pcs
-            .iter()
-            .zip(&self.migrations_by_site)
-            .filter(|&(_, &n)| n > 0)
-            .map(|(&pc, &n)| (pc, n))
+        let mut sites: Vec<SiteMigrations> = (0..self.program.pcs.len())
+            .filter(|&s| self.migrations_by_site[s] > 0)
+            .map(|s| SiteMigrations {
+                pc: self.program.pcs[s],
+                migrations: self.migrations_by_site[s],
+                single_access: self.single_access_by_site[s],
+            })
             .collect();
-        sites.sort_unstable();
+        sites.sort_unstable_by_key(|s| s.pc);
         Ok((self.stats, sites))
     }
 
@@ -361,19 +384,27 @@ impl<'p> Sim<'p> {
             }
         };
         let now = th.clock;
+        let pending = std::mem::replace(&mut th.pending_migration, NO_SITE);
+        if pending != NO_SITE && home != cur {
+            self.stats.single_access_migrations += 1;
+            self.single_access_by_site[pending as usize] += 1;
+        }
         let latency = if home == cur {
             self.stats.local += 1;
             self.cache_access(home, op.addr, now)
         } else if migrate {
             self.stats.migrations += 1;
             self.migrations_by_site[op.site as usize] += 1;
+            self.threads[i].pending_migration = op.site;
             let travel = self.migration_by_hops[self.hops(cur, home)];
+            self.stats.migration_cycles += travel;
             self.move_thread(i, home, now + travel);
             travel + self.cache_access(home, op.addr, now + travel)
         } else {
             self.stats.remote += 1;
             let hops = self.hops(cur, home);
             let request = self.request_by_hops[hops];
+            self.stats.remote_cycles += self.remote_by_hops[hops];
             self.remote_by_hops[hops] + self.cache_access(home, op.addr, now + request)
         };
         self.stats.accesses += 1;

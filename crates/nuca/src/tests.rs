@@ -81,8 +81,13 @@ fn migrations_are_attributed_to_their_access_sites() {
         .run_detailed(true)
         .unwrap();
     // Executions 2 and 3 each migrate at PC3 and PC7.
-    assert_eq!(by_pc, [(3, 2), (7, 2)]);
-    assert_eq!(stats.migrations, 4);
+    let sites: Vec<(u32, u64, u64)> = by_pc
+        .iter()
+        .map(|s| (s.pc, s.migrations, s.single_access))
+        .collect();
+    // Each migration is followed by local accesses (I4-I6 at C, I8 at A).
+    assert_eq!(sites, [(3, 2, 0), (7, 2, 0)]);
+    assert_eq!((stats.migrations, stats.single_access_migrations), (4, 0));
 }
 
 fn minus(x: Stats, y: Stats) -> (u64, u64, u64) {
@@ -133,6 +138,32 @@ fn hand_computed_latencies() {
     assert_eq!(migrate.memory_cycles - first_touch, 12 + 26 + 3 + 1);
     // Thread 0 started at cycle 100.
     assert_eq!(remote.completion_cycles, 100 + 27);
+}
+
+/// Thread 0 (core 0) alternates between page B (homed at core 1) and its own page A:
+/// always-migrate bounces it between the two cores, every migration but the last
+/// serving a single access.
+#[test]
+fn bouncing_migrations_serve_single_accesses() {
+    let chip = Chip::shim_64().with_cores(4).unwrap();
+    let (a, b) = (30, 31);
+    let traces = vec![
+        vec![
+            rd(1, a, 0),
+            rd(2, b, 100),
+            rd(3, a, 0),
+            rd(2, b, 0),
+            rd(3, a, 0),
+        ],
+        vec![rd(4, b, 0)],
+    ];
+    let s = run(&chip, &traces, Scheme::AlwaysMigrate);
+    assert_eq!((s.migrations, s.single_access_migrations), (4, 3));
+    // Cores 0 and 1 are 1 hop apart: each trip is 3 + 26 + 3 cycles.
+    assert_eq!(s.migration_cycles, 4 * 32);
+    let r = run(&chip, &traces, Scheme::RemoteOnly);
+    // Two remote round trips over 1 hop: (3 + 1) + (3 + 1) each.
+    assert_eq!((r.remote, r.remote_cycles), (2, 2 * 8));
 }
 
 #[test]
