@@ -181,7 +181,7 @@ pub fn bench(a: NucaBenchArgs) -> Result<()> {
     let chip = Chip::shim_64();
     let b = Benchmark::from_name(&a.bench)?;
     let traces = b.generate(chip.cores as usize, a.size.unwrap_or(b.default_size()))?;
-    let program = Program::new(&traces, chip.placement.page_bytes);
+    let program = Program::new(&traces, chip.placement.page_bytes)?;
     println!(
         "{}: {} accesses, {} threads, one simulator thread; load average {}",
         b.name(),

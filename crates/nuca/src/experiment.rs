@@ -82,7 +82,7 @@ pub fn simulate_all(
     size: usize,
     skew: u64,
 ) -> Result<BenchResult> {
-    let program = Program::new(traces, chip.placement.page_bytes);
+    let program = Program::new(traces, chip.placement.page_bytes)?;
     let mut stats = Vec::new();
     let mut top_migrating_sites = Vec::new();
     for &scheme in &SCHEMES {

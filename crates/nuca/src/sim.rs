@@ -45,14 +45,32 @@ impl Scheme {
     }
 }
 
-/// One access ready for simulation: its page and access site are numbered densely so
-/// the page table and the per-site tables are plain vectors.
+/// Addresses are at most this wide (the user-space virtual addresses of x86-64 and
+/// AArch64 are 47–48 bits), leaving the top 16 bits of an address word for the gap.
+pub const ADDRESS_BITS: u32 = 48;
+
+/// One access ready for simulation, in 16 bytes: streaming these is most of the
+/// simulator's memory traffic. Page and access site are numbered densely so the page
+/// table and the per-site tables are plain vectors.
 #[derive(Clone, Copy, Debug)]
 struct Op {
-    addr: u64,
+    /// Address in the low [`ADDRESS_BITS`], gap (instructions since the previous
+    /// access) above.
+    addr_gap: u64,
     page: u32,
     site: u32,
-    gap: u16,
+}
+
+impl Op {
+    #[inline]
+    fn addr(&self) -> u64 {
+        self.addr_gap & ((1 << ADDRESS_BITS) - 1)
+    }
+
+    #[inline]
+    fn gap(&self) -> u64 {
+        self.addr_gap >> ADDRESS_BITS
+    }
 }
 
 /// Traces compiled for a page size: every thread's accesses in one vector.
@@ -67,15 +85,23 @@ pub struct Program {
 }
 
 impl Program {
-    pub fn new(traces: &[Trace], page_bytes: u64) -> Program {
+    /// Compiles `traces` for pages of `page_bytes`; rejects addresses wider than
+    /// [`ADDRESS_BITS`].
+    pub fn new(traces: &[Trace], page_bytes: u64) -> hetsched_core::Result<Program> {
         let shift = page_bytes.trailing_zeros();
         let mut pages: HashMap<u64, u32> = HashMap::new();
         let mut sites: HashMap<u32, u32> = HashMap::new();
         let mut pcs = Vec::new();
         let mut ops = Vec::with_capacity(traces.iter().map(Vec::len).sum());
         let mut starts = vec![0];
-        for t in traces {
-            for a in t {
+        for (t, trace) in traces.iter().enumerate() {
+            for (k, a) in trace.iter().enumerate() {
+                if a.addr >> ADDRESS_BITS != 0 {
+                    return Err(hetsched_core::Error::input(format!(
+                        "thread {t}, access {k}: address {:#x} is wider than {ADDRESS_BITS} bits",
+                        a.addr
+                    )));
+                }
                 let next = pages.len() as u32;
                 let page = *pages.entry(a.addr >> shift).or_insert(next);
                 let site = *sites.entry(a.pc).or_insert_with(|| {
@@ -83,20 +109,19 @@ impl Program {
                     pcs.len() as u32 - 1
                 });
                 ops.push(Op {
-                    addr: a.addr,
+                    addr_gap: a.addr | (a.gap as u64) << ADDRESS_BITS,
                     page,
                     site,
-                    gap: a.gap,
                 });
             }
             starts.push(ops.len());
         }
-        Program {
+        Ok(Program {
             ops,
             starts,
             pages: pages.len(),
             pcs,
-        }
+        })
     }
 
     pub fn threads(&self) -> usize {
@@ -357,7 +382,7 @@ impl<'p> Sim<'p> {
     #[inline]
     fn issue_time(&self, i: usize) -> u64 {
         let th = &self.threads[i];
-        th.clock + self.program.ops[th.next].gap as u64
+        th.clock + self.program.ops[th.next].gap()
     }
 
     /// Executes thread i's next access.
@@ -366,7 +391,7 @@ impl<'p> Sim<'p> {
         let th = &mut self.threads[i];
         let op = self.program.ops[th.next];
         th.next += 1;
-        th.clock += op.gap as u64;
+        th.clock += op.gap();
         let cur = th.core;
         let mut home = self.page_home[op.page as usize];
         if home == UNMAPPED {
@@ -391,7 +416,7 @@ impl<'p> Sim<'p> {
         }
         let latency = if home == cur {
             self.stats.local += 1;
-            self.cache_access(home, op.addr, now)
+            self.cache_access(home, op.addr(), now)
         } else if migrate {
             self.stats.migrations += 1;
             self.migrations_by_site[op.site as usize] += 1;
@@ -399,13 +424,13 @@ impl<'p> Sim<'p> {
             let travel = self.migration_by_hops[self.hops(cur, home)];
             self.stats.migration_cycles += travel;
             self.move_thread(i, home, now + travel);
-            travel + self.cache_access(home, op.addr, now + travel)
+            travel + self.cache_access(home, op.addr(), now + travel)
         } else {
             self.stats.remote += 1;
             let hops = self.hops(cur, home);
             let request = self.request_by_hops[hops];
             self.stats.remote_cycles += self.remote_by_hops[hops];
-            self.remote_by_hops[hops] + self.cache_access(home, op.addr, now + request)
+            self.remote_by_hops[hops] + self.cache_access(home, op.addr(), now + request)
         };
         self.stats.accesses += 1;
         self.stats.memory_cycles += latency;

@@ -20,7 +20,7 @@ fn run(chip: &Chip, traces: &[Vec<Access>], scheme: Scheme) -> Stats {
 }
 
 fn run_skewed(chip: &Chip, traces: &[Vec<Access>], scheme: Scheme, skew: u64) -> Stats {
-    let program = Program::new(traces, chip.placement.page_bytes);
+    let program = Program::new(traces, chip.placement.page_bytes).unwrap();
     Sim::new(chip, &program, scheme)
         .unwrap()
         .with_skew(skew)
@@ -75,7 +75,7 @@ fn migrations_are_attributed_to_their_access_sites() {
         .flat_map(|r| seq.map(|(pc, page)| rd(pc, page, if r == 0 { 100 } else { 0 })))
         .collect();
     let traces = [t0, vec![rd(100, b, 0)], vec![rd(101, c, 0)]];
-    let program = Program::new(&traces, PAGE);
+    let program = Program::new(&traces, PAGE).unwrap();
     let (stats, by_pc) = Sim::new(&chip, &program, Scheme::Hybrid { theta: 2 })
         .unwrap()
         .run_detailed(true)
@@ -164,6 +164,23 @@ fn bouncing_migrations_serve_single_accesses() {
     let r = run(&chip, &traces, Scheme::RemoteOnly);
     // Two remote round trips over 1 hop: (3 + 1) + (3 + 1) each.
     assert_eq!((r.remote, r.remote_cycles), (2, 2 * 8));
+}
+
+#[test]
+fn addresses_wider_than_48_bits_are_rejected() {
+    let ok = rd(1, (1 << 48) / PAGE - 1, 0);
+    let wide = Access {
+        addr: 1 << 48,
+        ..ok
+    };
+    assert!(Program::new(&[vec![ok]], PAGE).is_ok());
+    let e = Program::new(&[vec![ok, wide]], PAGE)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("thread 0, access 1") && e.contains("48 bits"),
+        "{e}"
+    );
 }
 
 #[test]
