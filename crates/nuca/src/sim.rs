@@ -489,6 +489,29 @@ impl<'p> Sim<'p> {
         cycles
     }
 
+    /// Reference for the tests: [`Sim::run`] with the next thread found by a linear scan
+    /// of all threads before every access (earliest issue cycle, then lowest index; the
+    /// running thread keeps running while at most `skew` cycles past the earliest).
+    #[cfg(test)]
+    pub(crate) fn run_by_linear_scan(mut self) -> Stats {
+        let mut running: Option<usize> = None;
+        loop {
+            let earliest = (0..self.threads.len())
+                .filter(|&j| !self.threads[j].done())
+                .map(|j| (self.issue_time(j), j))
+                .min();
+            let Some((t, j)) = earliest else { break };
+            let i = match running {
+                Some(r) if !self.threads[r].done() && self.issue_time(r) <= t + self.skew => r,
+                _ => j,
+            };
+            running = Some(i);
+            self.step(i);
+        }
+        self.stats.completion_cycles = self.threads.iter().map(|t| t.clock).max().unwrap_or(0);
+        self.stats
+    }
+
     /// Deadlock-freedom invariants of the context model: every running thread is in
     /// exactly one context; native contexts hold only their native thread; a guest
     /// context holds at most one thread.

@@ -240,4 +240,21 @@ proptest! {
             }
         }
     }
+
+    /// The tournament-tree scheduling (with its cached bound and in-place updates of
+    /// evicted threads) picks exactly the threads a linear scan picks.
+    #[test]
+    fn issue_order_matches_a_linear_scan(
+        side in 2u32..=4, seed in any::<u64>(), skew in prop_oneof![Just(0u64), 0u64..100]
+    ) {
+        let cores = side * side;
+        let chip = Chip::shim_64().with_cores(cores).unwrap();
+        // Few pages: many migrations to the same cores, so many guest evictions.
+        let traces = random_traces(cores as usize, 80, cores as u64, seed);
+        let program = Program::new(&traces, PAGE).unwrap();
+        for scheme in [Scheme::AlwaysMigrate, Scheme::Hybrid { theta: 2 }] {
+            let sim = || Sim::new(&chip, &program, scheme).unwrap().with_skew(skew);
+            prop_assert_eq!(sim().run(false).unwrap(), sim().run_by_linear_scan());
+        }
+    }
 }
