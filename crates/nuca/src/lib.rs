@@ -7,6 +7,7 @@
 //! - [`trace`]: per-thread access traces and their binary format;
 //! - [`predictor`]: the migration predictor;
 //! - [`sim`]: the simulator;
+//! - [`issue_order`]: which simulated thread issues next (exact time order);
 //! - [`kernels`]: instrumented multithreaded kernels producing traces;
 //! - [`experiment`], [`plot`]: the paper's evaluation.
 

@@ -10,8 +10,9 @@
 //! - the network is contention-free; DRAM is one channel whose bandwidth queues lines.
 //!
 //! Threads advance in order of their clocks (an [`IssueOrder`] keyed by each thread's
-//! next access), so the first-touch page mapping, the guest-slot contention and the DRAM queue see accesses in
-//! simulated-time order. With a skew bound Q > 0 (`with_skew`, like Graphite's lax
+//! next access; on a tie the running thread goes on), so the first-touch page mapping,
+//! the guest-slot contention and the DRAM queue see accesses in simulated-time order.
+//! With a skew bound Q > 0 (`with_skew`, like Graphite's lax
 //! synchronisation) a thread keeps running while it is at most Q cycles ahead of the
 //! slowest other thread, trading exact ordering within Q cycles for fewer switches.
 //! Nothing is allocated per access.
