@@ -183,6 +183,37 @@ fn addresses_wider_than_48_bits_are_rejected() {
     );
 }
 
+/// The predictor entry is part of the context: a guest eviction moves the thread home
+/// but neither ends nor restarts its run, so the instruction that started the run
+/// stays migratory (Section III-A: the entry travels with the thread).
+#[test]
+fn eviction_keeps_the_run_and_its_migratory_bit() {
+    let chip = Chip::shim_64().with_cores(4).unwrap();
+    let (a, b, c) = (40, 41, 42); // pages homed at cores 0, 1, 2
+    let traces = vec![
+        vec![
+            rd(1, a, 0),
+            // First pass: remote accesses; the run C, C reaches θ = 2 and marks PC3.
+            rd(3, c, 100),
+            rd(4, c, 0),
+            rd(1, a, 0),
+            // PC3 migrates thread 0 to core 2, where thread 1 evicts it meanwhile.
+            rd(3, c, 0),
+            rd(4, c, 2000),
+            rd(1, a, 0),
+            // Had the eviction ended the run (depth 1 < θ), PC3 would be cleared here.
+            rd(3, c, 0),
+        ],
+        vec![rd(7, b, 0), rd(3, c, 1000)],
+        vec![rd(100, c, 0)],
+    ];
+    let s = run(&chip, &traces, Scheme::Hybrid { theta: 2 });
+    assert_eq!(s.evictions, 1);
+    // Thread 0: PC1 ×3 local, PC3/PC4 ×2 remote before the marking, PC4 remote after
+    // the eviction, PC3 migrates twice; thread 1 migrates once; two more local.
+    assert_eq!((s.local, s.remote, s.migrations), (5, 3, 3));
+}
+
 #[test]
 fn guest_eviction_returns_the_thread_home() {
     let chip = Chip::shim_64().with_cores(4).unwrap();
