@@ -251,13 +251,15 @@ pub fn report(results: &[BenchResult]) -> String {
         let (h, base) = (r.of(hybrid3), r.of(Scheme::RemoteOnly));
         let _ = writeln!(
             s,
-            "{:<22} {:.3}x: {} migrations ({:.0}% single-access, {:.1} cycles each), {} evictions; \
+            "{:<22} {:.3}x: {} migrations ({:.0}% single-access, {:.1} cycles each, {:.0}% into the \
+             busiest core), {} evictions; \
              remote-only: {} remote accesses ({:.1} cycles each); latency {:.3} vs {:.3} cycles per access",
             r.name,
             r.normalised_latency(hybrid3),
             h.migrations,
             100.0 * ratio(h.single_access_migrations, h.migrations),
             ratio(h.migration_cycles, h.migrations),
+            100.0 * ratio(h.busiest_core_migrations, h.migrations),
             h.evictions,
             base.remote,
             ratio(base.remote_cycles, base.remote),
@@ -309,14 +311,15 @@ pub fn report(results: &[BenchResult]) -> String {
 pub fn csv(results: &[BenchResult]) -> String {
     let mut s = String::from(
         "benchmark,threads,size,scheme,accesses,local,remote,migrations,single_access_migrations,\
-         evictions,core_miss_rate,avg_latency,normalised_latency,completion_cycles,l1_misses,l2_misses\n",
+         evictions,busiest_core_migrations,core_miss_rate,avg_latency,normalised_latency,completion_cycles,\
+         l1_misses,l2_misses\n",
     );
     for r in results {
         for &scheme in &SCHEMES {
             let st = r.of(scheme);
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{:.6},{:.4},{:.6},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.4},{:.6},{},{},{}",
                 r.name,
                 r.threads,
                 r.size,
@@ -327,6 +330,7 @@ pub fn csv(results: &[BenchResult]) -> String {
                 st.migrations,
                 st.single_access_migrations,
                 st.evictions,
+                st.busiest_core_migrations,
                 st.core_miss_rate(),
                 st.avg_latency(),
                 r.normalised_latency(scheme),

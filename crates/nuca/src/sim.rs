@@ -147,6 +147,9 @@ pub struct Stats {
     pub single_access_migrations: u64,
     /// Guest threads sent back to their native core.
     pub evictions: u64,
+    /// Migrations into the core that received the most of them (how much the
+    /// migrations pile onto one core's single guest context).
+    pub busiest_core_migrations: u64,
     /// Sum of the latencies of all accesses (cycles).
     pub memory_cycles: u64,
     /// Network cycles of remote accesses (request + reply, without the cache access).
@@ -242,6 +245,8 @@ pub struct Sim<'p> {
     /// Migrations triggered by each access site, and of those the single-access ones.
     migrations_by_site: Vec<u64>,
     single_access_by_site: Vec<u64>,
+    /// Migrations into each core.
+    migrations_by_dest: Vec<u64>,
 }
 
 /// The migrations one access site (PC) triggered.
@@ -309,6 +314,7 @@ impl<'p> Sim<'p> {
             stats: Stats::default(),
             migrations_by_site: vec![0; program.pcs.len()],
             single_access_by_site: vec![0; program.pcs.len()],
+            migrations_by_dest: vec![0; chip.cores as usize],
         })
     }
 
@@ -367,6 +373,8 @@ impl<'p> Sim<'p> {
             first = self.order.first();
         }
         self.stats.completion_cycles = self.threads.iter().map(|t| t.clock).max().unwrap_or(0);
+        self.stats.busiest_core_migrations =
+            self.migrations_by_dest.iter().copied().max().unwrap_or(0);
         let mut sites: Vec<SiteMigrations> = (0..self.program.pcs.len())
             .filter(|&s| self.migrations_by_site[s] > 0)
             .map(|s| SiteMigrations {
@@ -421,6 +429,7 @@ impl<'p> Sim<'p> {
         } else if migrate {
             self.stats.migrations += 1;
             self.migrations_by_site[op.site as usize] += 1;
+            self.migrations_by_dest[home as usize] += 1;
             self.threads[i].pending_migration = op.site;
             let travel = self.migration_by_hops[self.hops(cur, home)];
             self.stats.migration_cycles += travel;
@@ -510,6 +519,8 @@ impl<'p> Sim<'p> {
             self.step(i);
         }
         self.stats.completion_cycles = self.threads.iter().map(|t| t.clock).max().unwrap_or(0);
+        self.stats.busiest_core_migrations =
+            self.migrations_by_dest.iter().copied().max().unwrap_or(0);
         self.stats
     }
 

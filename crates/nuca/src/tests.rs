@@ -161,6 +161,8 @@ fn bouncing_migrations_serve_single_accesses() {
     assert_eq!((s.migrations, s.single_access_migrations), (4, 3));
     // Cores 0 and 1 are 1 hop apart: each trip is 3 + 26 + 3 cycles.
     assert_eq!(s.migration_cycles, 4 * 32);
+    // Two trips into core 1 (b's home) and two back into core 0.
+    assert_eq!(s.busiest_core_migrations, 2);
     let r = run(&chip, &traces, Scheme::RemoteOnly);
     // Two remote round trips over 1 hop: (3 + 1) + (3 + 1) each.
     assert_eq!((r.remote, r.remote_cycles), (2, 2 * 8));
