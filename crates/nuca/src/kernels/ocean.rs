@@ -338,3 +338,43 @@ pub fn run(p: usize, n: usize, layout: Layout, rep: bool) -> Result<Vec<Trace>> 
     )?;
     Ok(traces)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    /// Contiguous layout: the relaxation is purely local. The only accesses to pages a
+    /// thread never writes are the border-copy reads — every border cell that faces a
+    /// neighbour once per iteration (half of them before each half sweep). A stencil
+    /// that read the neighbours' cells in place would add its edge loads.
+    #[test]
+    fn contiguous_relaxation_reads_only_its_own_pages() {
+        let (p, n) = (6, 24);
+        let foreign = |layout| -> Vec<usize> {
+            run(p, n, layout, false)
+                .unwrap()
+                .iter()
+                .map(|tr| {
+                    let own: HashSet<u64> = tr
+                        .iter()
+                        .filter(|a| a.write)
+                        .map(|a| a.addr >> 12)
+                        .collect();
+                    tr.iter().filter(|a| !own.contains(&(a.addr >> 12))).count()
+                })
+                .collect()
+        };
+        let (pr, pc) = grid(p);
+        let expected: Vec<usize> = (0..p)
+            .map(|id| {
+                let b = Block::new(id, n, (pr, pc));
+                let (bi, bj) = (id / pc, id % pc);
+                let rows = b.rows.len() * (usize::from(bj > 0) + usize::from(bj + 1 < pc));
+                let cols = b.cols.len() * (usize::from(bi > 0) + usize::from(bi + 1 < pr));
+                (rows + cols) * ITERS
+            })
+            .collect();
+        assert_eq!(foreign(Layout::Contiguous), expected);
+    }
+}
