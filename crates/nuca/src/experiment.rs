@@ -3,7 +3,7 @@
 //! remote-access and migration rates, average memory latency and completion cycles.
 
 use crate::kernels::Benchmark;
-use crate::{Chip, Program, Scheme, Sim, Stats};
+use crate::{Chip, Program, Scheme, Sim, SiteMigrations, Stats};
 use hetsched_core::{Error, Result};
 use std::fmt::Write as _;
 
@@ -37,8 +37,8 @@ pub struct BenchResult {
     pub accesses: u64,
     pub stats: Vec<Stats>,
     /// Under hybrid θ = 3, the access sites (PC = source line in the kernel's file) that
-    /// triggered the most migrations, with their counts, most first (at most 5).
-    pub top_migrating_sites: Vec<(u32, u64)>,
+    /// triggered the most migrations, most first (at most 5).
+    pub top_migrating_sites: Vec<SiteMigrations>,
 }
 
 impl BenchResult {
@@ -82,20 +82,15 @@ pub fn simulate_all(
     size: usize,
     skew: u64,
 ) -> Result<BenchResult> {
-    let program = Program::new(traces, chip.placement.page_bytes);
+    let program = Program::new(traces, chip.placement.page_bytes)?;
     let mut stats = Vec::new();
     let mut top_migrating_sites = Vec::new();
     for &scheme in &SCHEMES {
         let sim = Sim::new(chip, &program, scheme)?.with_skew(skew);
         let (st, by_pc) = sim.run_detailed(false).map_err(Error::runtime)?;
         if scheme == (Scheme::Hybrid { theta: 3 }) {
-            let mut sites: Vec<(u32, u64)> = by_pc
-                .into_iter()
-                .enumerate()
-                .filter(|s| s.1 > 0)
-                .map(|(pc, n)| (pc as u32, n))
-                .collect();
-            sites.sort_by_key(|&(pc, n)| (std::cmp::Reverse(n), pc));
+            let mut sites = by_pc;
+            sites.sort_by_key(|s| (std::cmp::Reverse(s.migrations), s.pc));
             sites.truncate(5);
             top_migrating_sites = sites;
         }
@@ -109,6 +104,14 @@ pub fn simulate_all(
         stats,
         top_migrating_sites,
     })
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
 }
 
 fn mean(xs: impl Iterator<Item = f64>) -> f64 {
@@ -224,15 +227,45 @@ pub fn report(results: &[BenchResult]) -> String {
     }
     let _ = writeln!(
         s,
-        "\nhybrid θ=3: access sites (source line in the kernel) with the most migrations"
+        "\nhybrid θ=3: access sites (source line in the kernel) with the most migrations \
+         (in parentheses: single-access ones, after which the next access was again a core miss)"
     );
     for r in results.iter().filter(|r| !r.top_migrating_sites.is_empty()) {
         let sites: Vec<String> = r
             .top_migrating_sites
             .iter()
-            .map(|(pc, n)| format!("line {pc}: {n}"))
+            .map(|m| format!("line {}: {} ({})", m.pc, m.migrations, m.single_access))
             .collect();
         let _ = writeln!(s, "{:<22} {}", r.name, sites.join(", "));
+    }
+    let hybrid3 = Scheme::Hybrid { theta: 3 };
+    let _ = writeln!(
+        s,
+        "\nhybrid θ=3 slower than remote-only: its migrations (single-access share, mean \
+         cost) against remote-only's remote accesses (mean network cost)"
+    );
+    for r in results
+        .iter()
+        .filter(|r| r.normalised_latency(hybrid3) > 1.0)
+    {
+        let (h, base) = (r.of(hybrid3), r.of(Scheme::RemoteOnly));
+        let _ = writeln!(
+            s,
+            "{:<22} {:.3}x: {} migrations ({:.0}% single-access, {:.1} cycles each, {:.0}% into the \
+             busiest core), {} evictions; \
+             remote-only: {} remote accesses ({:.1} cycles each); latency {:.3} vs {:.3} cycles per access",
+            r.name,
+            r.normalised_latency(hybrid3),
+            h.migrations,
+            100.0 * ratio(h.single_access_migrations, h.migrations),
+            ratio(h.migration_cycles, h.migrations),
+            100.0 * ratio(h.busiest_core_migrations, h.migrations),
+            h.evictions,
+            base.remote,
+            ratio(base.remote_cycles, base.remote),
+            h.avg_latency(),
+            base.avg_latency()
+        );
     }
     let get = |scheme: Scheme| *sums.iter().find(|m| m.scheme == scheme).expect("listed");
     let _ = writeln!(s, "\nours vs the paper");
@@ -277,15 +310,16 @@ pub fn report(results: &[BenchResult]) -> String {
 /// CSV of every benchmark × scheme.
 pub fn csv(results: &[BenchResult]) -> String {
     let mut s = String::from(
-        "benchmark,threads,size,scheme,accesses,local,remote,migrations,evictions,core_miss_rate,\
-         avg_latency,normalised_latency,completion_cycles,l1_misses,l2_misses\n",
+        "benchmark,threads,size,scheme,accesses,local,remote,migrations,single_access_migrations,\
+         evictions,busiest_core_migrations,core_miss_rate,avg_latency,normalised_latency,completion_cycles,\
+         l1_misses,l2_misses\n",
     );
     for r in results {
         for &scheme in &SCHEMES {
             let st = r.of(scheme);
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{:.6},{:.4},{:.6},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.4},{:.6},{},{},{}",
                 r.name,
                 r.threads,
                 r.size,
@@ -294,7 +328,9 @@ pub fn csv(results: &[BenchResult]) -> String {
                 st.local,
                 st.remote,
                 st.migrations,
+                st.single_access_migrations,
                 st.evictions,
+                st.busiest_core_migrations,
                 st.core_miss_rate(),
                 st.avg_latency(),
                 r.normalised_latency(scheme),

@@ -7,11 +7,13 @@
 //! - [`trace`]: per-thread access traces and their binary format;
 //! - [`predictor`]: the migration predictor;
 //! - [`sim`]: the simulator;
+//! - [`issue_order`]: which simulated thread issues next (exact time order);
 //! - [`kernels`]: instrumented multithreaded kernels producing traces;
 //! - [`experiment`], [`plot`]: the paper's evaluation.
 
 pub mod chip;
 pub mod experiment;
+pub mod issue_order;
 pub mod kernels;
 pub mod plot;
 pub mod predictor;
@@ -19,7 +21,7 @@ pub mod sim;
 pub mod trace;
 
 pub use chip::Chip;
-pub use sim::{simulate, Program, Scheme, Sim, Stats};
+pub use sim::{simulate, Program, Scheme, Sim, SiteMigrations, Stats};
 pub use trace::{Access, Trace};
 
 #[cfg(test)]

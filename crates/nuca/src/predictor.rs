@@ -15,10 +15,11 @@ pub struct MigratoryBits {
 }
 
 impl MigratoryBits {
-    /// All bits clear (every instruction starts as a remote-access instruction).
-    pub fn new(max_pc: u32) -> Self {
+    /// All bits clear (every instruction starts as a remote-access instruction), with
+    /// room for instructions `0..instructions` (the table grows if a larger one is set).
+    pub fn new(instructions: usize) -> Self {
         MigratoryBits {
-            words: vec![0; (max_pc as usize >> 6) + 1],
+            words: vec![0; instructions.div_ceil(64).max(1)],
         }
     }
 

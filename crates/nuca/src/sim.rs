@@ -9,20 +9,20 @@
 //!   destination's guest thread back to its native core (which then pays that trip);
 //! - the network is contention-free; DRAM is one channel whose bandwidth queues lines.
 //!
-//! Threads advance in order of their clocks (a heap keyed by each thread's next access),
-//! so the
-//! first-touch page mapping, the guest-slot contention and the DRAM queue see accesses in
-//! simulated-time order. With a skew bound Q > 0 (`with_skew`, like Graphite's lax
+//! Threads advance in order of their clocks (an [`IssueOrder`] keyed by each thread's
+//! next access; on a tie the running thread goes on), so the first-touch page mapping,
+//! the guest-slot contention and the DRAM queue see accesses in simulated-time order.
+//! With a skew bound Q > 0 (`with_skew`, like Graphite's lax
 //! synchronisation) a thread keeps running while it is at most Q cycles ahead of the
 //! slowest other thread, trading exact ordering within Q cycles for fewer switches.
 //! Nothing is allocated per access.
 
 use crate::chip::Chip;
+use crate::issue_order::{self, IssueOrder, IDLE};
 use crate::predictor::{Entry, MigratoryBits};
 use crate::trace::Trace;
 use hetsched_cachesim::{Access as CacheAccess, Cache};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 
 /// How a core-miss access is served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,59 +46,91 @@ impl Scheme {
     }
 }
 
-/// One access ready for simulation: the address's page is pre-numbered densely.
+/// Addresses are at most this wide (the user-space virtual addresses of x86-64 and
+/// AArch64 are 47–48 bits), leaving the top 16 bits of an address word for the gap.
+pub const ADDRESS_BITS: u32 = 48;
+
+/// One access ready for simulation, in 16 bytes: streaming these is most of the
+/// simulator's memory traffic. Page and access site are numbered densely so the page
+/// table and the per-site tables are plain vectors.
 #[derive(Clone, Copy, Debug)]
 struct Op {
-    addr: u64,
+    /// Address in the low [`ADDRESS_BITS`], gap (instructions since the previous
+    /// access) above.
+    addr_gap: u64,
     page: u32,
-    pc: u32,
-    gap: u16,
+    site: u32,
 }
 
-/// Traces compiled for a page size: pages numbered densely so the page table is a Vec.
+impl Op {
+    #[inline]
+    fn addr(&self) -> u64 {
+        self.addr_gap & ((1 << ADDRESS_BITS) - 1)
+    }
+
+    #[inline]
+    fn gap(&self) -> u64 {
+        self.addr_gap >> ADDRESS_BITS
+    }
+}
+
+/// Traces compiled for a page size: every thread's accesses in one vector.
 #[derive(Clone, Debug)]
 pub struct Program {
-    threads: Vec<Vec<Op>>,
+    ops: Vec<Op>,
+    /// Thread t's accesses are `ops[starts[t]..starts[t + 1]]`.
+    starts: Vec<usize>,
     pages: usize,
-    max_pc: u32,
+    /// The PC of each access site.
+    pcs: Vec<u32>,
 }
 
 impl Program {
-    pub fn new(traces: &[Trace], page_bytes: u64) -> Program {
+    /// Compiles `traces` for pages of `page_bytes`; rejects addresses wider than
+    /// [`ADDRESS_BITS`].
+    pub fn new(traces: &[Trace], page_bytes: u64) -> hetsched_core::Result<Program> {
         let shift = page_bytes.trailing_zeros();
-        let mut ids: HashMap<u64, u32> = HashMap::new();
-        let mut max_pc = 0;
-        let threads = traces
-            .iter()
-            .map(|t| {
-                t.iter()
-                    .map(|a| {
-                        let next = ids.len() as u32;
-                        let page = *ids.entry(a.addr >> shift).or_insert(next);
-                        max_pc = max_pc.max(a.pc);
-                        Op {
-                            addr: a.addr,
-                            page,
-                            pc: a.pc,
-                            gap: a.gap,
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        Program {
-            threads,
-            pages: ids.len(),
-            max_pc,
+        let mut pages: HashMap<u64, u32> = HashMap::new();
+        let mut sites: HashMap<u32, u32> = HashMap::new();
+        let mut pcs = Vec::new();
+        let mut ops = Vec::with_capacity(traces.iter().map(Vec::len).sum());
+        let mut starts = vec![0];
+        for (t, trace) in traces.iter().enumerate() {
+            for (k, a) in trace.iter().enumerate() {
+                if a.addr >> ADDRESS_BITS != 0 {
+                    return Err(hetsched_core::Error::input(format!(
+                        "thread {t}, access {k}: address {:#x} is wider than {ADDRESS_BITS} bits",
+                        a.addr
+                    )));
+                }
+                let next = pages.len() as u32;
+                let page = *pages.entry(a.addr >> shift).or_insert(next);
+                let site = *sites.entry(a.pc).or_insert_with(|| {
+                    pcs.push(a.pc);
+                    pcs.len() as u32 - 1
+                });
+                ops.push(Op {
+                    addr_gap: a.addr | (a.gap as u64) << ADDRESS_BITS,
+                    page,
+                    site,
+                });
+            }
+            starts.push(ops.len());
         }
+        Ok(Program {
+            ops,
+            starts,
+            pages: pages.len(),
+            pcs,
+        })
     }
 
     pub fn threads(&self) -> usize {
-        self.threads.len()
+        self.starts.len() - 1
     }
 
     pub fn accesses(&self) -> u64 {
-        self.threads.iter().map(|t| t.len() as u64).sum()
+        self.ops.len() as u64
     }
 }
 
@@ -110,10 +142,20 @@ pub struct Stats {
     pub local: u64,
     pub remote: u64,
     pub migrations: u64,
+    /// Migrations whose thread's next access was again a core miss: the trip (context
+    /// transfer) served a single access.
+    pub single_access_migrations: u64,
     /// Guest threads sent back to their native core.
     pub evictions: u64,
+    /// Migrations into the core that received the most of them (how much the
+    /// migrations pile onto one core's single guest context).
+    pub busiest_core_migrations: u64,
     /// Sum of the latencies of all accesses (cycles).
     pub memory_cycles: u64,
+    /// Network cycles of remote accesses (request + reply, without the cache access).
+    pub remote_cycles: u64,
+    /// Cycles of migrations (context transfer + pipeline insertion, without the access).
+    pub migration_cycles: u64,
     /// Cycles evicted threads spent travelling home.
     pub eviction_cycles: u64,
     /// When the last thread finished.
@@ -147,16 +189,27 @@ fn ratio(a: u64, b: u64) -> f64 {
 }
 
 const NONE: u32 = u32::MAX;
+const NO_SITE: u32 = u32::MAX;
 const UNMAPPED: u16 = u16::MAX;
 
 #[derive(Clone, Debug)]
 struct Thread {
+    /// Index of the next access in `Program::ops`; the thread is done at `end`.
     next: usize,
+    end: usize,
     clock: u64,
     core: u16,
     native: u16,
     entry: Entry,
-    done: bool,
+    /// Site of the thread's last migration while no access has yet followed it at the
+    /// destination, else NO_SITE.
+    pending_migration: u32,
+}
+
+impl Thread {
+    fn done(&self) -> bool {
+        self.next == self.end
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -174,6 +227,7 @@ pub struct Sim<'p> {
     program: &'p Program,
     scheme: Scheme,
     threads: Vec<Thread>,
+    order: IssueOrder,
     tiles: Vec<Tile>,
     page_home: Vec<u16>,
     bits: MigratoryBits,
@@ -188,8 +242,20 @@ pub struct Sim<'p> {
     request_by_hops: Vec<u64>,
     skew: u64,
     stats: Stats,
-    /// Migrations triggered by each access site (PC).
-    migrations_by_pc: Vec<u64>,
+    /// Migrations triggered by each access site, and of those the single-access ones.
+    migrations_by_site: Vec<u64>,
+    single_access_by_site: Vec<u64>,
+    /// Migrations into each core.
+    migrations_by_dest: Vec<u64>,
+}
+
+/// The migrations one access site (PC) triggered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SiteMigrations {
+    pub pc: u32,
+    pub migrations: u64,
+    /// Of those, migrations after which the thread's next access was again a core miss.
+    pub single_access: u64,
 }
 
 impl<'p> Sim<'p> {
@@ -211,12 +277,13 @@ impl<'p> Sim<'p> {
             .collect();
         let threads = (0..program.threads())
             .map(|i| Thread {
-                next: 0,
+                next: program.starts[i],
+                end: program.starts[i + 1],
                 clock: 0,
                 core: i as u16,
                 native: i as u16,
                 entry: Entry::default(),
-                done: program.threads[i].is_empty(),
+                pending_migration: NO_SITE,
             })
             .collect();
         Ok(Sim {
@@ -224,9 +291,10 @@ impl<'p> Sim<'p> {
             program,
             scheme,
             threads,
+            order: IssueOrder::new(program.threads()),
             tiles,
             page_home: vec![UNMAPPED; program.pages],
-            bits: MigratoryBits::new(program.max_pc),
+            bits: MigratoryBits::new(program.pcs.len()),
             dram_free: 0.0,
             dram_latency: chip.dram_latency_cycles(),
             dram_line: chip.dram_line_cycles(),
@@ -244,7 +312,9 @@ impl<'p> Sim<'p> {
                 .collect(),
             skew: 0,
             stats: Stats::default(),
-            migrations_by_pc: vec![0; program.max_pc as usize + 1],
+            migrations_by_site: vec![0; program.pcs.len()],
+            single_access_by_site: vec![0; program.pcs.len()],
+            migrations_by_dest: vec![0; chip.cores as usize],
         })
     }
 
@@ -266,74 +336,71 @@ impl<'p> Sim<'p> {
         self.run_detailed(check).map(|(stats, _)| stats)
     }
 
-    /// [`Sim::run`], also returning the number of migrations each access site (PC)
-    /// triggered, indexed by PC.
-    pub fn run_detailed(mut self, check: bool) -> Result<(Stats, Vec<u64>), String> {
-        // Keyed by the cycle the thread issues its next access; the running thread is
-        // not in the heap.
-        let mut heap: BinaryHeap<Reverse<(u64, u32)>> = (0..self.threads.len() as u32)
-            .filter(|&i| !self.threads[i as usize].done)
-            .map(|i| Reverse((self.issue_time(i as usize), i)))
-            .collect();
-        let mut running = self.pop_current(&mut heap);
-        while let Some(i) = running {
-            self.step(i);
-            if check {
-                self.check_invariants()?;
+    /// [`Sim::run`], also returning the access sites that triggered migrations, in PC
+    /// order.
+    pub fn run_detailed(mut self, check: bool) -> Result<(Stats, Vec<SiteMigrations>), String> {
+        for i in 0..self.threads.len() {
+            if !self.threads[i].done() {
+                self.order.set(i, issue_order::key(self.issue_time(i), i));
             }
-            if self.threads[i].done {
-                running = self.pop_current(&mut heap);
-                continue;
-            }
-            let c = self.issue_time(i);
-            let mut switched = None;
-            if let Some(mut top) = heap.peek_mut() {
-                let Reverse((t, j)) = *top;
-                if c > t + self.skew {
-                    // Swap the running thread into the heap in one sift.
-                    *top = Reverse((c, i as u32));
-                    switched = Some((t, j));
+        }
+        let mut first = self.order.first();
+        while first != IDLE {
+            let mut i = issue_order::thread(first);
+            // A lower bound on the other threads' earliest key: the running thread's
+            // leaf is only brought up to date (one tree walk, which returns the true
+            // value) when the thread passes this bound by more than the skew.
+            let mut others = first;
+            loop {
+                self.step(i);
+                if check {
+                    self.check_invariants()?;
+                }
+                if self.threads[i].done() {
+                    self.order.set(i, IDLE);
+                    break;
+                }
+                let c = self.issue_time(i);
+                if c <= issue_order::cycle(others).saturating_add(self.skew) {
+                    continue;
+                }
+                others = self.order.set(i, issue_order::key(c, i));
+                if others != IDLE && c > issue_order::cycle(others).saturating_add(self.skew) {
+                    // `others` is now the new thread's own key: again a lower bound.
+                    i = issue_order::thread(others);
                 }
             }
-            if let Some((t, j)) = switched {
-                running = Some(j as usize);
-                if t != self.issue_time(j as usize) {
-                    heap.push(Reverse((self.issue_time(j as usize), j)));
-                    running = self.pop_current(&mut heap);
-                }
-            }
+            first = self.order.first();
         }
         self.stats.completion_cycles = self.threads.iter().map(|t| t.clock).max().unwrap_or(0);
-        Ok((self.stats, self.migrations_by_pc))
+        self.stats.busiest_core_migrations =
+            self.migrations_by_dest.iter().copied().max().unwrap_or(0);
+        let mut sites: Vec<SiteMigrations> = (0..self.program.pcs.len())
+            .filter(|&s| self.migrations_by_site[s] > 0)
+            .map(|s| SiteMigrations {
+                pc: self.program.pcs[s],
+                migrations: self.migrations_by_site[s],
+                single_access: self.single_access_by_site[s],
+            })
+            .collect();
+        sites.sort_unstable_by_key(|s| s.pc);
+        Ok((self.stats, sites))
     }
 
-    /// Pops the thread with the earliest next access, re-queueing entries whose thread
-    /// was delayed (evicted) after it was queued.
-    fn pop_current(&self, heap: &mut BinaryHeap<Reverse<(u64, u32)>>) -> Option<usize> {
-        while let Some(Reverse((t, i))) = heap.pop() {
-            let now = self.issue_time(i as usize);
-            if t == now {
-                return Some(i as usize);
-            }
-            heap.push(Reverse((now, i)));
-        }
-        None
-    }
-
-    /// The cycle thread i issues its next access.
+    /// The cycle thread i issues its next access (it must have one).
     #[inline]
     fn issue_time(&self, i: usize) -> u64 {
         let th = &self.threads[i];
-        th.clock + self.program.threads[i][th.next].gap as u64
+        th.clock + self.program.ops[th.next].gap()
     }
 
     /// Executes thread i's next access.
     #[inline]
     fn step(&mut self, i: usize) {
-        let op = self.program.threads[i][self.threads[i].next];
         let th = &mut self.threads[i];
+        let op = self.program.ops[th.next];
         th.next += 1;
-        th.clock += op.gap as u64;
+        th.clock += op.gap();
         let cur = th.core;
         let mut home = self.page_home[op.page as usize];
         if home == UNMAPPED {
@@ -345,33 +412,41 @@ impl<'p> Sim<'p> {
             Scheme::RemoteOnly => false,
             Scheme::AlwaysMigrate => true,
             Scheme::Hybrid { theta } => {
-                let m = self.bits.is_migratory(op.pc);
-                th.entry.observe(op.pc, home, theta, &mut self.bits);
+                let m = self.bits.is_migratory(op.site);
+                th.entry.observe(op.site, home, theta, &mut self.bits);
                 m
             }
         };
         let now = th.clock;
+        let pending = std::mem::replace(&mut th.pending_migration, NO_SITE);
+        if pending != NO_SITE && home != cur {
+            self.stats.single_access_migrations += 1;
+            self.single_access_by_site[pending as usize] += 1;
+        }
         let latency = if home == cur {
             self.stats.local += 1;
-            self.cache_access(home, op.addr, now)
+            self.cache_access(home, op.addr(), now)
         } else if migrate {
             self.stats.migrations += 1;
-            self.migrations_by_pc[op.pc as usize] += 1;
+            self.migrations_by_site[op.site as usize] += 1;
+            self.migrations_by_dest[home as usize] += 1;
+            self.threads[i].pending_migration = op.site;
             let travel = self.migration_by_hops[self.hops(cur, home)];
+            self.stats.migration_cycles += travel;
             self.move_thread(i, home, now + travel);
-            travel + self.cache_access(home, op.addr, now + travel)
+            travel + self.cache_access(home, op.addr(), now + travel)
         } else {
             self.stats.remote += 1;
             let hops = self.hops(cur, home);
             let request = self.request_by_hops[hops];
-            self.remote_by_hops[hops] + self.cache_access(home, op.addr, now + request)
+            self.stats.remote_cycles += self.remote_by_hops[hops];
+            self.remote_by_hops[hops] + self.cache_access(home, op.addr(), now + request)
         };
         self.stats.accesses += 1;
         self.stats.memory_cycles += latency;
         let th = &mut self.threads[i];
         th.clock += latency;
-        if th.next == self.program.threads[i].len() {
-            th.done = true;
+        if th.done() {
             // A finished thread leaves its context.
             let core = th.core as usize;
             if self.tiles[core].guest == i as u32 {
@@ -397,6 +472,8 @@ impl<'p> Sim<'p> {
             let v = &mut self.threads[victim as usize];
             v.clock = v.clock.max(arrive) + travel;
             v.core = v.native;
+            let delayed = issue_order::key(self.issue_time(victim as usize), victim as usize);
+            self.order.set(victim as usize, delayed);
             self.stats.evictions += 1;
             self.stats.eviction_cycles += travel;
         }
@@ -422,6 +499,31 @@ impl<'p> Sim<'p> {
         cycles
     }
 
+    /// Reference for the tests: [`Sim::run`] with the next thread found by a linear scan
+    /// of all threads before every access (earliest issue cycle, then lowest index; the
+    /// running thread keeps running while at most `skew` cycles past the earliest).
+    #[cfg(test)]
+    pub(crate) fn run_by_linear_scan(mut self) -> Stats {
+        let mut running: Option<usize> = None;
+        loop {
+            let earliest = (0..self.threads.len())
+                .filter(|&j| !self.threads[j].done())
+                .map(|j| (self.issue_time(j), j))
+                .min();
+            let Some((t, j)) = earliest else { break };
+            let i = match running {
+                Some(r) if !self.threads[r].done() && self.issue_time(r) <= t + self.skew => r,
+                _ => j,
+            };
+            running = Some(i);
+            self.step(i);
+        }
+        self.stats.completion_cycles = self.threads.iter().map(|t| t.clock).max().unwrap_or(0);
+        self.stats.busiest_core_migrations =
+            self.migrations_by_dest.iter().copied().max().unwrap_or(0);
+        self.stats
+    }
+
     /// Deadlock-freedom invariants of the context model: every running thread is in
     /// exactly one context; native contexts hold only their native thread; a guest
     /// context holds at most one thread.
@@ -429,7 +531,7 @@ impl<'p> Sim<'p> {
         for (c, tile) in self.tiles.iter().enumerate() {
             if tile.guest != NONE {
                 let g = &self.threads[tile.guest as usize];
-                if g.core as usize != c || g.native as usize == c || g.done {
+                if g.core as usize != c || g.native as usize == c || g.done() {
                     return Err(format!(
                         "tile {c}: guest {} is not a live guest here",
                         tile.guest
@@ -438,7 +540,7 @@ impl<'p> Sim<'p> {
             }
         }
         for (i, t) in self.threads.iter().enumerate() {
-            if !t.done && t.core != t.native && self.tiles[t.core as usize].guest != i as u32 {
+            if !t.done() && t.core != t.native && self.tiles[t.core as usize].guest != i as u32 {
                 return Err(format!(
                     "thread {i} runs on tile {} without a context",
                     t.core

@@ -20,7 +20,7 @@ fn run(chip: &Chip, traces: &[Vec<Access>], scheme: Scheme) -> Stats {
 }
 
 fn run_skewed(chip: &Chip, traces: &[Vec<Access>], scheme: Scheme, skew: u64) -> Stats {
-    let program = Program::new(traces, chip.placement.page_bytes);
+    let program = Program::new(traces, chip.placement.page_bytes).unwrap();
     Sim::new(chip, &program, scheme)
         .unwrap()
         .with_skew(skew)
@@ -75,14 +75,19 @@ fn migrations_are_attributed_to_their_access_sites() {
         .flat_map(|r| seq.map(|(pc, page)| rd(pc, page, if r == 0 { 100 } else { 0 })))
         .collect();
     let traces = [t0, vec![rd(100, b, 0)], vec![rd(101, c, 0)]];
-    let program = Program::new(&traces, PAGE);
+    let program = Program::new(&traces, PAGE).unwrap();
     let (stats, by_pc) = Sim::new(&chip, &program, Scheme::Hybrid { theta: 2 })
         .unwrap()
         .run_detailed(true)
         .unwrap();
     // Executions 2 and 3 each migrate at PC3 and PC7.
-    assert_eq!((by_pc[3], by_pc[7]), (2, 2));
-    assert_eq!(by_pc.iter().sum::<u64>(), stats.migrations);
+    let sites: Vec<(u32, u64, u64)> = by_pc
+        .iter()
+        .map(|s| (s.pc, s.migrations, s.single_access))
+        .collect();
+    // Each migration is followed by local accesses (I4-I6 at C, I8 at A).
+    assert_eq!(sites, [(3, 2, 0), (7, 2, 0)]);
+    assert_eq!((stats.migrations, stats.single_access_migrations), (4, 0));
 }
 
 fn minus(x: Stats, y: Stats) -> (u64, u64, u64) {
@@ -133,6 +138,82 @@ fn hand_computed_latencies() {
     assert_eq!(migrate.memory_cycles - first_touch, 12 + 26 + 3 + 1);
     // Thread 0 started at cycle 100.
     assert_eq!(remote.completion_cycles, 100 + 27);
+}
+
+/// Thread 0 (core 0) alternates between page B (homed at core 1) and its own page A:
+/// always-migrate bounces it between the two cores, every migration but the last
+/// serving a single access.
+#[test]
+fn bouncing_migrations_serve_single_accesses() {
+    let chip = Chip::shim_64().with_cores(4).unwrap();
+    let (a, b) = (30, 31);
+    let traces = vec![
+        vec![
+            rd(1, a, 0),
+            rd(2, b, 100),
+            rd(3, a, 0),
+            rd(2, b, 0),
+            rd(3, a, 0),
+        ],
+        vec![rd(4, b, 0)],
+    ];
+    let s = run(&chip, &traces, Scheme::AlwaysMigrate);
+    assert_eq!((s.migrations, s.single_access_migrations), (4, 3));
+    // Cores 0 and 1 are 1 hop apart: each trip is 3 + 26 + 3 cycles.
+    assert_eq!(s.migration_cycles, 4 * 32);
+    // Two trips into core 1 (b's home) and two back into core 0.
+    assert_eq!(s.busiest_core_migrations, 2);
+    let r = run(&chip, &traces, Scheme::RemoteOnly);
+    // Two remote round trips over 1 hop: (3 + 1) + (3 + 1) each.
+    assert_eq!((r.remote, r.remote_cycles), (2, 2 * 8));
+}
+
+#[test]
+fn addresses_wider_than_48_bits_are_rejected() {
+    let ok = rd(1, (1 << 48) / PAGE - 1, 0);
+    let wide = Access {
+        addr: 1 << 48,
+        ..ok
+    };
+    assert!(Program::new(&[vec![ok]], PAGE).is_ok());
+    let e = Program::new(&[vec![ok, wide]], PAGE)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("thread 0, access 1") && e.contains("48 bits"),
+        "{e}"
+    );
+}
+
+/// The predictor entry is part of the context: a guest eviction moves the thread home
+/// but neither ends nor restarts its run, so the instruction that started the run
+/// stays migratory (Section III-A: the entry travels with the thread).
+#[test]
+fn eviction_keeps_the_run_and_its_migratory_bit() {
+    let chip = Chip::shim_64().with_cores(4).unwrap();
+    let (a, b, c) = (40, 41, 42); // pages homed at cores 0, 1, 2
+    let traces = vec![
+        vec![
+            rd(1, a, 0),
+            // First pass: remote accesses; the run C, C reaches θ = 2 and marks PC3.
+            rd(3, c, 100),
+            rd(4, c, 0),
+            rd(1, a, 0),
+            // PC3 migrates thread 0 to core 2, where thread 1 evicts it meanwhile.
+            rd(3, c, 0),
+            rd(4, c, 2000),
+            rd(1, a, 0),
+            // Had the eviction ended the run (depth 1 < θ), PC3 would be cleared here.
+            rd(3, c, 0),
+        ],
+        vec![rd(7, b, 0), rd(3, c, 1000)],
+        vec![rd(100, c, 0)],
+    ];
+    let s = run(&chip, &traces, Scheme::Hybrid { theta: 2 });
+    assert_eq!(s.evictions, 1);
+    // Thread 0: PC1 ×3 local, PC3/PC4 ×2 remote before the marking, PC4 remote after
+    // the eviction, PC3 migrates twice; thread 1 migrates once; two more local.
+    assert_eq!((s.local, s.remote, s.migrations), (5, 3, 3));
 }
 
 #[test]
@@ -190,6 +271,23 @@ proptest! {
             if scheme == Scheme::RemoteOnly {
                 prop_assert_eq!(s.migrations + s.evictions, 0);
             }
+        }
+    }
+
+    /// The tournament-tree scheduling (with its cached bound and in-place updates of
+    /// evicted threads) picks exactly the threads a linear scan picks.
+    #[test]
+    fn issue_order_matches_a_linear_scan(
+        side in 2u32..=4, seed in any::<u64>(), skew in prop_oneof![Just(0u64), 0u64..100]
+    ) {
+        let cores = side * side;
+        let chip = Chip::shim_64().with_cores(cores).unwrap();
+        // Few pages: many migrations to the same cores, so many guest evictions.
+        let traces = random_traces(cores as usize, 80, cores as u64, seed);
+        let program = Program::new(&traces, PAGE).unwrap();
+        for scheme in [Scheme::AlwaysMigrate, Scheme::Hybrid { theta: 2 }] {
+            let sim = || Sim::new(&chip, &program, scheme).unwrap().with_skew(skew);
+            prop_assert_eq!(sim().run(false).unwrap(), sim().run_by_linear_scan());
         }
     }
 }

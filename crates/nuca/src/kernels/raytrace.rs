@@ -1,7 +1,18 @@
 //! Raytrace-like: primary rays through a bounding-volume hierarchy of spheres (the
-//! pointer-chasing scene traversal of SPLASH-2 raytrace). Threads take interleaved image
-//! rows; per pixel a ray walks the BVH (node boxes, child links) and tests the spheres of
-//! the leaves it reaches. Checks every pixel's nearest sphere against brute force.
+//! pointer-chasing scene traversal of SPLASH-2 raytrace). Checks every pixel's nearest
+//! sphere against brute force.
+//!
+//! Structured like SPLASH-2 raytrace: the scene is built before the parallel phase
+//! (SPLASH-2's master reads it and builds its hierarchical grid before creating the
+//! workers), so first-touch-after-initialisation homes each scene page at the first
+//! thread that reads it. The image is cut into 8 × 8-pixel blocks dealt round-robin to
+//! the threads (SPLASH-2's `InitWorkPool`; we keep the initial deal and leave out its
+//! work stealing, so traces stay deterministic). Each thread owns a ray stack
+//! (SPLASH-2's per-process ray tree stack, `InitRayTreeStack`) that it first touches
+//! itself: per pixel it pushes the primary ray and pops it before tracing, and the BVH
+//! walk keeps its node stack there. Per pixel a ray walks the BVH (node boxes, child
+//! links), tests the spheres of the leaves it reaches, and the thread writes the hit
+//! into the shared frame buffer.
 //!
 //! `_rep`: every thread copies the read-only scene (nodes and spheres) into its own
 //! arrays before rendering.
@@ -13,6 +24,12 @@ use hetsched_core::Result;
 const NODE: usize = 8; // min xyz, max xyz, link a, link b
 const SPHERE: usize = 4; // centre xyz, radius
 const LEAF: u64 = 1 << 63;
+/// Image block side (pixels) of the round-robin deal.
+const BLOCK: usize = 8;
+/// Per-thread ray stack: the ray record (origin, direction, level, weight), then the
+/// BVH walk's node stack.
+const RAY: usize = 8;
+const STACK: usize = 64;
 /// Scene size: one sphere per two pixels, between 64 and 4096.
 fn spheres(side: usize) -> usize {
     (side * side / 2).clamp(64, 4096)
@@ -86,19 +103,22 @@ fn hit_box(o: [f64; 3], d: [f64; 3], b: [f64; 6], best: f64) -> bool {
     lo <= hi
 }
 
-/// Traces one ray through the scene stored in `nodes` / `spheres`; the nearest sphere.
+/// Traces one ray through the scene stored in `nodes` / `spheres`, keeping the node
+/// stack in the thread's `own` array after its ray record; the nearest sphere.
 fn trace(
     t: &mut Tracer,
     nodes: &Array,
     spheres: &Array,
+    own: &Array,
     o: [f64; 3],
     d: [f64; 3],
-    stack: &mut Vec<u64>,
 ) -> u64 {
     let (mut best, mut hit) = (f64::MAX, u64::MAX);
-    stack.clear();
-    stack.push(0);
-    while let Some(nd) = stack.pop() {
+    own.set_u(t, line!(), RAY, 0);
+    let mut top = 1;
+    while top > 0 {
+        top -= 1;
+        let nd = own.get_u(t, line!(), RAY + top);
         let base = nd as usize * NODE;
         let b = [0, 1, 2, 3, 4, 5].map(|k| nodes.get(t, line!(), base + k));
         t.ops(20);
@@ -116,8 +136,9 @@ fn trace(
                 }
             }
         } else {
-            stack.push(c);
-            stack.push(a);
+            own.set_u(t, line!(), RAY + top, c);
+            own.set_u(t, line!(), RAY + top + 1, a);
+            top += 2;
         }
     }
     hit
@@ -155,6 +176,7 @@ pub fn run(p: usize, side: usize, rep: bool) -> Result<Vec<Trace>> {
     let copies: Vec<(Array, Array)> = (0..if rep { p } else { 0 })
         .map(|_| (space.array(nodes.len()), space.array(spheres.len())))
         .collect();
+    let stacks: Vec<Array> = (0..p).map(|_| space.array(RAY + STACK)).collect();
     let image = space.array(side * side);
     let traces = run_threads(p, |id, t| {
         let (nd, sp) = if rep {
@@ -171,12 +193,25 @@ pub fn run(p: usize, side: usize, rep: bool) -> Result<Vec<Trace>> {
         } else {
             (&nodes, &spheres)
         };
-        let mut stack = Vec::with_capacity(64);
-        for py in (id..side).step_by(p) {
-            for px in 0..side {
-                let (o, d) = ray(px, py, side);
-                let hit = trace(t, nd, sp, o, d, &mut stack);
-                image.set_u(t, line!(), py * side + px, hit);
+        let own = &stacks[id];
+        own.touch(t, line!()); // private: first touched at home
+        let blocks = side.div_ceil(BLOCK);
+        for blk in (id..blocks * blocks).step_by(p) {
+            let (bx, by) = (blk % blocks * BLOCK, blk / blocks * BLOCK);
+            for py in by..(by + BLOCK).min(side) {
+                for px in bx..(bx + BLOCK).min(side) {
+                    let (o, d) = ray(px, py, side);
+                    // Push the primary ray onto the ray stack, pop it to trace it.
+                    for (k, v) in o.iter().chain(&d).enumerate() {
+                        own.set(t, line!(), k, *v);
+                    }
+                    own.set(t, line!(), 6, 0.0); // level
+                    own.set(t, line!(), 7, 1.0); // weight
+                    let r = [0, 1, 2, 3, 4, 5, 6, 7].map(|k| own.get(t, line!(), k));
+                    t.ops(10);
+                    let hit = trace(t, nd, sp, own, [r[0], r[1], r[2]], [r[3], r[4], r[5]]);
+                    image.set_u(t, line!(), py * side + px, hit);
+                }
             }
         }
     });
