@@ -5,5 +5,6 @@ pub mod machine;
 pub mod policy;
 pub mod record;
 pub mod task;
+pub mod unit_set;
 
 pub use error::{Error, Result};

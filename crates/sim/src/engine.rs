@@ -1,8 +1,10 @@
-//! The discrete-event engine: integer-nanosecond time, a binary heap of events ordered by
-//! (time, class, sequence number) so that runs are deterministic, and the policy
-//! contract of `hetsched_core::policy` called in the situations it documents.
+//! The discrete-event engine: integer-nanosecond time, events ordered by (time, class,
+//! sequence number) so that runs are deterministic, and the policy contract of
+//! `hetsched_core::policy` called in the situations it documents.
 //!
-//! At equal times, run ends are handled before arrivals, and arrivals before ticks.
+//! At equal times, run ends are handled before arrivals, and arrivals before ticks. Run
+//! ends wait in a heap ([`RunEnds`]); the one pending arrival and the one pending tick
+//! wait beside it.
 //! Arrivals are pulled lazily from an iterator and finished tasks are dropped, so memory
 //! grows with live tasks, not with the length of the run (unless the recorder keeps
 //! events).
@@ -12,19 +14,19 @@
 //! says, places a task on a unit without an implementation for it, moves a task running
 //! on an accelerator between checkpoints) gets `Error::Runtime`.
 
+use crate::run_ends::RunEnds;
 use crate::speed::SpeedModel;
-use crate::unit_set::UnitSet;
 use hetsched_core::machine::{Machine, UnitType};
 use hetsched_core::policy::{
     CheckpointDecision, PickDecision, Policy, Running, Sample, SubmitDecision, TickAction, UnitId,
     View,
 };
 use hetsched_core::record::{Event, EventKind, Recorder};
-use hetsched_core::task::{Placement, QueueId, Task, TaskEntry, TaskId};
+use hetsched_core::task::{Affinity, Placement, QueueId, Task, TaskEntry, TaskId};
+use hetsched_core::unit_set::UnitSet;
 use hetsched_core::{Error, Result};
 use rustc_hash::FxHashMap;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 /// Engine settings that are not the policy's business.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -54,17 +56,21 @@ pub struct RunSummary {
     pub work_completed_ns: u64,
 }
 
-/// A heap entry: (time, class, sequence number, unit, segment epoch), smallest first.
-type Scheduled = Reverse<(u64, u8, u64, u32, u64)>;
+/// The classes of events, in the order they are handled at equal times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Next {
+    RunEnd,
+    Arrival,
+    Tick,
+}
 
-const RUN_END: u8 = 0;
-const ARRIVAL: u8 = 1;
-const TICK: u8 = 2;
-
-/// The current segment of a busy unit.
+/// The current segment of a busy unit, and what the engine reads of its task on every
+/// event (kept here so as not to look the task up again).
 #[derive(Clone, Copy, Debug, Default)]
 struct Segment {
-    epoch: u64,
+    /// Sequence number of the run end scheduled for this segment (0: none, e.g. it was
+    /// cut short by a tick migration).
+    run_end: u64,
     compute_from_ns: u64,
     compute_ns: u64,
     /// Unit nanoseconds per reference nanosecond of work.
@@ -72,6 +78,10 @@ struct Segment {
     finishes: bool,
     /// When the policy's slice (or the checkpoint interval) ends, if it does.
     slice_end_ns: Option<u64>,
+    /// The NUMA node whose shared bandwidth the task draws on, if any.
+    bandwidth_node: Option<u32>,
+    /// The task's memory-bound fraction (for tick samples).
+    memory_bound: f64,
 }
 
 struct Sim<'a, R: Recorder + ?Sized> {
@@ -80,8 +90,7 @@ struct Sim<'a, R: Recorder + ?Sized> {
     config: &'a Config,
     rec: &'a mut R,
     now: u64,
-    seq: u64,
-    heap: BinaryHeap<Scheduled>,
+    run_ends: RunEnds,
     queues: Vec<VecDeque<TaskId>>,
     central: VecDeque<TaskId>,
     running: Vec<Option<Running>>,
@@ -91,6 +100,8 @@ struct Sim<'a, R: Recorder + ?Sized> {
     busy_ns: Vec<u64>,
     busy_from: Vec<u64>,
     last_tick: u64,
+    /// Reused for every tick's samples.
+    samples: Vec<Sample>,
     summary: RunSummary,
     /// Memory bandwidth in bytes/s of each NUMA node by OS index (None: not shared).
     node_bandwidth: Vec<Option<f64>>,
@@ -119,8 +130,7 @@ where
         config,
         rec,
         now: 0,
-        seq: 0,
-        heap: BinaryHeap::new(),
+        run_ends: RunEnds::default(),
         queues: vec![VecDeque::new(); n],
         central: VecDeque::new(),
         running: vec![None; n],
@@ -130,6 +140,7 @@ where
         busy_ns: vec![0; n],
         busy_from: vec![0; n],
         last_tick: 0,
+        samples: Vec::with_capacity(n),
         summary: RunSummary::default(),
         node_bandwidth: {
             let n = machine
@@ -156,14 +167,17 @@ where
     };
     let mut arrivals = arrivals.into_iter();
     let mut pending = arrivals.next();
-    if let Some(t) = &pending {
-        sim.push(t.arrival_ns, ARRIVAL, 0, 0);
-    }
     let tick = policy.tick_interval().filter(|&t| t > 0);
-    if let Some(t) = tick {
-        sim.push(t, TICK, 0, 0);
-    }
-    while let Some(Reverse((t, class, _, unit, epoch))) = sim.heap.pop() {
+    let mut next_tick = tick;
+    loop {
+        let candidates = [
+            sim.run_ends.next_ns().map(|t| (t, Next::RunEnd)),
+            pending.as_ref().map(|p| (p.arrival_ns, Next::Arrival)),
+            next_tick.map(|t| (t, Next::Tick)),
+        ];
+        let Some((t, next)) = candidates.into_iter().flatten().min() else {
+            break;
+        };
         if config.max_time_ns.is_some_and(|m| t > m) {
             break;
         }
@@ -175,9 +189,12 @@ where
         }
         sim.now = t;
         sim.summary.events += 1;
-        match class {
-            RUN_END => sim.run_end(policy, unit, epoch)?,
-            ARRIVAL => {
+        match next {
+            Next::RunEnd => {
+                let end = sim.run_ends.pop().expect("a run end is scheduled");
+                sim.run_end(policy, end.unit, end.seq())?;
+            }
+            Next::Arrival => {
                 let task = pending.take().expect("an arrival event has a pending task");
                 pending = arrivals.next();
                 if let Some(next) = &pending {
@@ -187,17 +204,13 @@ where
                             next.id, next.arrival_ns, task.id, task.arrival_ns
                         )));
                     }
-                    sim.push(next.arrival_ns, ARRIVAL, 0, 0);
                 }
                 sim.arrive(policy, task)?;
             }
-            _ => {
+            Next::Tick => {
                 sim.tick(policy)?;
-                if let Some(i) = tick {
-                    if !sim.tasks.is_empty() || pending.is_some() {
-                        sim.push(t + i, TICK, 0, 0);
-                    }
-                }
+                next_tick = tick.filter(|_| !sim.tasks.is_empty() || pending.is_some());
+                next_tick = next_tick.map(|i| t + i);
             }
         }
     }
@@ -215,11 +228,6 @@ where
 }
 
 impl<R: Recorder + ?Sized> Sim<'_, R> {
-    fn push(&mut self, t: u64, class: u8, unit: u32, epoch: u64) {
-        self.seq += 1;
-        self.heap.push(Reverse((t, class, self.seq, unit, epoch)));
-    }
-
     fn view(&self) -> View<'_> {
         View::new(
             self.now,
@@ -320,10 +328,12 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         self.emit(task, EventKind::Enqueue { queue: q });
     }
 
-    fn is_queued(&self, task: TaskId) -> bool {
+    /// The affinity of `task` if it is live and queued.
+    fn queued_affinity(&self, task: TaskId) -> Option<Affinity> {
         self.tasks
             .get(&task)
-            .is_some_and(|e| matches!(e.placement, Placement::Queued(_)))
+            .filter(|e| matches!(e.placement, Placement::Queued(_)))
+            .map(|e| e.task.affinity)
     }
 
     /// After `task` was queued on `q`: let `q`'s unit pick if idle, then offer the other
@@ -335,12 +345,12 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             }
         }
         let mut after = 0;
-        while self.is_queued(task) {
+        while let Some(affinity) = self.queued_affinity(task) {
             let Some(u) = self.idle.first_from(after) else {
                 break;
             };
             after = u + 1;
-            if self.tasks[&task].task.affinity.runs_on(self.unit_kind(u)) {
+            if affinity.runs_on(self.unit_kind(u)) {
                 self.pick(policy, u)?;
             }
         }
@@ -353,10 +363,8 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             QueueId::Central => &mut self.central,
         };
         match queue.iter().position(|&t| t == task) {
-            Some(i) => {
-                queue.remove(i);
-                true
-            }
+            Some(0) => queue.pop_front().is_some(),
+            Some(i) => queue.remove(i).is_some(),
             None => false,
         }
     }
@@ -392,10 +400,10 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
                 (task, QueueId::Unit(from))
             }
         };
-        self.check_unit("pick", task, u)?;
         self.start(policy, u, task, from)
     }
 
+    /// Starts `task`, which the policy picked from queue `from`, on idle unit `u`.
     fn start<P: Policy + ?Sized>(
         &mut self,
         policy: &mut P,
@@ -403,17 +411,24 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         task: TaskId,
         from: QueueId,
     ) -> Result<()> {
-        self.idle.remove(u);
-        self.emit(task, EventKind::Start { unit: u, from });
+        let kind = self.unit_kind(u);
         let e = self.tasks.get_mut(&task).unwrap();
+        if !e.task.affinity.runs_on(kind) {
+            return self.check_unit("pick", task, u);
+        }
         e.placement = Placement::Running(u);
         e.runs += 1;
+        let copy_in = self.speed.copy_in_ns(&e.task, u);
+        let seg = &mut self.segs[u as usize];
+        seg.bandwidth_node = Self::bandwidth_node(self.machine, &self.node_bandwidth, u, &e.task);
+        seg.memory_bound = e.task.memory_bound;
         self.running[u as usize] = Some(Running {
             task,
             since_ns: self.now,
         });
         self.busy_from[u as usize] = self.now;
-        let copy_in = self.speed.copy_in_ns(&self.tasks[&task].task, u);
+        self.idle.remove(u);
+        self.emit(task, EventKind::Start { unit: u, from });
         let node = self.draw(u, task, 1.0);
         self.segment(policy, u, task, self.now + copy_in)?;
         if let Some(n) = node {
@@ -423,22 +438,28 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     }
 
     /// The NUMA node a task on CPU unit `u` draws memory bandwidth from, if shared.
-    fn bandwidth_node(&self, u: UnitId, task: TaskId) -> Option<u32> {
-        let t = &self.tasks[&task].task;
-        if t.mem_bandwidth <= 0.0 || t.memory_bound <= 0.0 || self.unit_kind(u) != UnitType::Cpu {
+    fn bandwidth_node(
+        machine: &Machine,
+        node_bandwidth: &[Option<f64>],
+        u: UnitId,
+        t: &Task,
+    ) -> Option<u32> {
+        let unit = &machine.units[u as usize];
+        if t.mem_bandwidth <= 0.0 || t.memory_bound <= 0.0 || unit.kind != UnitType::Cpu {
             return None;
         }
-        let node = t.numa_home.or(self.machine.units[u as usize].numa_node)?;
-        self.node_bandwidth
+        let node = t.numa_home.or(unit.numa_node)?;
+        node_bandwidth
             .get(node as usize)
             .copied()
             .flatten()
             .map(|_| node)
     }
 
-    /// Adds (`sign` 1) or removes (-1) the task's draw on its node; returns the node.
+    /// Adds (`sign` 1) or removes (-1) the draw of `task`, running on `u`, on its node;
+    /// returns the node.
     fn draw(&mut self, u: UnitId, task: TaskId, sign: f64) -> Option<u32> {
-        let node = self.bandwidth_node(u, task)?;
+        let node = self.segs[u as usize].bandwidth_node?;
         let d = &mut self.node_demand[node as usize];
         *d = (*d + sign * self.tasks[&task].task.mem_bandwidth).max(0.0);
         Some(node)
@@ -465,7 +486,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             let Some(Running { task, .. }) = self.running[v as usize] else {
                 continue;
             };
-            if Some(v) == except || self.bandwidth_node(v, task) != Some(node) {
+            if Some(v) == except || self.segs[v as usize].bandwidth_node != Some(node) {
                 continue;
             }
             let seg = self.segs[v as usize];
@@ -486,14 +507,12 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
                 _ => (need, true),
             };
             let seg = &mut self.segs[v as usize];
-            seg.epoch += 1;
             seg.compute_from_ns = self.now;
             seg.compute_ns = compute;
             seg.factor = factor;
             seg.finishes = finishes;
-            let epoch = seg.epoch;
             // CPUs have no copy-out or checkpoint cost (see `segment`).
-            self.push(self.now + compute, RUN_END, v, epoch);
+            seg.run_end = self.run_ends.push(self.now + compute, v);
         }
     }
 
@@ -506,7 +525,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         from_ns: u64,
     ) -> Result<()> {
         let kind = self.unit_kind(u);
-        let sigma = self.sigma(self.bandwidth_node(u, task));
+        let sigma = self.sigma(self.segs[u as usize].bandwidth_node);
         let entry = &self.tasks[&task];
         let factor = self.speed.ns_per_work_s_shared(&entry.task, u, sigma) * 1e-9;
         let need = SpeedModel::compute_ns(entry.remaining_ns, factor);
@@ -528,14 +547,12 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             0
         };
         let seg = &mut self.segs[u as usize];
-        seg.epoch += 1;
         seg.compute_from_ns = from_ns;
         seg.compute_ns = compute;
         seg.factor = factor;
         seg.finishes = finishes;
         seg.slice_end_ns = slice.map(|s| from_ns + s);
-        let epoch = seg.epoch;
-        self.push(from_ns + compute + tail, RUN_END, u, epoch);
+        seg.run_end = self.run_ends.push(from_ns + compute + tail, u);
         Ok(())
     }
 
@@ -560,7 +577,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             .take()
             .map_or(self.now, |r| r.since_ns);
         self.busy_ns[u as usize] += self.now - self.busy_from[u as usize].max(self.last_tick);
-        self.segs[u as usize].epoch += 1;
+        self.segs[u as usize].run_end = 0;
         let e = self.tasks.get_mut(&task).unwrap();
         e.run_ns += self.now - since;
         if let Some(n) = node {
@@ -568,10 +585,11 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         }
     }
 
-    fn run_end<P: Policy + ?Sized>(&mut self, policy: &mut P, u: UnitId, epoch: u64) -> Result<()> {
+    /// Handles run end `seq` on unit `u`.
+    fn run_end<P: Policy + ?Sized>(&mut self, policy: &mut P, u: UnitId, seq: u64) -> Result<()> {
         let seg = self.segs[u as usize];
-        if seg.epoch != epoch {
-            return Ok(()); // the segment was cut short (tick migration)
+        if seg.run_end != seq {
+            return Ok(()); // the segment was cut short or re-planned
         }
         let Some(Running { task, .. }) = self.running[u as usize] else {
             return Err(Error::runtime(format!("engine: run end on idle unit {u}")));
@@ -614,23 +632,24 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     }
 
     fn tick<P: Policy + ?Sized>(&mut self, policy: &mut P) -> Result<()> {
-        let samples: Vec<Sample> = (0..self.machine.units.len() as u32)
-            .map(|u| {
-                let running = self.running[u as usize];
-                let partial = running.map_or(0, |_| {
-                    self.now - self.busy_from[u as usize].max(self.last_tick)
-                });
-                Sample {
-                    unit: u,
-                    task: running.map(|r| r.task),
-                    busy_ns: self.busy_ns[u as usize] + partial,
-                    memory_bound: running.map(|r| self.tasks[&r.task].task.memory_bound),
-                }
-            })
-            .collect();
+        let mut samples = std::mem::take(&mut self.samples);
+        samples.clear();
+        samples.extend((0..self.machine.units.len() as u32).map(|u| {
+            let running = self.running[u as usize];
+            let partial = running.map_or(0, |_| {
+                self.now - self.busy_from[u as usize].max(self.last_tick)
+            });
+            Sample {
+                unit: u,
+                task: running.map(|r| r.task),
+                busy_ns: self.busy_ns[u as usize] + partial,
+                memory_bound: running.map(|_| self.segs[u as usize].memory_bound),
+            }
+        }));
         self.busy_ns.iter_mut().for_each(|b| *b = 0);
         self.last_tick = self.now;
         let actions = policy.tick(&self.view(), &samples);
+        self.samples = samples;
         for TickAction::Migrate { task, to } in actions {
             let Some(entry) = self.tasks.get(&task) else {
                 return Err(Error::runtime(format!(
