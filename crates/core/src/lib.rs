@@ -2,6 +2,7 @@
 
 pub mod error;
 pub mod machine;
+pub mod ns;
 pub mod policy;
 pub mod record;
 pub mod task;

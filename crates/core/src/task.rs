@@ -67,7 +67,7 @@ pub struct Task {
 impl Task {
     /// The work in reference nanoseconds.
     pub fn work_ns(&self) -> u64 {
-        (self.work_s * 1e9).round() as u64
+        crate::ns::round_u64(self.work_s * 1e9)
     }
 
     /// A CPU-only, compute-bound task of `work_s` reference seconds.

@@ -17,6 +17,7 @@
 use crate::run_ends::RunEnds;
 use crate::speed::SpeedModel;
 use hetsched_core::machine::{Machine, UnitType};
+use hetsched_core::ns::round_u64;
 use hetsched_core::policy::{
     CheckpointDecision, PickDecision, Policy, Running, Sample, SubmitDecision, TickAction, UnitId,
     View,
@@ -170,12 +171,17 @@ where
     let tick = policy.tick_interval().filter(|&t| t > 0);
     let mut next_tick = tick;
     loop {
-        let candidates = [
-            sim.run_ends.next_ns().map(|t| (t, Next::RunEnd)),
+        let mut earliest = sim.run_ends.next_ns().map(|t| (t, Next::RunEnd));
+        for other in [
             pending.as_ref().map(|p| (p.arrival_ns, Next::Arrival)),
             next_tick.map(|t| (t, Next::Tick)),
-        ];
-        let Some((t, next)) = candidates.into_iter().flatten().min() else {
+        ] {
+            // Strictly earlier only: at equal times the earlier class goes first.
+            if other.is_some_and(|(t, _)| earliest.is_none_or(|(e, _)| t < e)) {
+                earliest = other;
+            }
+        }
+        let Some((t, next)) = earliest else {
             break;
         };
         if config.max_time_ns.is_some_and(|m| t > m) {
@@ -251,18 +257,22 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         self.machine.units[unit as usize].kind
     }
 
+    /// Whether `unit` exists and a task of this affinity can run on it.
+    fn fits(&self, affinity: &Affinity, unit: UnitId) -> bool {
+        (unit as usize) < self.machine.units.len() && affinity.runs_on(self.unit_kind(unit))
+    }
+
+    fn misplaced(who: &str, task: TaskId, unit: UnitId) -> Error {
+        Error::runtime(format!(
+            "policy contract: {who} placed task {task} on unit {unit}, which does not exist or has no implementation for it"
+        ))
+    }
+
     fn check_unit(&self, who: &str, task: TaskId, unit: UnitId) -> Result<()> {
-        let ok = (unit as usize) < self.machine.units.len()
-            && self.tasks[&task]
-                .task
-                .affinity
-                .runs_on(self.unit_kind(unit));
-        if ok {
+        if self.fits(&self.tasks[&task].task.affinity, unit) {
             Ok(())
         } else {
-            Err(Error::runtime(format!(
-                "policy contract: {who} placed task {task} on unit {unit}, which does not exist or has no implementation for it"
-            )))
+            Err(Self::misplaced(who, task, unit))
         }
     }
 
@@ -291,6 +301,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             return Ok(());
         }
         let remaining_ns = task.work_ns();
+        let affinity = task.affinity;
         self.tasks.insert(
             id,
             TaskEntry {
@@ -305,7 +316,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         match policy.submit(&self.view(), id) {
             SubmitDecision::Enqueue(q) => {
                 if let QueueId::Unit(u) = q {
-                    self.check_unit("submit", id, u)?;
+                    if !self.fits(&affinity, u) {
+                        return Err(Self::misplaced("submit", id, u));
+                    }
                 }
                 self.enqueue(id, q);
                 self.wake(policy, q, id)
@@ -340,18 +353,19 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     /// idle units that could run it, in id order, until it has started.
     fn wake<P: Policy + ?Sized>(&mut self, policy: &mut P, q: QueueId, task: TaskId) -> Result<()> {
         if let QueueId::Unit(u) = q {
-            if self.idle.contains(u) {
-                self.pick(policy, u)?;
+            if self.idle.contains(u) && self.pick(policy, u)? == Some(task) {
+                return Ok(());
             }
         }
+        // A pick starts one task, so `task` stays queued until a pick starts it.
+        let Some(affinity) = self.queued_affinity(task) else {
+            return Ok(());
+        };
         let mut after = 0;
-        while let Some(affinity) = self.queued_affinity(task) {
-            let Some(u) = self.idle.first_from(after) else {
-                break;
-            };
+        while let Some(u) = self.idle.first_from(after) {
             after = u + 1;
-            if affinity.runs_on(self.unit_kind(u)) {
-                self.pick(policy, u)?;
+            if affinity.runs_on(self.unit_kind(u)) && self.pick(policy, u)? == Some(task) {
+                break;
             }
         }
         Ok(())
@@ -369,13 +383,13 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         }
     }
 
-    /// Asks idle unit `u` what to run.
-    fn pick<P: Policy + ?Sized>(&mut self, policy: &mut P, u: UnitId) -> Result<()> {
+    /// Asks idle unit `u` what to run; returns the task it started.
+    fn pick<P: Policy + ?Sized>(&mut self, policy: &mut P, u: UnitId) -> Result<Option<TaskId>> {
         let decision = policy.pick(&self.view(), u);
         let (task, from) = match decision {
             PickDecision::Idle => {
                 self.idle.insert(u);
-                return Ok(());
+                return Ok(None);
             }
             PickDecision::Run(t) => {
                 if self.take_from(QueueId::Unit(u), t) {
@@ -400,7 +414,8 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
                 (task, QueueId::Unit(from))
             }
         };
-        self.start(policy, u, task, from)
+        self.start(policy, u, task, from)?;
+        Ok(Some(task))
     }
 
     /// Starts `task`, which the policy picked from queue `from`, on idle unit `u`.
@@ -414,7 +429,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         let kind = self.unit_kind(u);
         let e = self.tasks.get_mut(&task).unwrap();
         if !e.task.affinity.runs_on(kind) {
-            return self.check_unit("pick", task, u);
+            return Err(Self::misplaced("pick", task, u));
         }
         e.placement = Placement::Running(u);
         e.runs += 1;
@@ -564,7 +579,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         let done = if seg.finishes && compute_ns == seg.compute_ns {
             e.remaining_ns
         } else {
-            ((compute_ns as f64 / seg.factor).round() as u64).min(e.remaining_ns)
+            round_u64(compute_ns as f64 / seg.factor).min(e.remaining_ns)
         };
         e.remaining_ns -= done;
         self.summary.work_done_ns += done;
@@ -603,7 +618,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             // `complete` still sees the task; then it is gone.
             policy.complete(&self.view(), task, u);
             self.tasks.remove(&task);
-            return self.pick(policy, u);
+            return self.pick(policy, u).map(|_| ());
         }
         match policy.checkpoint(&self.view(), task, u) {
             CheckpointDecision::Continue => self.segment(policy, u, task, self.now),
