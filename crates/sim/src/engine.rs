@@ -649,18 +649,16 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     fn tick<P: Policy + ?Sized>(&mut self, policy: &mut P) -> Result<()> {
         let mut samples = std::mem::take(&mut self.samples);
         samples.clear();
-        samples.extend((0..self.machine.units.len() as u32).map(|u| {
-            let running = self.running[u as usize];
-            let partial = running.map_or(0, |_| {
-                self.now - self.busy_from[u as usize].max(self.last_tick)
-            });
-            Sample {
-                unit: u,
+        let (now, last_tick) = (self.now, self.last_tick);
+        let units = self.running.iter().zip(&self.busy_ns).zip(&self.busy_from);
+        samples.extend(units.zip(&self.segs).enumerate().map(
+            |(u, (((running, &busy), &from), seg))| Sample {
+                unit: u as UnitId,
                 task: running.map(|r| r.task),
-                busy_ns: self.busy_ns[u as usize] + partial,
-                memory_bound: running.map(|_| self.segs[u as usize].memory_bound),
-            }
-        }));
+                busy_ns: busy + running.map_or(0, |_| now - from.max(last_tick)),
+                memory_bound: running.map(|_| seg.memory_bound),
+            },
+        ));
         self.busy_ns.iter_mut().for_each(|b| *b = 0);
         self.last_tick = self.now;
         let actions = policy.tick(&self.view(), &samples);
