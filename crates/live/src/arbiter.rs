@@ -241,9 +241,10 @@ impl Arbiter {
         }
         let id = self.next_task;
         self.next_task += 1;
+        let kind: std::sync::Arc<str> = meta.kind.as_str().into();
         let task = Task {
             id,
-            kind: meta.kind.clone(),
+            kind: kind.clone(),
             affinity,
             speed: PerUnitType::default(),
             // Unknown live: the work is whatever the application does.
@@ -283,13 +284,7 @@ impl Arbiter {
         );
         self.client_task.insert(client, id);
         // Live, a task's length is unknown: no ideal time (slowdowns are not defined).
-        self.log(
-            id,
-            EventKind::Submit {
-                ideal_ns: 0,
-                kind: meta.kind.clone(),
-            },
-        );
+        self.log(id, EventKind::Submit { ideal_ns: 0, kind });
         let decision = self.policy.submit(&view!(self, now), id);
         self.decisions += 1;
         let mut effects = Vec::new();
@@ -712,7 +707,7 @@ impl Arbiter {
             self.client_task.remove(&st.client);
             self.history.push(TaskStats {
                 task,
-                kind: e.task.kind,
+                kind: e.task.kind.to_string(),
                 client: st.client,
                 state: "ended".into(),
                 unit: None,
@@ -886,7 +881,7 @@ impl Arbiter {
             };
             tasks.push(TaskStats {
                 task: *id,
-                kind: e.task.kind.clone(),
+                kind: e.task.kind.to_string(),
                 client: st.client,
                 state,
                 unit,
