@@ -199,7 +199,7 @@ mod tests {
         let a = mix(25, 50, Devices::Both, 7, 1.0);
         assert_eq!(a, mix(25, 50, Devices::Both, 7, 1.0));
         assert_ne!(a, mix(25, 50, Devices::Both, 8, 1.0));
-        assert_eq!(a.iter().filter(|t| t.kind == "md5").count(), 25);
-        assert!(a[..25].iter().any(|t| t.kind == "prime"));
+        assert_eq!(a.iter().filter(|t| &*t.kind == "md5").count(), 25);
+        assert!(a[..25].iter().any(|t| &*t.kind == "prime"));
     }
 }

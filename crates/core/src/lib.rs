@@ -2,8 +2,10 @@
 
 pub mod error;
 pub mod machine;
+pub mod ns;
 pub mod policy;
 pub mod record;
 pub mod task;
+pub mod unit_set;
 
 pub use error::{Error, Result};

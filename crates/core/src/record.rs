@@ -5,6 +5,7 @@ use crate::machine::UnitType;
 use crate::policy::UnitId;
 use crate::task::{Placement, QueueId, TaskId};
 use serde::Serialize;
+use std::sync::Arc;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Event {
@@ -18,7 +19,7 @@ pub struct Event {
 pub enum EventKind {
     /// The task arrived. `ideal_ns`: its run time alone on the best unit for it
     /// (the slowdown denominator); `kind`: its task type.
-    Submit { ideal_ns: u64, kind: String },
+    Submit { ideal_ns: u64, kind: Arc<str> },
     /// The task was put at the tail of a queue.
     Enqueue { queue: QueueId },
     /// A run segment began on `unit`, the task taken from queue `from`.
@@ -178,7 +179,7 @@ impl Record {
                 index.insert(e.task, out.len());
                 out.push(TaskOutcome {
                     task: e.task,
-                    kind: kind.clone(),
+                    kind: kind.to_string(),
                     arrival_ns: e.t_ns,
                     first_start_ns: None,
                     end_ns: None,

@@ -6,6 +6,7 @@
 
 use crate::machine::UnitType;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// A task's id: unique within one run, assigned in arrival order.
 pub type TaskId = u64;
@@ -37,8 +38,9 @@ impl Affinity {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     pub id: TaskId,
-    /// Task type (codelet) name; performance models learn per type.
-    pub kind: String,
+    /// Task type (codelet) name; performance models learn per type. Shared, not
+    /// copied: every record of a task names its type.
+    pub kind: Arc<str>,
     pub affinity: Affinity,
     /// Explicit speed relative to a capacity-1024 CPU per unit type (0 = derive from the
     /// affinity ratio, see the simulator's speed model).
@@ -64,10 +66,15 @@ pub struct Task {
     pub checkpoint_ns: PerUnitType<u64>,
 }
 
+thread_local! {
+    /// The type name of [`Task::cpu`] tasks, shared rather than allocated per task.
+    static DEFAULT_KIND: Arc<str> = Arc::from("task");
+}
+
 impl Task {
     /// The work in reference nanoseconds.
     pub fn work_ns(&self) -> u64 {
-        (self.work_s * 1e9).round() as u64
+        crate::ns::round_u64(self.work_s * 1e9)
     }
 
     /// A CPU-only, compute-bound task of `work_s` reference seconds.
@@ -76,7 +83,7 @@ impl Task {
         affinity.set(UnitType::Cpu, 1.0);
         Task {
             id,
-            kind: "task".into(),
+            kind: DEFAULT_KIND.with(Arc::clone),
             affinity,
             speed: PerUnitType::default(),
             work_s,

@@ -251,9 +251,10 @@ impl Arbiter {
         }
         let id = self.next_task;
         self.next_task += 1;
+        let kind: std::sync::Arc<str> = meta.kind.as_str().into();
         let task = Task {
             id,
-            kind: meta.kind.clone(),
+            kind: kind.clone(),
             affinity,
             speed: PerUnitType::default(),
             // Unknown live: the work is whatever the application does.
@@ -293,13 +294,7 @@ impl Arbiter {
         );
         self.client_task.insert(client, id);
         // Live, a task's length is unknown: no ideal time (slowdowns are not defined).
-        self.log(
-            id,
-            EventKind::Submit {
-                ideal_ns: 0,
-                kind: meta.kind.clone(),
-            },
-        );
+        self.log(id, EventKind::Submit { ideal_ns: 0, kind });
         let decision = self.policy.submit(&view!(self, now), id);
         self.decisions += 1;
         let mut effects = Vec::new();
@@ -734,7 +729,7 @@ impl Arbiter {
             }
             self.history.push_back(TaskStats {
                 task,
-                kind: e.task.kind,
+                kind: e.task.kind.to_string(),
                 client: st.client,
                 state: "ended".into(),
                 unit: None,
@@ -953,7 +948,7 @@ impl Arbiter {
             };
             tasks.push(TaskStats {
                 task: *id,
-                kind: e.task.kind.clone(),
+                kind: e.task.kind.to_string(),
                 client: st.client,
                 state,
                 unit,

@@ -28,11 +28,19 @@ pub struct Cfs {
     min_granularity_ns: u64,
     balance_ns: u64,
     loads: Option<LoadIndex>,
-    vruntime: FxHashMap<TaskId, u64>,
+    /// Every live task's scheduling entity.
+    entities: FxHashMap<TaskId, Entity>,
     min_vruntime: Vec<u64>,
     /// Sum of weights of the tasks queued on or running on each unit.
     weight: Vec<u64>,
     exec_start: Vec<u64>,
+}
+
+/// What cfs keeps per task: its weighted virtual runtime and its weight (copied from the
+/// task, so that accounting does not look the task up in the view every time).
+struct Entity {
+    vruntime: u64,
+    weight: u64,
 }
 
 impl Cfs {
@@ -47,7 +55,7 @@ impl Cfs {
             min_granularity_ns,
             balance_ns,
             loads: None,
-            vruntime: FxHashMap::default(),
+            entities: FxHashMap::default(),
             min_vruntime: Vec::new(),
             weight: Vec::new(),
             exec_start: Vec::new(),
@@ -67,27 +75,23 @@ impl Cfs {
         self.exec_start.resize(n, 0);
     }
 
-    fn weight_of(view: &View, t: TaskId) -> u64 {
-        view.task(t).weight.max(1) as u64
-    }
-
     /// Moves a queued task's accounting from unit `from` to unit `to`.
-    fn transfer(&mut self, view: &View, t: TaskId, from: UnitId, to: UnitId) {
-        let w = Self::weight_of(view, t);
+    fn transfer(&mut self, t: TaskId, from: UnitId, to: UnitId) {
+        let e = self.entities.get_mut(&t).unwrap();
         let loads = self.loads.as_mut().unwrap();
         loads.add(from, -1);
         loads.add(to, 1);
-        self.weight[from as usize] -= w;
-        self.weight[to as usize] += w;
-        let v = self.vruntime.get_mut(&t).unwrap();
-        *v = v.saturating_sub(self.min_vruntime[from as usize]) + self.min_vruntime[to as usize];
+        self.weight[from as usize] -= e.weight;
+        self.weight[to as usize] += e.weight;
+        e.vruntime = e.vruntime.saturating_sub(self.min_vruntime[from as usize])
+            + self.min_vruntime[to as usize];
     }
 
     /// The queued task with the least vruntime on `unit` (ties: nearest the head).
     fn leftmost(&self, view: &View, unit: UnitId) -> Option<(u64, TaskId)> {
         view.queue(unit)
             .iter()
-            .map(|t| (self.vruntime[t], *t))
+            .map(|t| (self.entities[t].vruntime, *t))
             .min_by_key(|&(v, _)| v)
     }
 }
@@ -104,8 +108,10 @@ impl Policy for Cfs {
             return SubmitDecision::Reject("no unit can run it".into());
         };
         self.loads.as_mut().unwrap().add(u, 1);
-        self.weight[u as usize] += Self::weight_of(view, task);
-        self.vruntime.insert(task, self.min_vruntime[u as usize]);
+        let weight = t.weight.max(1) as u64;
+        self.weight[u as usize] += weight;
+        let vruntime = self.min_vruntime[u as usize];
+        self.entities.insert(task, Entity { vruntime, weight });
         SubmitDecision::Enqueue(QueueId::Unit(u))
     }
 
@@ -128,13 +134,13 @@ impl Policy for Cfs {
         let Some(&t) = view.queue(from).iter().find(|&&t| view.can_run(t, unit)) else {
             return PickDecision::Idle;
         };
-        self.transfer(view, t, from, unit);
+        self.transfer(t, from, unit);
         PickDecision::Steal { from, task: t }
     }
 
-    fn time_slice(&mut self, view: &View, unit: UnitId, task: TaskId) -> Option<u64> {
+    fn time_slice(&mut self, _view: &View, unit: UnitId, task: TaskId) -> Option<u64> {
         let total = self.weight[unit as usize].max(1);
-        let slice = self.latency_ns * Self::weight_of(view, task) / total;
+        let slice = self.latency_ns * self.entities[&task].weight / total;
         Some(slice.max(self.min_granularity_ns))
     }
 
@@ -142,10 +148,9 @@ impl Policy for Cfs {
         let now = view.now_ns();
         let ran = now - self.exec_start[unit as usize];
         self.exec_start[unit as usize] = now;
-        let w = Self::weight_of(view, task);
-        let v = self.vruntime.get_mut(&task).unwrap();
-        *v += ran * 1024 / w;
-        let curr = *v;
+        let e = self.entities.get_mut(&task).unwrap();
+        e.vruntime += ran * 1024 / e.weight;
+        let curr = e.vruntime;
         match self.leftmost(view, unit) {
             Some((left, _)) if left <= curr => {
                 let m = &mut self.min_vruntime[unit as usize];
@@ -160,10 +165,11 @@ impl Policy for Cfs {
         }
     }
 
-    fn complete(&mut self, view: &View, task: TaskId, unit: UnitId) {
+    fn complete(&mut self, _view: &View, task: TaskId, unit: UnitId) {
         self.loads.as_mut().unwrap().add(unit, -1);
-        self.weight[unit as usize] -= Self::weight_of(view, task);
-        self.vruntime.remove(&task);
+        if let Some(e) = self.entities.remove(&task) {
+            self.weight[unit as usize] -= e.weight;
+        }
     }
 
     fn tick_interval(&self) -> Option<u64> {
@@ -196,7 +202,7 @@ impl Policy for Cfs {
                 else {
                     break;
                 };
-                self.transfer(view, t, from, to);
+                self.transfer(t, from, to);
                 actions.push(TickAction::Migrate { task: t, to });
             }
         }

@@ -17,8 +17,9 @@ use hetsched_core::policy::{PickDecision, Policy, SubmitDecision, UnitId, View};
 use hetsched_core::task::{QueueId, Task, TaskId};
 use hetsched_core::Result;
 use rustc_hash::FxHashMap;
+use std::sync::Arc;
 
-type ModelKey = (String, UnitType, u32);
+type ModelKey = (Arc<str>, UnitType, u32);
 
 pub struct Dmda {
     name: String,

@@ -2,6 +2,7 @@
 //! stream, so that memory holds live tasks only.
 
 use hetsched_core::machine::Machine;
+use hetsched_core::ns::round_u64;
 use hetsched_core::task::Task;
 use hetsched_core::Result;
 use rand::{Rng, SeedableRng};
@@ -31,6 +32,6 @@ pub fn tasks(
     (0..n).map(move |id| {
         t += -(1.0 - rng.random::<f64>()).ln() / rate;
         let work = -(1.0 - rng.random::<f64>()).ln() * mean_work_s;
-        Task::cpu(id, work, (t * 1e9).round() as u64)
+        Task::cpu(id, work, round_u64(t * 1e9))
     })
 }

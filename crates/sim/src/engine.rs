@@ -1,8 +1,10 @@
-//! The discrete-event engine: integer-nanosecond time, a binary heap of events ordered by
-//! (time, class, sequence number) so that runs are deterministic, and the policy
-//! contract of `hetsched_core::policy` called in the situations it documents.
+//! The discrete-event engine: integer-nanosecond time, events ordered by (time, class,
+//! sequence number) so that runs are deterministic, and the policy contract of
+//! `hetsched_core::policy` called in the situations it documents.
 //!
-//! At equal times, run ends are handled before arrivals, and arrivals before ticks.
+//! At equal times, run ends are handled before arrivals, and arrivals before ticks. Run
+//! ends wait in a heap ([`RunEnds`]); the one pending arrival and the one pending tick
+//! wait beside it.
 //! Arrivals are pulled lazily from an iterator and finished tasks are dropped, so memory
 //! grows with live tasks, not with the length of the run (unless the recorder keeps
 //! events).
@@ -12,19 +14,20 @@
 //! says, places a task on a unit without an implementation for it, moves a task running
 //! on an accelerator between checkpoints) gets `Error::Runtime`.
 
+use crate::run_ends::RunEnds;
 use crate::speed::SpeedModel;
-use crate::unit_set::UnitSet;
 use hetsched_core::machine::{Machine, UnitType};
+use hetsched_core::ns::round_u64;
 use hetsched_core::policy::{
     CheckpointDecision, PickDecision, Policy, Running, Sample, SubmitDecision, TickAction, UnitId,
     View,
 };
 use hetsched_core::record::{Event, EventKind, Recorder};
-use hetsched_core::task::{Placement, QueueId, Task, TaskEntry, TaskId};
+use hetsched_core::task::{Affinity, Placement, QueueId, Task, TaskEntry, TaskId};
+use hetsched_core::unit_set::UnitSet;
 use hetsched_core::{Error, Result};
 use rustc_hash::FxHashMap;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 /// Engine settings that are not the policy's business.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -54,17 +57,21 @@ pub struct RunSummary {
     pub work_completed_ns: u64,
 }
 
-/// A heap entry: (time, class, sequence number, unit, segment epoch), smallest first.
-type Scheduled = Reverse<(u64, u8, u64, u32, u64)>;
+/// The classes of events, in the order they are handled at equal times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Next {
+    RunEnd,
+    Arrival,
+    Tick,
+}
 
-const RUN_END: u8 = 0;
-const ARRIVAL: u8 = 1;
-const TICK: u8 = 2;
-
-/// The current segment of a busy unit.
+/// The current segment of a busy unit, and what the engine reads of its task on every
+/// event (kept here so as not to look the task up again).
 #[derive(Clone, Copy, Debug, Default)]
 struct Segment {
-    epoch: u64,
+    /// Sequence number of the run end scheduled for this segment (0: none, e.g. it was
+    /// cut short by a tick migration).
+    run_end: u64,
     compute_from_ns: u64,
     compute_ns: u64,
     /// Unit nanoseconds per reference nanosecond of work.
@@ -72,6 +79,10 @@ struct Segment {
     finishes: bool,
     /// When the policy's slice (or the checkpoint interval) ends, if it does.
     slice_end_ns: Option<u64>,
+    /// The NUMA node whose shared bandwidth the task draws on, if any.
+    bandwidth_node: Option<u32>,
+    /// The task's memory-bound fraction (for tick samples).
+    memory_bound: f64,
 }
 
 struct Sim<'a, R: Recorder + ?Sized> {
@@ -80,8 +91,7 @@ struct Sim<'a, R: Recorder + ?Sized> {
     config: &'a Config,
     rec: &'a mut R,
     now: u64,
-    seq: u64,
-    heap: BinaryHeap<Scheduled>,
+    run_ends: RunEnds,
     queues: Vec<VecDeque<TaskId>>,
     central: VecDeque<TaskId>,
     running: Vec<Option<Running>>,
@@ -91,6 +101,8 @@ struct Sim<'a, R: Recorder + ?Sized> {
     busy_ns: Vec<u64>,
     busy_from: Vec<u64>,
     last_tick: u64,
+    /// Reused for every tick's samples.
+    samples: Vec<Sample>,
     summary: RunSummary,
     /// Memory bandwidth in bytes/s of each NUMA node by OS index (None: not shared).
     node_bandwidth: Vec<Option<f64>>,
@@ -119,8 +131,7 @@ where
         config,
         rec,
         now: 0,
-        seq: 0,
-        heap: BinaryHeap::new(),
+        run_ends: RunEnds::default(),
         queues: vec![VecDeque::new(); n],
         central: VecDeque::new(),
         running: vec![None; n],
@@ -130,6 +141,7 @@ where
         busy_ns: vec![0; n],
         busy_from: vec![0; n],
         last_tick: 0,
+        samples: Vec::with_capacity(n),
         summary: RunSummary::default(),
         node_bandwidth: {
             let n = machine
@@ -156,14 +168,22 @@ where
     };
     let mut arrivals = arrivals.into_iter();
     let mut pending = arrivals.next();
-    if let Some(t) = &pending {
-        sim.push(t.arrival_ns, ARRIVAL, 0, 0);
-    }
     let tick = policy.tick_interval().filter(|&t| t > 0);
-    if let Some(t) = tick {
-        sim.push(t, TICK, 0, 0);
-    }
-    while let Some(Reverse((t, class, _, unit, epoch))) = sim.heap.pop() {
+    let mut next_tick = tick;
+    loop {
+        let mut earliest = sim.run_ends.next_ns().map(|t| (t, Next::RunEnd));
+        for other in [
+            pending.as_ref().map(|p| (p.arrival_ns, Next::Arrival)),
+            next_tick.map(|t| (t, Next::Tick)),
+        ] {
+            // Strictly earlier only: at equal times the earlier class goes first.
+            if other.is_some_and(|(t, _)| earliest.is_none_or(|(e, _)| t < e)) {
+                earliest = other;
+            }
+        }
+        let Some((t, next)) = earliest else {
+            break;
+        };
         if config.max_time_ns.is_some_and(|m| t > m) {
             break;
         }
@@ -175,9 +195,12 @@ where
         }
         sim.now = t;
         sim.summary.events += 1;
-        match class {
-            RUN_END => sim.run_end(policy, unit, epoch)?,
-            ARRIVAL => {
+        match next {
+            Next::RunEnd => {
+                let end = sim.run_ends.pop().expect("a run end is scheduled");
+                sim.run_end(policy, end.unit, end.seq())?;
+            }
+            Next::Arrival => {
                 let task = pending.take().expect("an arrival event has a pending task");
                 pending = arrivals.next();
                 if let Some(next) = &pending {
@@ -187,17 +210,13 @@ where
                             next.id, next.arrival_ns, task.id, task.arrival_ns
                         )));
                     }
-                    sim.push(next.arrival_ns, ARRIVAL, 0, 0);
                 }
                 sim.arrive(policy, task)?;
             }
-            _ => {
+            Next::Tick => {
                 sim.tick(policy)?;
-                if let Some(i) = tick {
-                    if !sim.tasks.is_empty() || pending.is_some() {
-                        sim.push(t + i, TICK, 0, 0);
-                    }
-                }
+                next_tick = tick.filter(|_| !sim.tasks.is_empty() || pending.is_some());
+                next_tick = next_tick.map(|i| t + i);
             }
         }
     }
@@ -215,11 +234,6 @@ where
 }
 
 impl<R: Recorder + ?Sized> Sim<'_, R> {
-    fn push(&mut self, t: u64, class: u8, unit: u32, epoch: u64) {
-        self.seq += 1;
-        self.heap.push(Reverse((t, class, self.seq, unit, epoch)));
-    }
-
     fn view(&self) -> View<'_> {
         View::new(
             self.now,
@@ -243,18 +257,22 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         self.machine.units[unit as usize].kind
     }
 
+    /// Whether `unit` exists and a task of this affinity can run on it.
+    fn fits(&self, affinity: &Affinity, unit: UnitId) -> bool {
+        (unit as usize) < self.machine.units.len() && affinity.runs_on(self.unit_kind(unit))
+    }
+
+    fn misplaced(who: &str, task: TaskId, unit: UnitId) -> Error {
+        Error::runtime(format!(
+            "policy contract: {who} placed task {task} on unit {unit}, which does not exist or has no implementation for it"
+        ))
+    }
+
     fn check_unit(&self, who: &str, task: TaskId, unit: UnitId) -> Result<()> {
-        let ok = (unit as usize) < self.machine.units.len()
-            && self.tasks[&task]
-                .task
-                .affinity
-                .runs_on(self.unit_kind(unit));
-        if ok {
+        if self.fits(&self.tasks[&task].task.affinity, unit) {
             Ok(())
         } else {
-            Err(Error::runtime(format!(
-                "policy contract: {who} placed task {task} on unit {unit}, which does not exist or has no implementation for it"
-            )))
+            Err(Self::misplaced(who, task, unit))
         }
     }
 
@@ -283,6 +301,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             return Ok(());
         }
         let remaining_ns = task.work_ns();
+        let affinity = task.affinity;
         self.tasks.insert(
             id,
             TaskEntry {
@@ -297,7 +316,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         match policy.submit(&self.view(), id) {
             SubmitDecision::Enqueue(q) => {
                 if let QueueId::Unit(u) = q {
-                    self.check_unit("submit", id, u)?;
+                    if !self.fits(&affinity, u) {
+                        return Err(Self::misplaced("submit", id, u));
+                    }
                 }
                 self.enqueue(id, q);
                 self.wake(policy, q, id)
@@ -320,28 +341,31 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         self.emit(task, EventKind::Enqueue { queue: q });
     }
 
-    fn is_queued(&self, task: TaskId) -> bool {
+    /// The affinity of `task` if it is live and queued.
+    fn queued_affinity(&self, task: TaskId) -> Option<Affinity> {
         self.tasks
             .get(&task)
-            .is_some_and(|e| matches!(e.placement, Placement::Queued(_)))
+            .filter(|e| matches!(e.placement, Placement::Queued(_)))
+            .map(|e| e.task.affinity)
     }
 
     /// After `task` was queued on `q`: let `q`'s unit pick if idle, then offer the other
     /// idle units that could run it, in id order, until it has started.
     fn wake<P: Policy + ?Sized>(&mut self, policy: &mut P, q: QueueId, task: TaskId) -> Result<()> {
         if let QueueId::Unit(u) = q {
-            if self.idle.contains(u) {
-                self.pick(policy, u)?;
+            if self.idle.contains(u) && self.pick(policy, u)? == Some(task) {
+                return Ok(());
             }
         }
+        // A pick starts one task, so `task` stays queued until a pick starts it.
+        let Some(affinity) = self.queued_affinity(task) else {
+            return Ok(());
+        };
         let mut after = 0;
-        while self.is_queued(task) {
-            let Some(u) = self.idle.first_from(after) else {
-                break;
-            };
+        while let Some(u) = self.idle.first_from(after) {
             after = u + 1;
-            if self.tasks[&task].task.affinity.runs_on(self.unit_kind(u)) {
-                self.pick(policy, u)?;
+            if affinity.runs_on(self.unit_kind(u)) && self.pick(policy, u)? == Some(task) {
+                break;
             }
         }
         Ok(())
@@ -353,21 +377,19 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             QueueId::Central => &mut self.central,
         };
         match queue.iter().position(|&t| t == task) {
-            Some(i) => {
-                queue.remove(i);
-                true
-            }
+            Some(0) => queue.pop_front().is_some(),
+            Some(i) => queue.remove(i).is_some(),
             None => false,
         }
     }
 
-    /// Asks idle unit `u` what to run.
-    fn pick<P: Policy + ?Sized>(&mut self, policy: &mut P, u: UnitId) -> Result<()> {
+    /// Asks idle unit `u` what to run; returns the task it started.
+    fn pick<P: Policy + ?Sized>(&mut self, policy: &mut P, u: UnitId) -> Result<Option<TaskId>> {
         let decision = policy.pick(&self.view(), u);
         let (task, from) = match decision {
             PickDecision::Idle => {
                 self.idle.insert(u);
-                return Ok(());
+                return Ok(None);
             }
             PickDecision::Run(t) => {
                 if self.take_from(QueueId::Unit(u), t) {
@@ -392,10 +414,11 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
                 (task, QueueId::Unit(from))
             }
         };
-        self.check_unit("pick", task, u)?;
-        self.start(policy, u, task, from)
+        self.start(policy, u, task, from)?;
+        Ok(Some(task))
     }
 
+    /// Starts `task`, which the policy picked from queue `from`, on idle unit `u`.
     fn start<P: Policy + ?Sized>(
         &mut self,
         policy: &mut P,
@@ -403,17 +426,24 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         task: TaskId,
         from: QueueId,
     ) -> Result<()> {
-        self.idle.remove(u);
-        self.emit(task, EventKind::Start { unit: u, from });
+        let kind = self.unit_kind(u);
         let e = self.tasks.get_mut(&task).unwrap();
+        if !e.task.affinity.runs_on(kind) {
+            return Err(Self::misplaced("pick", task, u));
+        }
         e.placement = Placement::Running(u);
         e.runs += 1;
+        let copy_in = self.speed.copy_in_ns(&e.task, u);
+        let seg = &mut self.segs[u as usize];
+        seg.bandwidth_node = Self::bandwidth_node(self.machine, &self.node_bandwidth, u, &e.task);
+        seg.memory_bound = e.task.memory_bound;
         self.running[u as usize] = Some(Running {
             task,
             since_ns: self.now,
         });
         self.busy_from[u as usize] = self.now;
-        let copy_in = self.speed.copy_in_ns(&self.tasks[&task].task, u);
+        self.idle.remove(u);
+        self.emit(task, EventKind::Start { unit: u, from });
         let node = self.draw(u, task, 1.0);
         self.segment(policy, u, task, self.now + copy_in)?;
         if let Some(n) = node {
@@ -423,22 +453,28 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     }
 
     /// The NUMA node a task on CPU unit `u` draws memory bandwidth from, if shared.
-    fn bandwidth_node(&self, u: UnitId, task: TaskId) -> Option<u32> {
-        let t = &self.tasks[&task].task;
-        if t.mem_bandwidth <= 0.0 || t.memory_bound <= 0.0 || self.unit_kind(u) != UnitType::Cpu {
+    fn bandwidth_node(
+        machine: &Machine,
+        node_bandwidth: &[Option<f64>],
+        u: UnitId,
+        t: &Task,
+    ) -> Option<u32> {
+        let unit = &machine.units[u as usize];
+        if t.mem_bandwidth <= 0.0 || t.memory_bound <= 0.0 || unit.kind != UnitType::Cpu {
             return None;
         }
-        let node = t.numa_home.or(self.machine.units[u as usize].numa_node)?;
-        self.node_bandwidth
+        let node = t.numa_home.or(unit.numa_node)?;
+        node_bandwidth
             .get(node as usize)
             .copied()
             .flatten()
             .map(|_| node)
     }
 
-    /// Adds (`sign` 1) or removes (-1) the task's draw on its node; returns the node.
+    /// Adds (`sign` 1) or removes (-1) the draw of `task`, running on `u`, on its node;
+    /// returns the node.
     fn draw(&mut self, u: UnitId, task: TaskId, sign: f64) -> Option<u32> {
-        let node = self.bandwidth_node(u, task)?;
+        let node = self.segs[u as usize].bandwidth_node?;
         let d = &mut self.node_demand[node as usize];
         *d = (*d + sign * self.tasks[&task].task.mem_bandwidth).max(0.0);
         Some(node)
@@ -465,7 +501,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             let Some(Running { task, .. }) = self.running[v as usize] else {
                 continue;
             };
-            if Some(v) == except || self.bandwidth_node(v, task) != Some(node) {
+            if Some(v) == except || self.segs[v as usize].bandwidth_node != Some(node) {
                 continue;
             }
             let seg = self.segs[v as usize];
@@ -486,14 +522,12 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
                 _ => (need, true),
             };
             let seg = &mut self.segs[v as usize];
-            seg.epoch += 1;
             seg.compute_from_ns = self.now;
             seg.compute_ns = compute;
             seg.factor = factor;
             seg.finishes = finishes;
-            let epoch = seg.epoch;
             // CPUs have no copy-out or checkpoint cost (see `segment`).
-            self.push(self.now + compute, RUN_END, v, epoch);
+            seg.run_end = self.run_ends.push(self.now + compute, v);
         }
     }
 
@@ -506,7 +540,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         from_ns: u64,
     ) -> Result<()> {
         let kind = self.unit_kind(u);
-        let sigma = self.sigma(self.bandwidth_node(u, task));
+        let sigma = self.sigma(self.segs[u as usize].bandwidth_node);
         let entry = &self.tasks[&task];
         let factor = self.speed.ns_per_work_s_shared(&entry.task, u, sigma) * 1e-9;
         let need = SpeedModel::compute_ns(entry.remaining_ns, factor);
@@ -528,14 +562,12 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             0
         };
         let seg = &mut self.segs[u as usize];
-        seg.epoch += 1;
         seg.compute_from_ns = from_ns;
         seg.compute_ns = compute;
         seg.factor = factor;
         seg.finishes = finishes;
         seg.slice_end_ns = slice.map(|s| from_ns + s);
-        let epoch = seg.epoch;
-        self.push(from_ns + compute + tail, RUN_END, u, epoch);
+        seg.run_end = self.run_ends.push(from_ns + compute + tail, u);
         Ok(())
     }
 
@@ -547,7 +579,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         let done = if seg.finishes && compute_ns == seg.compute_ns {
             e.remaining_ns
         } else {
-            ((compute_ns as f64 / seg.factor).round() as u64).min(e.remaining_ns)
+            round_u64(compute_ns as f64 / seg.factor).min(e.remaining_ns)
         };
         e.remaining_ns -= done;
         self.summary.work_done_ns += done;
@@ -560,7 +592,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             .take()
             .map_or(self.now, |r| r.since_ns);
         self.busy_ns[u as usize] += self.now - self.busy_from[u as usize].max(self.last_tick);
-        self.segs[u as usize].epoch += 1;
+        self.segs[u as usize].run_end = 0;
         let e = self.tasks.get_mut(&task).unwrap();
         e.run_ns += self.now - since;
         if let Some(n) = node {
@@ -568,10 +600,11 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         }
     }
 
-    fn run_end<P: Policy + ?Sized>(&mut self, policy: &mut P, u: UnitId, epoch: u64) -> Result<()> {
+    /// Handles run end `seq` on unit `u`.
+    fn run_end<P: Policy + ?Sized>(&mut self, policy: &mut P, u: UnitId, seq: u64) -> Result<()> {
         let seg = self.segs[u as usize];
-        if seg.epoch != epoch {
-            return Ok(()); // the segment was cut short (tick migration)
+        if seg.run_end != seq {
+            return Ok(()); // the segment was cut short or re-planned
         }
         let Some(Running { task, .. }) = self.running[u as usize] else {
             return Err(Error::runtime(format!("engine: run end on idle unit {u}")));
@@ -585,7 +618,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             // `complete` still sees the task; then it is gone.
             policy.complete(&self.view(), task, u);
             self.tasks.remove(&task);
-            return self.pick(policy, u);
+            return self.pick(policy, u).map(|_| ());
         }
         match policy.checkpoint(&self.view(), task, u) {
             CheckpointDecision::Continue => self.segment(policy, u, task, self.now),
@@ -614,23 +647,22 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     }
 
     fn tick<P: Policy + ?Sized>(&mut self, policy: &mut P) -> Result<()> {
-        let samples: Vec<Sample> = (0..self.machine.units.len() as u32)
-            .map(|u| {
-                let running = self.running[u as usize];
-                let partial = running.map_or(0, |_| {
-                    self.now - self.busy_from[u as usize].max(self.last_tick)
-                });
-                Sample {
-                    unit: u,
-                    task: running.map(|r| r.task),
-                    busy_ns: self.busy_ns[u as usize] + partial,
-                    memory_bound: running.map(|r| self.tasks[&r.task].task.memory_bound),
-                }
-            })
-            .collect();
+        let mut samples = std::mem::take(&mut self.samples);
+        samples.clear();
+        let (now, last_tick) = (self.now, self.last_tick);
+        let units = self.running.iter().zip(&self.busy_ns).zip(&self.busy_from);
+        samples.extend(units.zip(&self.segs).enumerate().map(
+            |(u, (((running, &busy), &from), seg))| Sample {
+                unit: u as UnitId,
+                task: running.map(|r| r.task),
+                busy_ns: busy + running.map_or(0, |_| now - from.max(last_tick)),
+                memory_bound: running.map(|_| seg.memory_bound),
+            },
+        ));
         self.busy_ns.iter_mut().for_each(|b| *b = 0);
         self.last_tick = self.now;
         let actions = policy.tick(&self.view(), &samples);
+        self.samples = samples;
         for TickAction::Migrate { task, to } in actions {
             let Some(entry) = self.tasks.get(&task) else {
                 return Err(Error::runtime(format!(

@@ -4,10 +4,10 @@
 pub mod bench;
 pub mod engine;
 pub mod report;
+pub mod run_ends;
 pub mod scenario;
 pub mod speed;
 pub mod trace;
-pub mod unit_set;
 
 pub use engine::{run, Config, RunSummary};
 

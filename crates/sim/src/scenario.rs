@@ -414,7 +414,7 @@ fn resolve(spec: &str, base: &Path) -> String {
 
 fn template(k: &Kind, key: &str, bad: &dyn Fn(String, String) -> Error) -> Result<Template> {
     let mut task = Task::cpu(0, 0.0, 0);
-    task.kind = k.name.clone().unwrap_or_else(|| "task".into());
+    task.kind = k.name.as_deref().unwrap_or("task").into();
     if let Some(a) = k.affinity {
         task.affinity = PerUnitType::default();
         for (kind, v) in a.values() {

@@ -21,6 +21,7 @@
 //!   (no copy cost when the machine does not give the link).
 
 use hetsched_core::machine::{Machine, UnitType, CAPACITY_SCALE};
+use hetsched_core::ns::ceil_u64;
 use hetsched_core::task::Task;
 
 /// What the speed model needs of a unit, precomputed.
@@ -142,7 +143,7 @@ impl SpeedModel {
         let u = &self.units[unit as usize];
         match u.link_bytes_per_s {
             Some(bw) if u.kind != UnitType::Cpu && bw > 0.0 => {
-                (bytes as f64 / bw * 1e9 + u.link_latency_ns).ceil() as u64
+                ceil_u64(bytes as f64 / bw * 1e9 + u.link_latency_ns)
             }
             _ => 0,
         }
@@ -161,7 +162,7 @@ impl SpeedModel {
     /// Unit nanoseconds for `work_ns` reference nanoseconds at `factor` unit ns per
     /// reference ns.
     pub fn compute_ns(work_ns: u64, factor: f64) -> u64 {
-        (work_ns as f64 * factor).ceil().max(0.0) as u64
+        ceil_u64(work_ns as f64 * factor)
     }
 
     /// The task's time alone on the best unit for it (copies included).

@@ -22,7 +22,7 @@ pub fn trace(records: &[Record]) -> Value {
             events.push(json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": u, "args": {"sort_index": u}}));
         }
         let mut open: FxHashMap<u64, (u32, u64)> = FxHashMap::default();
-        let mut kinds: FxHashMap<u64, String> = FxHashMap::default();
+        let mut kinds: FxHashMap<u64, std::sync::Arc<str>> = FxHashMap::default();
         let mut pending_flow: FxHashMap<u64, u64> = FxHashMap::default();
         let mut qlen: FxHashMap<QueueId, i64> = FxHashMap::default();
         let mut counter = |events: &mut Vec<Value>, q: QueueId, delta: i64, t: u64| {
@@ -60,7 +60,7 @@ pub fn trace(records: &[Record]) -> Value {
                 }
                 EventKind::Stop { .. } | EventKind::Complete { .. } => {
                     if let Some((unit, t0)) = open.remove(&e.task) {
-                        let kind = kinds.get(&e.task).map_or("task", String::as_str);
+                        let kind = kinds.get(&e.task).map_or("task", |k| &**k);
                         events.push(json!({
                             "ph": "X", "name": format!("{kind} #{}", e.task), "cat": "run",
                             "pid": pid, "tid": unit, "ts": us(t0), "dur": us(e.t_ns - t0),

@@ -89,7 +89,7 @@ fn simulate(c: &Case) -> (Record, hetsched_sim::RunSummary) {
             t.bytes_in = work as u64 * 100_000;
             t.bytes_out = work as u64 * 10_000;
             t.checkpoint_ns.set(UnitType::Gpu, ckpt as u64 * 1_000_000);
-            t.kind = format!("k{bits}");
+            t.kind = format!("k{bits}").into();
             t
         })
         .collect();

@@ -44,7 +44,7 @@ fn scenario_tasks_are_deterministic_and_in_arrival_order() {
     assert_eq!(a.len() as u64, sc.task_count());
     assert!(a.windows(2).all(|w| w[0].arrival_ns <= w[1].arrival_ns));
     assert!(a.iter().enumerate().all(|(i, t)| t.id == i as u64));
-    let kinds: std::collections::BTreeSet<&str> = a.iter().map(|t| t.kind.as_str()).collect();
+    let kinds: std::collections::BTreeSet<&str> = a.iter().map(|t| &*t.kind).collect();
     assert_eq!(
         kinds.into_iter().collect::<Vec<_>>(),
         vec!["cpu-only", "gemm", "md5"]

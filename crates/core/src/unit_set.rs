@@ -1,5 +1,6 @@
 //! A set of unit ids as a bit set: insert, remove, contains and "first member ≥ x" in
-//! O(1) / O(n / 64), which the engine's idle set needs on every event.
+//! O(1) / O(n / 64), which the simulator's idle set and the policies' load index need
+//! on every event.
 
 #[derive(Clone, Debug)]
 pub struct UnitSet {
@@ -7,11 +8,15 @@ pub struct UnitSet {
 }
 
 impl UnitSet {
+    /// The empty set, for members below `n`.
+    pub fn empty(n: usize) -> UnitSet {
+        UnitSet {
+            words: vec![0; n.div_ceil(64)],
+        }
+    }
     /// The set {0, 1, ..., n − 1}.
     pub fn full(n: usize) -> UnitSet {
-        let mut s = UnitSet {
-            words: vec![0; n.div_ceil(64)],
-        };
+        let mut s = UnitSet::empty(n);
         (0..n as u32).for_each(|u| s.insert(u));
         s
     }
