@@ -87,6 +87,15 @@ impl Analyzer {
         }
     }
 
+    /// Analyse a run of accesses to block numbers (the engine is chosen once per run).
+    pub fn blocks(&mut self, blocks: &[u64]) {
+        self.accesses += blocks.len() as u64;
+        match &mut self.engine {
+            Engine::Exact(e, h) => e.access_all(blocks, h),
+            Engine::Sampled(s) => s.access_all(blocks),
+        }
+    }
+
     /// The profile of everything seen so far.
     pub fn finish(self) -> Profile {
         let (histogram, w, rate) = match self.engine {

@@ -1,37 +1,60 @@
-//! Sampled reuse distances: SHARDS-style fixed-rate spatial sampling for far reuses,
-//! an exact recency stack for near ones.
+//! Sampled reuse distances: SHARDS-style spatial sampling for far reuses, time
+//! sampling with exact short distances for near ones.
 //!
-//! A block is sampled when a hash of its number falls below `R · 2^64`, so either all
-//! or none of a block's accesses are seen (Waldspurger et al., FAST'15). Distances
-//! measured among sampled blocks are scaled by 1/R and every sampled access stands for
-//! 1/R accesses. Scaled distances have a resolution of 1/R blocks, which would smear
-//! the paper's small buckets (B0 … B(9,16) are a few blocks wide), so distances below
-//! [`NEAR`] are measured exactly on the full stream with a tiny move-to-front stack of
-//! the last `NEAR` distinct blocks; only accesses not found there (true distance ≥ NEAR
-//! or cold) use the sampled estimate, clamped to at least NEAR. The number of far
-//! accesses is known exactly, so sampling only estimates how they spread over
-//! distances (and the working set, hence the cold count), not how many there are.
+//! A block is *spatially* sampled when a hash of its number falls below `R · 2^64`, so
+//! either all or none of its accesses are seen (Waldspurger et al., FAST'15); distances
+//! among sampled blocks, scaled by 1/R, estimate how far reuses spread. Scaled
+//! distances have a resolution of 1/R blocks, which would smear the paper's small
+//! buckets (B0 … B(33,64) are a few blocks wide), and with a few hot blocks spatial
+//! sampling of near reuses is a lottery. So near reuses are measured differently:
+//!
+//! - a repeat of the previous block (distance 0) is counted exactly;
+//! - every other access is *time* sampled with probability R (geometric skips from a
+//!   seeded generator), and a sampled access gets its exact distance if below
+//!   [`NEAR`] from a walk back through recent history ([`crate::near`]); this
+//!   estimates how many accesses have each near distance, and how many are far;
+//! - a spatially sampled access counts as far only if its own walk says so (or if the
+//!   sampled blocks alone already put it NEAR away), and the far accesses are spread
+//!   over distances like those spatial samples.
+//!
+//! Per access this is one comparison with the previous block, one hash and threshold
+//! test, one countdown and one store into the history ring; only about 2R of the
+//! accesses do more. Cold accesses are the estimated working set (each block is cold
+//! exactly once). At R = 1 every access is sampled both ways and the result is exact.
 
+use crate::block_slots::HashedSlots;
 use crate::reuse::{ExactReuse, ReuseHistogram};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
-/// Distances below this are measured exactly.
-pub const NEAR: usize = 64;
-const EMPTY: u64 = u64::MAX; // block numbers are addr >> 6, never u64::MAX
+use crate::near::RecentBlocks;
+pub use crate::near::NEAR;
+
+/// Seed of the time-sampling generator (fixed: the same trace gives the same profile).
+const TIME_SAMPLING_SEED: u64 = 0x5ead_5eed;
 
 /// The sampled reuse-distance engine.
 pub struct SampledReuse {
-    inner: ExactReuse,
-    threshold: u64,
-    inv_rate: f64,
     rate: f64,
-    /// The last NEAR distinct blocks, most recent first.
-    near: [u64; NEAR],
-    /// Exact counts of distances 0..NEAR.
-    near_counts: [u64; NEAR],
-    /// Sampled far accesses (distances already scaled, unweighted counts).
+    /// Spatial sampling: a block is sampled when its hash is at most this.
+    threshold: u64,
+    /// Exact distances among the spatially sampled blocks.
+    inner: ExactReuse<HashedSlots>,
+    /// Far reuses of spatially sampled accesses (distances scaled by 1/R).
     far: ReuseHistogram,
-    /// All far accesses (not found near), counted exactly.
-    far_total: u64,
+    /// The previous block.
+    prev: u64,
+    /// Accesses repeating the previous block (distance 0), counted exactly.
+    repeats: u64,
+    /// Every other access, for the walks.
+    recent: RecentBlocks,
+    /// Block changes until the next time sample.
+    countdown: u64,
+    rng: ChaCha8Rng,
+    /// Time samples by exact near distance.
+    timed_near: [u64; NEAR],
+    /// Time samples at distance NEAR or more, or cold.
+    timed_far: u64,
 }
 
 /// splitmix64's finaliser: a fast, well-mixed hash of a block number.
@@ -51,16 +74,22 @@ impl SampledReuse {
         } else {
             (rate * 2f64.powi(64)) as u64
         };
-        SampledReuse {
-            inner: ExactReuse::new(),
-            threshold,
-            inv_rate: 1.0 / rate,
+        let mut s = SampledReuse {
             rate,
-            near: [EMPTY; NEAR],
-            near_counts: [0; NEAR],
+            threshold,
+            inner: ExactReuse::default(),
             far: ReuseHistogram::default(),
-            far_total: 0,
-        }
+            // Not a block number: block numbers are byte addresses >> 6.
+            prev: u64::MAX,
+            repeats: 0,
+            recent: RecentBlocks::new(),
+            countdown: 0,
+            rng: ChaCha8Rng::seed_from_u64(TIME_SAMPLING_SEED),
+            timed_near: [0; NEAR],
+            timed_far: 0,
+        };
+        s.countdown = s.next_skip();
+        s
     }
 
     /// The sampling rate R.
@@ -71,50 +100,92 @@ impl SampledReuse {
     /// Record an access to `block`.
     #[inline]
     pub fn access(&mut self, block: u64) {
-        if self.near[0] == block {
-            self.near_counts[0] += 1;
+        if block == self.prev {
+            self.repeats += 1;
             return;
         }
-        // Branch-free search of the recency stack (no early exit: it vectorises).
-        let mut mask = 0u64;
-        for (i, &b) in self.near.iter().enumerate() {
-            mask |= u64::from(b == block) << i;
+        self.prev = block;
+        self.countdown -= 1;
+        let timed = self.countdown == 0;
+        let spatial = mix(block) <= self.threshold;
+        if timed || spatial {
+            self.sample(block, timed, spatial);
         }
-        let sampled = mix(block) <= self.threshold;
-        let far = if sampled {
-            Some(self.inner.access(block))
-        } else {
-            None
-        };
-        if mask != 0 {
-            let i = mask.trailing_zeros() as usize;
-            self.near_counts[i] += 1;
-            self.near.copy_within(0..i, 1);
-        } else {
-            self.near.copy_within(0..NEAR - 1, 1);
-            self.far_total += 1;
-            if let Some(d) = far {
-                let scaled =
-                    d.map(|d| ((d as f64 * self.inv_rate).round() as u64).max(NEAR as u64));
-                self.far.record(scaled);
+        self.recent.push(block);
+    }
+
+    /// Record a run of accesses.
+    pub fn access_all(&mut self, blocks: &[u64]) {
+        for &b in blocks {
+            self.access(b);
+        }
+    }
+
+    /// The rare path: a time and/or spatial sample of a block change.
+    #[inline(never)]
+    fn sample(&mut self, block: u64, timed: bool, spatial: bool) {
+        let mut walked = None;
+        if timed {
+            let near = self.recent.near_distance(block);
+            match near {
+                Some(d) => self.timed_near[d as usize] += 1,
+                None => self.timed_far += 1,
+            }
+            walked = Some(near);
+            self.countdown = self.next_skip();
+        }
+        if spatial {
+            // Cold accesses need no record: their number is the estimated working set.
+            if let Some(d) = self.inner.access(block) {
+                // The sampled blocks in between are a subset of all blocks in between;
+                // a block met within the last NEAR changes is near; else walk.
+                let far = d >= NEAR as u64
+                    || match walked {
+                        Some(near) => near.is_none(),
+                        None => {
+                            !self.recent.in_last_near(block)
+                                && self.recent.near_distance(block).is_none()
+                        }
+                    };
+                if far {
+                    let scaled = (d as f64 / self.rate).round() as u64;
+                    self.far.record(Some(scaled.max(NEAR as u64)));
+                }
             }
         }
-        self.near[0] = block;
+    }
+
+    /// Block changes up to and including the next time sample: geometric with mean 1/R.
+    fn next_skip(&mut self) -> u64 {
+        if self.rate >= 1.0 {
+            return 1;
+        }
+        let u = 1.0 - self.rng.random::<f64>(); // in (0, 1]
+        1 + (u.ln() / (1.0 - self.rate).ln()).floor().min(1e18) as u64
     }
 
     /// Estimated working set in blocks (distinct sampled blocks / R).
     pub fn distinct(&self) -> u64 {
-        (self.inner.distinct() as f64 * self.inv_rate).round() as u64
+        (self.inner.distinct() as f64 / self.rate).round() as u64
     }
 
-    /// The estimated full histogram: exact near counts, plus the far accesses (whose
-    /// number is known exactly) split like the sampled far accesses. Cold accesses are
-    /// the estimated working set (each block is cold exactly once).
+    /// The estimated full histogram. Distance 0 is exact; the block changes (their
+    /// number is exact) split into near distances and far like the time samples; the
+    /// far ones are the cold accesses (the estimated working set) plus reuses spread
+    /// over distances like the spatially sampled far reuses.
     pub fn histogram(&self) -> ReuseHistogram {
-        let cold = self.distinct().min(self.far_total);
+        let changes = self.recent.pushed();
+        let timed = self.timed_far + self.timed_near.iter().sum::<u64>();
+        let per_sample = changes as f64 / timed.max(1) as f64;
+        let near: Vec<u64> = self
+            .timed_near
+            .iter()
+            .map(|&c| (c as f64 * per_sample).round() as u64)
+            .collect();
+        let far_total = changes.saturating_sub(near.iter().sum());
+        let cold = self.distinct().min(far_total);
         let sampled_reuses: u64 = self.far.counts.iter().sum();
-        let reuses = self.far_total - cold;
-        let scale = reuses as f64 / sampled_reuses.max(1) as f64;
+        let scale = (far_total - cold) as f64 / sampled_reuses.max(1) as f64;
         let mut h = ReuseHistogram {
             counts: self
                 .far
@@ -124,7 +195,8 @@ impl SampledReuse {
                 .collect(),
             cold,
         };
-        for (d, &c) in self.near_counts.iter().enumerate() {
+        h.record_n(Some(0), self.repeats);
+        for (d, &c) in near.iter().enumerate() {
             h.record_n(Some(d as u64), c);
         }
         h
@@ -152,13 +224,17 @@ mod tests {
     }
 
     #[test]
-    fn near_distances_are_exact_at_any_rate() {
-        // A cyclic scan over 10 blocks: every reuse has distance 9, all found near.
-        let mut s = SampledReuse::new(0.001);
-        for i in 0..10_000u64 {
-            s.access(i % 10);
+    fn repeats_are_exact_and_near_distances_unbiased_at_any_rate() {
+        // A cyclic scan over 10 blocks, each read twice: distance 0, then 9.
+        let mut s = SampledReuse::new(0.01);
+        for i in 0..200_000u64 {
+            s.access(i / 2 % 10);
         }
         let h = s.histogram();
-        assert_eq!(h.counts[9], 10_000 - 10);
+        assert_eq!(h.counts[0], 100_000);
+        // Every time sample but the 10 cold accesses sees distance 9.
+        let d9 = h.counts[9] as f64;
+        assert!((d9 / 99_990.0 - 1.0).abs() < 1e-3, "distance 9: {d9}");
+        assert_eq!(h.total(), 200_000);
     }
 }
