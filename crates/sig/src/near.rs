@@ -19,7 +19,8 @@ const SEEN_SLOTS: usize = 1024;
 /// An empty slot (block numbers are byte addresses >> 6, never this).
 const EMPTY: u64 = u64::MAX;
 
-/// The ring of recent block changes and the walk over it.
+/// The ring of recent block changes and the walks over it. Positions count pushed
+/// blocks from 0; a walk "at" a position looks at the blocks pushed before it.
 pub(crate) struct RecentBlocks {
     ring: Box<[u64; HISTORY]>,
     /// Blocks pushed so far.
@@ -30,22 +31,54 @@ pub(crate) struct RecentBlocks {
     filled: [usize; NEAR],
 }
 
+/// Appends to the ring with its position in a local (a register in a hot loop, where
+/// a field would go through memory on every push); writes it back when dropped.
+pub(crate) struct RingWriter<'a> {
+    ring: &'a mut [u64; HISTORY],
+    pushed: u64,
+    total: &'a mut u64,
+}
+
+impl RingWriter<'_> {
+    /// Append `block`; returns its position.
+    #[inline]
+    pub(crate) fn push(&mut self, block: u64) -> u64 {
+        self.ring[self.pushed as usize % HISTORY] = block;
+        self.pushed += 1;
+        self.pushed - 1
+    }
+}
+
+impl Drop for RingWriter<'_> {
+    fn drop(&mut self) {
+        *self.total = self.pushed;
+    }
+}
+
 impl RecentBlocks {
     pub(crate) fn new() -> Self {
         RecentBlocks {
-            ring: Box::new([0; HISTORY]),
+            ring: vec![0; HISTORY]
+                .into_boxed_slice()
+                .try_into()
+                .expect("HISTORY"),
             pushed: 0,
-            seen: Box::new([EMPTY; SEEN_SLOTS]),
+            seen: vec![EMPTY; SEEN_SLOTS]
+                .into_boxed_slice()
+                .try_into()
+                .expect("SEEN_SLOTS"),
             filled: [0; NEAR],
         }
     }
 
-    /// Append an access to `block`. Callers push only changes of block (a repeat of the
+    /// A writer appending blocks. Callers push only changes of block (a repeat of the
     /// previous block is distance 0 and tells a walk nothing).
-    #[inline]
-    pub(crate) fn push(&mut self, block: u64) {
-        self.ring[self.pushed as usize % HISTORY] = block;
-        self.pushed += 1;
+    pub(crate) fn writer(&mut self) -> RingWriter<'_> {
+        RingWriter {
+            ring: &mut self.ring,
+            pushed: self.pushed,
+            total: &mut self.pushed,
+        }
     }
 
     /// Blocks pushed so far.
@@ -53,31 +86,39 @@ impl RecentBlocks {
         self.pushed
     }
 
-    /// Whether `block` is among the last NEAR blocks pushed, which makes its distance
-    /// less than NEAR: a vectorised compare, far cheaper than a walk.
-    pub(crate) fn in_last_near(&self, block: u64) -> bool {
-        let newest = self.pushed as usize % HISTORY;
-        let n = self.pushed.min(NEAR as u64) as usize;
-        // The last n entries, in at most two pieces where the ring wraps.
-        let (wrapped, recent) = if newest >= n {
-            (&[][..], &self.ring[newest - n..newest])
+    /// How many blocks before position `at` are still in the ring.
+    fn history_at(&self, at: u64) -> usize {
+        debug_assert!(at < self.pushed);
+        let overwritten = self.pushed.saturating_sub(HISTORY as u64);
+        (at - overwritten.min(at)) as usize
+    }
+
+    /// Whether `block` is among the NEAR blocks pushed just before position `at`, which
+    /// makes its distance there less than NEAR: a vectorised compare, far cheaper than
+    /// a walk.
+    pub(crate) fn in_last_near(&self, at: u64, block: u64) -> bool {
+        let end = at as usize % HISTORY;
+        let n = self.history_at(at).min(NEAR);
+        // The n entries before `end`, in at most two pieces where the ring wraps.
+        let (wrapped, recent) = if end >= n {
+            (&[][..], &self.ring[end - n..end])
         } else {
-            (&self.ring[HISTORY - (n - newest)..], &self.ring[..newest])
+            (&self.ring[HISTORY - (n - end)..], &self.ring[..end])
         };
         contains(wrapped, block) | contains(recent, block)
     }
 
-    /// The reuse distance an access to `block` would have now, if it is below NEAR;
-    /// `None` when it is at least NEAR, the block is new, or history ran out.
-    pub(crate) fn near_distance(&mut self, block: u64) -> Option<u32> {
+    /// The reuse distance of the access to `block` at position `at`, if it is below
+    /// NEAR; `None` when it is at least NEAR, the block is new, or history ran out.
+    pub(crate) fn near_distance(&mut self, at: u64, block: u64) -> Option<u32> {
+        let back = self.history_at(at);
         // Locals, not fields, in the loop: nothing has to go back to memory per step.
         let (ring, seen, filled) = (&*self.ring, &mut *self.seen, &mut self.filled);
-        let back = self.pushed.min(HISTORY as u64) as usize;
-        let newest = self.pushed as usize;
+        let end = at as usize;
         let mut distinct = 0;
         let mut found = None;
         for k in 1..=back {
-            let b = ring[(newest - k) % HISTORY];
+            let b = ring[(end - k) % HISTORY];
             if b == block {
                 found = Some(distinct as u32);
                 break;
@@ -154,6 +195,11 @@ mod tests {
     /// a direct count of the distinct blocks since its previous occurrence.
     fn check(trace: &[u64]) {
         let mut r = RecentBlocks::new();
+        let mut w = r.writer();
+        for &b in trace {
+            w.push(b);
+        }
+        drop(w);
         for (i, &b) in trace.iter().enumerate() {
             let expected = trace[..i].iter().rposition(|&x| x == b).and_then(|p| {
                 let mut between: Vec<u64> = trace[p + 1..i].to_vec();
@@ -161,8 +207,11 @@ mod tests {
                 between.dedup();
                 (between.len() < NEAR).then_some(between.len() as u32)
             });
-            assert_eq!(r.near_distance(b), expected, "access {i} to block {b}");
-            r.push(b);
+            assert_eq!(
+                r.near_distance(i as u64, b),
+                expected,
+                "access {i} to block {b}"
+            );
         }
     }
 
@@ -186,14 +235,18 @@ mod tests {
     #[test]
     fn in_last_near_sees_exactly_the_last_near_pushes() {
         let mut r = RecentBlocks::new();
-        assert!(!r.in_last_near(0));
-        // Through the ring's wrap-around: after pushing 0..n, blocks n-NEAR..n are in.
-        for n in 1..=(HISTORY + 2 * NEAR) as u64 {
-            r.push(n - 1);
+        // Through the ring's wrap-around: at position n, blocks n-NEAR..n are in.
+        for n in 0..(HISTORY + 2 * NEAR) as u64 {
+            r.writer().push(n);
             let oldest_in = n.saturating_sub(NEAR as u64);
-            for b in [oldest_in.saturating_sub(1), oldest_in, n - 1, n] {
+            for b in [
+                oldest_in.saturating_sub(1),
+                oldest_in,
+                n.saturating_sub(1),
+                n,
+            ] {
                 let expected = b >= oldest_in && b < n;
-                assert_eq!(r.in_last_near(b), expected, "after {n} pushes, block {b}");
+                assert_eq!(r.in_last_near(n, b), expected, "at {n}, block {b}");
             }
         }
     }
@@ -201,13 +254,16 @@ mod tests {
     #[test]
     fn history_running_out_reads_as_far() {
         let mut r = RecentBlocks::new();
-        r.push(7);
+        let mut w = r.writer();
+        w.push(7);
         // A long loop over two blocks pushes block 7 out of the ring.
         for i in 0..HISTORY as u64 {
-            r.push(i % 2);
+            w.push(i % 2);
         }
-        assert_eq!(r.near_distance(7), None);
-        assert_eq!(r.near_distance(1), Some(0));
-        assert_eq!(r.near_distance(0), Some(1));
+        let at = w.push(7);
+        drop(w);
+        assert_eq!(r.near_distance(at, 7), None);
+        assert_eq!(r.near_distance(at, 1), Some(0));
+        assert_eq!(r.near_distance(at, 0), Some(1));
     }
 }

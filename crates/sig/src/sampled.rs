@@ -32,6 +32,19 @@ pub use crate::near::NEAR;
 
 /// Seed of the time-sampling generator (fixed: the same trace gives the same profile).
 const TIME_SAMPLING_SEED: u64 = 0x5ead_5eed;
+/// Accesses per filter pass. The walks of a pass's samples start after the whole pass
+/// is in the history ring, so they can still reach back HISTORY − CHUNK changes.
+const CHUNK: usize = 1024;
+
+/// A sampled block change, listed by the filter pass.
+#[derive(Clone, Copy)]
+struct Sample {
+    block: u64,
+    /// Its position in the history ring.
+    at: u64,
+    timed: bool,
+    spatial: bool,
+}
 
 /// The sampled reuse-distance engine.
 pub struct SampledReuse {
@@ -40,7 +53,7 @@ pub struct SampledReuse {
     threshold: u64,
     /// Exact distances among the spatially sampled blocks.
     inner: ExactReuse<HashedSlots>,
-    /// Far reuses of spatially sampled accesses (distances scaled by 1/R).
+    /// Far reuses of spatially sampled accesses, by distance among sampled blocks.
     far: ReuseHistogram,
     /// The previous block.
     prev: u64,
@@ -51,6 +64,8 @@ pub struct SampledReuse {
     /// Block changes until the next time sample.
     countdown: u64,
     rng: ChaCha8Rng,
+    /// The samples of the current filter pass.
+    samples: Vec<Sample>,
     /// Time samples by exact near distance.
     timed_near: [u64; NEAR],
     /// Time samples at distance NEAR or more, or cold.
@@ -65,6 +80,15 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Block changes up to and including the next time sample: geometric with mean 1/R.
+fn next_skip(rng: &mut ChaCha8Rng, rate: f64) -> u64 {
+    if rate >= 1.0 {
+        return 1;
+    }
+    let u = 1.0 - rng.random::<f64>(); // in (0, 1]
+    1 + (u.ln() / (1.0 - rate).ln()).floor().min(1e18) as u64
+}
+
 impl SampledReuse {
     /// A sampler at rate `rate` in (0, 1].
     pub fn new(rate: f64) -> Self {
@@ -74,7 +98,8 @@ impl SampledReuse {
         } else {
             (rate * 2f64.powi(64)) as u64
         };
-        let mut s = SampledReuse {
+        let mut rng = ChaCha8Rng::seed_from_u64(TIME_SAMPLING_SEED);
+        SampledReuse {
             rate,
             threshold,
             inner: ExactReuse::default(),
@@ -83,13 +108,12 @@ impl SampledReuse {
             prev: u64::MAX,
             repeats: 0,
             recent: RecentBlocks::new(),
-            countdown: 0,
-            rng: ChaCha8Rng::seed_from_u64(TIME_SAMPLING_SEED),
+            countdown: next_skip(&mut rng, rate),
+            rng,
+            samples: Vec::with_capacity(CHUNK),
             timed_near: [0; NEAR],
             timed_far: 0,
-        };
-        s.countdown = s.next_skip();
-        s
+        }
     }
 
     /// The sampling rate R.
@@ -97,71 +121,88 @@ impl SampledReuse {
         self.rate
     }
 
-    /// Record an access to `block`.
-    #[inline]
+    /// Record an access to `block` ([`SampledReuse::access_all`] is faster).
     pub fn access(&mut self, block: u64) {
-        if block == self.prev {
-            self.repeats += 1;
-            return;
-        }
-        self.prev = block;
-        self.countdown -= 1;
-        let timed = self.countdown == 0;
-        let spatial = mix(block) <= self.threshold;
-        if timed || spatial {
-            self.sample(block, timed, spatial);
-        }
-        self.recent.push(block);
+        self.access_all(&[block]);
     }
 
-    /// Record a run of accesses.
+    /// Record a run of accesses: per chunk, a filter pass over every access, then the
+    /// samples it found.
     pub fn access_all(&mut self, blocks: &[u64]) {
-        for &b in blocks {
-            self.access(b);
+        for chunk in blocks.chunks(CHUNK) {
+            self.filter(chunk);
+            for i in 0..self.samples.len() {
+                let s = self.samples[i];
+                self.sample(s);
+            }
+            self.samples.clear();
         }
     }
 
-    /// The rare path: a time and/or spatial sample of a block change.
-    #[inline(never)]
-    fn sample(&mut self, block: u64, timed: bool, spatial: bool) {
+    /// The pass over every access: counts repeats, pushes block changes into the
+    /// history ring and lists the sampled ones. Its state is in locals, so the loop
+    /// runs in registers.
+    fn filter(&mut self, chunk: &[u64]) {
+        let (mut prev, mut countdown, mut repeats) = (self.prev, self.countdown, 0);
+        let threshold = self.threshold;
+        let mut ring = self.recent.writer();
+        for &block in chunk {
+            if block == prev {
+                repeats += 1;
+                continue;
+            }
+            prev = block;
+            let at = ring.push(block);
+            countdown -= 1;
+            let timed = countdown == 0;
+            let spatial = mix(block) <= threshold;
+            if timed | spatial {
+                self.samples.push(Sample {
+                    block,
+                    at,
+                    timed,
+                    spatial,
+                });
+                if timed {
+                    countdown = next_skip(&mut self.rng, self.rate);
+                }
+            }
+        }
+        drop(ring);
+        self.prev = prev;
+        self.countdown = countdown;
+        self.repeats += repeats;
+    }
+
+    /// A time and/or spatial sample of a block change.
+    fn sample(&mut self, s: Sample) {
         let mut walked = None;
-        if timed {
-            let near = self.recent.near_distance(block);
+        if s.timed {
+            let near = self.recent.near_distance(s.at, s.block);
             match near {
                 Some(d) => self.timed_near[d as usize] += 1,
                 None => self.timed_far += 1,
             }
             walked = Some(near);
-            self.countdown = self.next_skip();
         }
-        if spatial {
+        if s.spatial {
             // Cold accesses need no record: their number is the estimated working set.
-            if let Some(d) = self.inner.access(block) {
+            if let Some(d) = self.inner.access(s.block) {
                 // The sampled blocks in between are a subset of all blocks in between;
                 // a block met within the last NEAR changes is near; else walk.
                 let far = d >= NEAR as u64
                     || match walked {
                         Some(near) => near.is_none(),
                         None => {
-                            !self.recent.in_last_near(block)
-                                && self.recent.near_distance(block).is_none()
+                            !self.recent.in_last_near(s.at, s.block)
+                                && self.recent.near_distance(s.at, s.block).is_none()
                         }
                     };
                 if far {
-                    let scaled = (d as f64 / self.rate).round() as u64;
-                    self.far.record(Some(scaled.max(NEAR as u64)));
+                    self.far.record(Some(d));
                 }
             }
         }
-    }
-
-    /// Block changes up to and including the next time sample: geometric with mean 1/R.
-    fn next_skip(&mut self) -> u64 {
-        if self.rate >= 1.0 {
-            return 1;
-        }
-        let u = 1.0 - self.rng.random::<f64>(); // in (0, 1]
-        1 + (u.ln() / (1.0 - self.rate).ln()).floor().min(1e18) as u64
     }
 
     /// Estimated working set in blocks (distinct sampled blocks / R).
@@ -187,17 +228,17 @@ impl SampledReuse {
         let sampled_reuses: u64 = self.far.counts.iter().sum();
         let scale = (far_total - cold) as f64 / sampled_reuses.max(1) as f64;
         let mut h = ReuseHistogram {
-            counts: self
-                .far
-                .counts
-                .iter()
-                .map(|&c| (c as f64 * scale).round() as u64)
-                .collect(),
+            counts: Vec::new(),
             cold,
         };
         h.record_n(Some(0), self.repeats);
-        for (d, &c) in near.iter().enumerate() {
+        for (d, &c) in near.iter().enumerate().filter(|(_, &c)| c > 0) {
             h.record_n(Some(d as u64), c);
+        }
+        // Sampled distances scaled by 1/R; far means at least NEAR.
+        for (d, c) in self.far.nonzero() {
+            let scaled = ((d as f64 / self.rate).round() as u64).max(NEAR as u64);
+            h.record_n(Some(scaled), (c as f64 * scale).round() as u64);
         }
         h
     }
