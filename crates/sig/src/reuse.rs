@@ -4,10 +4,10 @@
 //! blocks touched since the previous access to `b` (MICA's definition, used by the
 //! paper); a block's first access is *cold* (no distance). Each block's latest access
 //! owns one slot of a time line; a bitmap with a Fenwick tree over its words counts the
-//! live slots ([`crate::live_slots`]), so the distance is the number of live slots
-//! after `b`'s slot. When the time line fills up it is
-//! compacted (live slots renumbered in order), which keeps it at most four times the number
-//! of distinct blocks `M`: amortised O(log M) time per access and O(M) memory.
+//! live slots (`live_slots.rs`), so the distance is the number of live slots
+//! after `b`'s slot. When the time line fills up it is compacted (live slots renumbered
+//! in order), which keeps it at most four times the number of distinct blocks `M`:
+//! amortised O(log M) time per access and O(M) memory.
 
 use crate::block_slots::{PagedSlots, SlotMap};
 use crate::live_slots::LiveSlots;

@@ -13,21 +13,23 @@
 //!   seeded generator), and a sampled access gets its exact distance if below
 //!   [`NEAR`] from a walk back through recent history ([`crate::near`]); this
 //!   estimates how many accesses have each near distance, and how many are far;
-//! - a spatially sampled access counts as far only if its own walk says so (or if the
-//!   sampled blocks alone already put it NEAR away), and the far accesses are spread
-//!   over distances like those spatial samples.
+//! - a spatially sampled access counts as far if the sampled blocks alone already put
+//!   it NEAR away, or else if it is not among the last NEAR block changes and its own
+//!   walk says so; the far accesses are spread over distances like those spatial
+//!   samples.
 //!
 //! Per access this is one comparison with the previous block, one hash and threshold
 //! test, one countdown and one store into the history ring; only about 2R of the
 //! accesses do more. Cold accesses are the estimated working set (each block is cold
-//! exactly once). At R = 1 every access is sampled both ways and the result is exact.
+//! exactly once). At R = 1 every access is sampled both ways and the result is exact
+//! (unless a walk runs out of history: see [`crate::near::HISTORY`]).
 
 use crate::block_slots::HashedSlots;
+use crate::near::RecentBlocks;
 use crate::reuse::{ExactReuse, ReuseHistogram};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::near::RecentBlocks;
 pub use crate::near::NEAR;
 
 /// Seed of the time-sampling generator (fixed: the same trace gives the same profile).
@@ -263,6 +265,30 @@ mod tests {
         }
         assert_eq!(s.histogram(), h);
         assert_eq!(s.distinct(), e.distinct());
+    }
+
+    #[test]
+    fn one_by_one_or_in_runs_gives_the_same_histogram() {
+        // Far, near and repeated reuses over several filter passes.
+        let blocks: Vec<u64> = (0..50_000u64)
+            .map(|i| {
+                if i % 3 == 0 {
+                    i * 7919 % 20_000
+                } else {
+                    i / 4 % 40
+                }
+            })
+            .collect();
+        let mut one = SampledReuse::new(0.05);
+        for &b in &blocks {
+            one.access(b);
+        }
+        let mut runs = SampledReuse::new(0.05);
+        for run in blocks.chunks(777) {
+            runs.access_all(run);
+        }
+        assert_eq!(one.histogram(), runs.histogram());
+        assert_eq!(one.distinct(), runs.distinct());
     }
 
     #[test]
