@@ -16,7 +16,9 @@
 //! - a spatially sampled access counts as far if the sampled blocks alone already put
 //!   it NEAR away, or else if it is not among the last NEAR block changes and its own
 //!   walk says so; the far accesses are spread over distances like those spatial
-//!   samples.
+//!   samples, a sampled distance k standing for the true distances that give k
+//!   sampled blocks in between (which matters for small k: no sampled block in
+//!   between means anything from NEAR to a few hundred blocks at R = 0.01).
 //!
 //! Per access this is one comparison with the previous block, one hash and threshold
 //! test, one countdown and one store into the history ring; only about 2R of the
@@ -216,7 +218,7 @@ impl SampledReuse {
     /// The estimated full histogram. Distance 0 is exact; the block changes (their
     /// number is exact) split into near distances and far like the time samples; the
     /// far ones are the cold accesses (the estimated working set) plus reuses spread
-    /// over distances like the spatially sampled far reuses.
+    /// over distances like the spatially sampled far reuses (scaled by 1/R).
     pub fn histogram(&self) -> ReuseHistogram {
         let changes = self.recent.pushed();
         let timed = self.timed_far + self.timed_near.iter().sum::<u64>();
@@ -238,13 +240,70 @@ impl SampledReuse {
         for (d, &c) in near.iter().enumerate().filter(|(_, &c)| c > 0) {
             h.record_n(Some(d as u64), c);
         }
-        // Sampled distances scaled by 1/R; far means at least NEAR.
-        for (d, c) in self.far.nonzero() {
-            let scaled = ((d as f64 / self.rate).round() as u64).max(NEAR as u64);
-            h.record_n(Some(scaled), (c as f64 * scale).round() as u64);
+        // Each sampled distance k stands for true distances d >= NEAR with weights
+        // P(d | k) (few sampled blocks in between say little about how many blocks
+        // were there); large k are precise enough for one point.
+        // A distance counts other distinct blocks: it is below the working set.
+        let longest = self.distinct().saturating_sub(1).max(NEAR as u64);
+        let mut spread: Vec<f64> = Vec::new();
+        for (k, c) in self.far.nonzero() {
+            let weight = c as f64 * scale;
+            if k < SPREAD_BELOW {
+                for (d, p) in far_distance_pmf(k, self.rate, longest) {
+                    let d = d as usize;
+                    if d >= spread.len() {
+                        spread.resize(d + 1, 0.0);
+                    }
+                    spread[d] += weight * p;
+                }
+            } else {
+                // The mean of the same distribution.
+                let d = ((k + 1) as f64 / self.rate).round() as u64 - 1;
+                let d = d.clamp(NEAR as u64, longest);
+                h.record_n(Some(d), weight.round() as u64);
+            }
+        }
+        // Rounding the running total keeps the spread's sum (many weights are < 0.5).
+        let (mut running, mut recorded) = (0.0, 0);
+        for (d, &w) in spread.iter().enumerate() {
+            running += w;
+            let n = (running.round() as u64).saturating_sub(recorded);
+            if n > 0 {
+                h.record_n(Some(d as u64), n);
+                recorded += n;
+            }
         }
         h
     }
+}
+
+/// Sampled distances below this are spread over true distances; from here on the
+/// spread (relative width about 1/√k) is well inside a bucket's factor of 2.
+const SPREAD_BELOW: u64 = 64;
+
+/// The distribution of the true distance d in NEAR..=longest of a far reuse that had
+/// `k` distinct sampled blocks in between, each block sampled with probability `rate`:
+/// P(d | k) ∝ C(d, k) (1 − rate)^(d − k) (a flat prior over d). Returns (d, P) pairs
+/// down to a negligible tail.
+fn far_distance_pmf(k: u64, rate: f64, longest: u64) -> Vec<(u64, f64)> {
+    let start = k.max(NEAR as u64).min(longest);
+    let mut out = Vec::new();
+    let mut w = 1.0f64;
+    let mut d = start;
+    let mut peak = 0.0f64;
+    loop {
+        out.push((d, w));
+        peak = peak.max(w);
+        // C(d+1, k) / C(d, k) = (d + 1) / (d + 1 - k).
+        w *= (d + 1) as f64 / (d + 1 - k) as f64 * (1.0 - rate);
+        d += 1;
+        if d > longest || (w < peak * 1e-4 && w < out.last().map_or(0.0, |x| x.1)) {
+            break;
+        }
+    }
+    let total: f64 = out.iter().map(|x| x.1).sum();
+    out.iter_mut().for_each(|x| x.1 /= total);
+    out
 }
 
 #[cfg(test)]
@@ -289,6 +348,29 @@ mod tests {
         }
         assert_eq!(one.histogram(), runs.histogram());
         assert_eq!(one.distinct(), runs.distinct());
+    }
+
+    #[test]
+    fn far_distances_spread_by_how_many_sampled_blocks_were_between() {
+        // At R = 1 the sampled distance is the distance.
+        assert_eq!(far_distance_pmf(200, 1.0, u64::MAX), vec![(200, 1.0)]);
+        // No sampled block in between at R = 0.01: d - NEAR is geometric, mean (1-R)/R.
+        let pmf = far_distance_pmf(0, 0.01, u64::MAX);
+        let total: f64 = pmf.iter().map(|x| x.1).sum();
+        let mean: f64 = pmf.iter().map(|&(d, p)| d as f64 * p).sum();
+        assert!((total - 1.0).abs() < 1e-9);
+        assert_eq!(pmf[0].0, NEAR as u64);
+        assert!((mean - (NEAR as f64 + 99.0)).abs() < 1.0, "mean {mean}");
+        // Ten sampled blocks: centred near (k + 1) / R.
+        let mean: f64 = far_distance_pmf(10, 0.01, u64::MAX)
+            .iter()
+            .map(|&(d, p)| d as f64 * p)
+            .sum();
+        assert!((mean - 1099.0).abs() < 5.0, "mean {mean}");
+        // Never beyond the working set.
+        let pmf = far_distance_pmf(3, 0.01, 150);
+        assert_eq!(pmf.last().unwrap().0, 150);
+        assert!(pmf.iter().all(|&(d, _)| (NEAR as u64..=150).contains(&d)));
     }
 
     #[test]
