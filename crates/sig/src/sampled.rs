@@ -240,22 +240,15 @@ impl SampledReuse {
         for (d, &c) in near.iter().enumerate().filter(|(_, &c)| c > 0) {
             h.record_n(Some(d as u64), c);
         }
-        // Each sampled distance k stands for true distances d >= NEAR with weights
-        // P(d | k) (few sampled blocks in between say little about how many blocks
-        // were there); large k are precise enough for one point.
-        // A distance counts other distinct blocks: it is below the working set.
+        // A sampled distance k stands for the true distances d >= NEAR that give k
+        // sampled blocks in between: spread for small k (they say little), one point
+        // for large k. A distance counts other blocks, so it is below the working set.
         let longest = self.distinct().saturating_sub(1).max(NEAR as u64);
         let mut spread: Vec<f64> = Vec::new();
         for (k, c) in self.far.nonzero() {
             let weight = c as f64 * scale;
             if k < SPREAD_BELOW {
-                for (d, p) in far_distance_pmf(k, self.rate, longest) {
-                    let d = d as usize;
-                    if d >= spread.len() {
-                        spread.resize(d + 1, 0.0);
-                    }
-                    spread[d] += weight * p;
-                }
+                spread_far_reuses(k, weight, self.rate, longest, &mut spread);
             } else {
                 // The mean of the same distribution.
                 let d = ((k + 1) as f64 / self.rate).round() as u64 - 1;
@@ -281,29 +274,32 @@ impl SampledReuse {
 /// spread (relative width about 1/√k) is well inside a bucket's factor of 2.
 const SPREAD_BELOW: u64 = 64;
 
-/// The distribution of the true distance d in NEAR..=longest of a far reuse that had
-/// `k` distinct sampled blocks in between, each block sampled with probability `rate`:
-/// P(d | k) ∝ C(d, k) (1 − rate)^(d − k) (a flat prior over d). Returns (d, P) pairs
-/// down to a negligible tail.
-fn far_distance_pmf(k: u64, rate: f64, longest: u64) -> Vec<(u64, f64)> {
+/// Add `weight` reuses with `k` distinct sampled blocks in between (each block
+/// sampled with probability `rate`) to `spread[d]` over their possible true distances
+/// d in NEAR..=longest, in proportion to P(d | k) ∝ C(d, k) (1 − rate)^(d − k) (a flat
+/// prior over d), down to a negligible tail.
+fn spread_far_reuses(k: u64, weight: f64, rate: f64, longest: u64, spread: &mut Vec<f64>) {
     let start = k.max(NEAR as u64).min(longest);
-    let mut out = Vec::new();
-    let mut w = 1.0f64;
-    let mut d = start;
-    let mut peak = 0.0f64;
-    loop {
-        out.push((d, w));
-        peak = peak.max(w);
-        // C(d+1, k) / C(d, k) = (d + 1) / (d + 1 - k).
-        w *= (d + 1) as f64 / (d + 1 - k) as f64 * (1.0 - rate);
-        d += 1;
-        if d > longest || (w < peak * 1e-4 && w < out.last().map_or(0.0, |x| x.1)) {
-            break;
+    // Unnormalised P(d | k) for d = start, start + 1, … (two passes: no big buffer).
+    let weights = || {
+        let mut w = 1.0f64;
+        let mut peak = 0.0f64;
+        (start..=longest).map_while(move |d| {
+            let here = w;
+            peak = peak.max(here);
+            // C(d+1, k) / C(d, k) = (d + 1) / (d + 1 - k).
+            w *= (d + 1) as f64 / (d + 1 - k) as f64 * (1.0 - rate);
+            // Stop past the peak, once down to 1e-4 of it.
+            (here >= peak * 1e-4 || w > here).then_some((d as usize, here))
+        })
+    };
+    let total: f64 = weights().map(|x| x.1).sum();
+    for (d, w) in weights() {
+        if d >= spread.len() {
+            spread.resize(d + 1, 0.0);
         }
+        spread[d] += weight * w / total;
     }
-    let total: f64 = out.iter().map(|x| x.1).sum();
-    out.iter_mut().for_each(|x| x.1 /= total);
-    out
 }
 
 #[cfg(test)]
@@ -350,25 +346,37 @@ mod tests {
         assert_eq!(one.distinct(), runs.distinct());
     }
 
+    /// `spread_far_reuses` of one reuse, as (distance, share) pairs.
+    fn spread_of_one(k: u64, rate: f64, longest: u64) -> Vec<(u64, f64)> {
+        let mut spread = Vec::new();
+        spread_far_reuses(k, 1.0, rate, longest, &mut spread);
+        spread
+            .into_iter()
+            .enumerate()
+            .filter(|x| x.1 > 0.0)
+            .map(|(d, p)| (d as u64, p))
+            .collect()
+    }
+
     #[test]
-    fn far_distances_spread_by_how_many_sampled_blocks_were_between() {
+    fn far_reuses_spread_by_how_many_sampled_blocks_were_between() {
         // At R = 1 the sampled distance is the distance.
-        assert_eq!(far_distance_pmf(200, 1.0, u64::MAX), vec![(200, 1.0)]);
+        assert_eq!(spread_of_one(200, 1.0, u64::MAX), vec![(200, 1.0)]);
         // No sampled block in between at R = 0.01: d - NEAR is geometric, mean (1-R)/R.
-        let pmf = far_distance_pmf(0, 0.01, u64::MAX);
+        let pmf = spread_of_one(0, 0.01, u64::MAX);
         let total: f64 = pmf.iter().map(|x| x.1).sum();
         let mean: f64 = pmf.iter().map(|&(d, p)| d as f64 * p).sum();
         assert!((total - 1.0).abs() < 1e-9);
         assert_eq!(pmf[0].0, NEAR as u64);
         assert!((mean - (NEAR as f64 + 99.0)).abs() < 1.0, "mean {mean}");
         // Ten sampled blocks: centred near (k + 1) / R.
-        let mean: f64 = far_distance_pmf(10, 0.01, u64::MAX)
+        let mean: f64 = spread_of_one(10, 0.01, u64::MAX)
             .iter()
             .map(|&(d, p)| d as f64 * p)
             .sum();
         assert!((mean - 1099.0).abs() < 5.0, "mean {mean}");
         // Never beyond the working set.
-        let pmf = far_distance_pmf(3, 0.01, 150);
+        let pmf = spread_of_one(3, 0.01, 150);
         assert_eq!(pmf.last().unwrap().0, 150);
         assert!(pmf.iter().all(|&(d, _)| (NEAR as u64..=150).contains(&d)));
     }
