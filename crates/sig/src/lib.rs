@@ -7,9 +7,13 @@
 //! note. See docs/signatures.md.
 
 pub mod analysis;
+pub mod block_slots;
 pub mod buckets;
 pub mod elasticity;
+mod live_slots;
 pub mod missrate;
+pub mod near;
+mod prefetch;
 pub mod reuse;
 pub mod sampled;
 pub mod trace;

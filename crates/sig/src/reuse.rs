@@ -3,83 +3,28 @@
 //! The reuse distance of an access to block `b` is the number of *distinct* other
 //! blocks touched since the previous access to `b` (MICA's definition, used by the
 //! paper); a block's first access is *cold* (no distance). Each block's latest access
-//! owns one slot of a time line; a Fenwick tree counts the live slots, so the distance
-//! is the number of live slots after `b`'s slot. When the time line fills up it is
-//! compacted (live slots renumbered in order), which keeps it at most twice the number
-//! of distinct blocks `M`: amortised O(log M) time per access and O(M) memory.
+//! owns one slot of a time line; a bitmap with a Fenwick tree over its words counts the
+//! live slots (`live_slots.rs`), so the distance is the number of live slots
+//! after `b`'s slot. When the time line fills up it is compacted (live slots renumbered
+//! in order), which keeps it at most four times the number of distinct blocks `M`:
+//! amortised O(log M) time per access and O(M) memory.
 
-use rustc_hash::FxHashMap;
+use crate::block_slots::{PagedSlots, SlotMap};
+use crate::live_slots::LiveSlots;
+use crate::prefetch::prefetch;
 
-/// Blocks per page of the block → slot table (256 blocks = 16 KB of address space).
-const PAGE_SHIFT: u32 = 8;
-const PAGE_LEN: usize = 1 << PAGE_SHIFT;
-/// "No slot" in the block → slot table.
-const NONE: u32 = u32::MAX;
-
-/// Block → slot map: a hash map of dense pages. Programs touch memory in runs, so a
-/// page lookup is mostly the cached last page and a slot is one array index: far
-/// fewer cache misses than one hash-table entry per block.
-struct SlotTable {
-    index: FxHashMap<u64, u32>,
-    pages: Vec<[u32; PAGE_LEN]>,
-    last_page: u64,
-    last_index: usize,
-    len: u64,
-}
-
-impl SlotTable {
-    fn new() -> Self {
-        SlotTable {
-            index: FxHashMap::default(),
-            pages: Vec::new(),
-            last_page: u64::MAX,
-            last_index: 0,
-            len: 0,
-        }
-    }
-
-    #[inline]
-    fn entry(&mut self, block: u64) -> &mut u32 {
-        let page = block >> PAGE_SHIFT;
-        if page != self.last_page {
-            let next = self.pages.len() as u32;
-            let i = *self.index.entry(page).or_insert(next);
-            if i == next {
-                self.pages.push([NONE; PAGE_LEN]);
-            }
-            self.last_page = page;
-            self.last_index = i as usize;
-        }
-        &mut self.pages[self.last_index][(block as usize) & (PAGE_LEN - 1)]
-    }
-
-    /// Set the slot of `block`, returning the previous one (if any).
-    #[inline]
-    fn insert(&mut self, block: u64, slot: u32) -> Option<u32> {
-        let e = self.entry(block);
-        let old = std::mem::replace(e, slot);
-        if old == NONE {
-            self.len += 1;
-            None
-        } else {
-            Some(old)
-        }
-    }
-}
-
-/// Slot marker for a slot whose block has moved on to a later slot.
-const DEAD: u64 = u64::MAX;
 /// Smallest time-line capacity (slots).
 const MIN_CAPACITY: usize = 1 << 12;
 
-/// The exact reuse-distance engine over block numbers.
-pub struct ExactReuse {
+/// The exact reuse-distance engine over block numbers, generic in the layout of its
+/// block → slot map (dense pages by default).
+pub struct ExactReuse<M = PagedSlots> {
     /// Block -> slot of its latest access.
-    slot_of: SlotTable,
-    /// Slot -> block whose latest access it is, or `DEAD`.
+    slot_of: M,
+    /// Slot -> the block that took it (meaningful for live slots only).
     block_at: Vec<u64>,
-    /// Fenwick tree (1-based, `tree[0]` unused) of live-slot counts.
-    tree: Vec<u32>,
+    /// Which slots are some block's latest access.
+    live: LiveSlots,
     /// Next free slot.
     next: usize,
     /// Smallest time-line capacity after a compaction.
@@ -88,35 +33,43 @@ pub struct ExactReuse {
     prev: u64,
 }
 
-impl Default for ExactReuse {
+/// An empty engine with either block → slot layout: every block is cold.
+impl<M: SlotMap> Default for ExactReuse<M> {
     fn default() -> Self {
-        Self::new()
+        Self::with_time_line(MIN_CAPACITY)
     }
 }
 
 impl ExactReuse {
-    /// An empty engine: every block is cold.
+    /// An empty engine over a full trace: every block is cold.
     pub fn new() -> Self {
-        Self::with_min_capacity(MIN_CAPACITY)
+        Self::default()
     }
 
-    /// An empty engine whose time line starts at (and never shrinks below) `slots`;
-    /// small values force frequent compactions (tests).
+    /// An empty engine whose time line starts at (and never shrinks below) `slots`
+    /// (rounded up to a multiple of 64); small values force frequent compactions (tests).
     pub fn with_min_capacity(slots: usize) -> Self {
-        let slots = slots.max(2);
+        Self::with_time_line(slots)
+    }
+}
+
+impl<M: SlotMap> ExactReuse<M> {
+    fn with_time_line(slots: usize) -> Self {
+        let live = LiveSlots::with_live_prefix(slots, 0);
         ExactReuse {
-            slot_of: SlotTable::new(),
-            block_at: vec![DEAD; slots],
-            tree: vec![0; slots + 1],
+            slot_of: M::new(),
+            block_at: vec![0; live.capacity()],
+            live,
             next: 0,
             min_capacity: slots,
-            prev: DEAD,
+            // Not a block number: block numbers are byte addresses >> 6.
+            prev: u64::MAX,
         }
     }
 
     /// Number of distinct blocks seen so far (the working set W, in blocks).
     pub fn distinct(&self) -> u64 {
-        self.slot_of.len
+        self.slot_of.block_count()
     }
 
     /// Record an access to `block`; returns its reuse distance, or `None` when cold.
@@ -131,72 +84,69 @@ impl ExactReuse {
         }
         let now = self.next;
         self.next += 1;
-        match self.slot_of.insert(block, now as u32) {
-            None => {
-                self.block_at[now] = block;
-                self.add(now, 1);
-                None
+        self.block_at[now] = block;
+        let old = self.slot_of.insert(block, now as u32);
+        let distance = old.map(|old| {
+            let old = old as usize;
+            // Live slots after `old` = all live slots - those up to and including `old`.
+            let after = self.slot_of.block_count() - u64::from(self.live.rank(old));
+            self.live.remove(old);
+            after
+        });
+        self.live.insert(now);
+        distance
+    }
+
+    /// Record a run of accesses into `h`. The block → slot entry and the histogram
+    /// counter of a far reuse are usually not in cache, so entries are prefetched a
+    /// few accesses ahead, and counters prefetched and incremented a few accesses
+    /// later, instead of waiting for each miss in turn.
+    pub fn access_all(&mut self, blocks: &[u64], h: &mut ReuseHistogram) {
+        const LAG: usize = 16;
+        const NO_COUNTER: usize = usize::MAX;
+        let mut pending = [NO_COUNTER; LAG];
+        for (i, &b) in blocks.iter().enumerate() {
+            if let Some(&ahead) = blocks.get(i + LAG) {
+                self.slot_of.prefetch(ahead);
             }
-            Some(old) => {
-                let old = old as usize;
-                // Live slots after `old` = all live slots - those up to and including `old`.
-                let distance = self.slot_of.len - u64::from(self.prefix(old));
-                self.block_at[old] = DEAD;
-                self.add(old, -1);
-                self.block_at[now] = block;
-                self.add(now, 1);
-                Some(distance)
+            let due = std::mem::replace(&mut pending[i % LAG], NO_COUNTER);
+            if due != NO_COUNTER {
+                h.counts[due] += 1;
+            }
+            match self.access(b) {
+                None => h.cold += 1,
+                Some(d) => {
+                    let d = d as usize;
+                    if d >= h.counts.len() {
+                        h.counts.resize((d + 1).next_power_of_two(), 0);
+                    }
+                    prefetch(&h.counts[d]);
+                    pending[i % LAG] = d;
+                }
             }
         }
-    }
-
-    /// Sum of live marks in slots `0..=slot`.
-    #[inline]
-    fn prefix(&self, slot: usize) -> u32 {
-        let mut i = slot + 1;
-        let mut sum = 0;
-        while i > 0 {
-            sum += self.tree[i];
-            i &= i - 1;
-        }
-        sum
-    }
-
-    #[inline]
-    fn add(&mut self, slot: usize, delta: i32) {
-        let mut i = slot + 1;
-        let n = self.tree.len();
-        while i < n {
-            self.tree[i] = self.tree[i].wrapping_add_signed(delta);
-            i += i & i.wrapping_neg();
+        for d in pending.into_iter().filter(|&d| d != NO_COUNTER) {
+            h.counts[d] += 1;
         }
     }
 
-    /// Renumber live slots 0..live in time order and size the time line to 2·live.
+    /// Renumber live slots 0..live in time order and size the time line to
+    /// `SPARE`·live: each compaction re-inserts every live block (mostly cache misses),
+    /// so spare room makes them rarer at 8 bytes per slot.
     fn compact(&mut self) {
-        let live = self.slot_of.len as usize;
-        let capacity = (2 * live).max(self.min_capacity);
-        let mut block_at = Vec::with_capacity(capacity);
-        for &b in &self.block_at[..self.next] {
-            if b != DEAD {
-                self.slot_of.insert(b, block_at.len() as u32);
-                block_at.push(b);
-            }
+        const SPARE: usize = 4;
+        let live = self.slot_of.block_count() as usize;
+        let capacity = (SPARE * live).max(self.min_capacity);
+        let mut block_at = Vec::with_capacity(capacity + 64);
+        for slot in self.live.iter() {
+            let b = self.block_at[slot];
+            self.slot_of.insert(b, block_at.len() as u32);
+            block_at.push(b);
         }
         debug_assert_eq!(block_at.len(), live);
-        block_at.resize(capacity, DEAD);
-        // Fenwick tree of `live` leading ones: node i covers (i - lowbit(i), i].
-        let tree = (0..=capacity)
-            .map(|i| {
-                if i == 0 {
-                    return 0;
-                }
-                let low = i - (i & i.wrapping_neg());
-                i.min(live).saturating_sub(low) as u32
-            })
-            .collect();
+        self.live = LiveSlots::with_live_prefix(capacity, live);
+        block_at.resize(self.live.capacity(), 0);
         self.block_at = block_at;
-        self.tree = tree;
         self.next = live;
     }
 }

@@ -1,45 +1,97 @@
-//! Sampled reuse distances: SHARDS-style fixed-rate spatial sampling for far reuses,
-//! an exact recency stack for near ones.
+//! Sampled reuse distances: SHARDS-style spatial sampling for far reuses, time
+//! sampling with exact short distances for near ones.
 //!
-//! A block is sampled when a hash of its number falls below `R · 2^64`, so either all
-//! or none of a block's accesses are seen (Waldspurger et al., FAST'15). Distances
-//! measured among sampled blocks are scaled by 1/R and every sampled access stands for
-//! 1/R accesses. Scaled distances have a resolution of 1/R blocks, which would smear
-//! the paper's small buckets (B0 … B(9,16) are a few blocks wide), so distances below
-//! [`NEAR`] are measured exactly on the full stream with a tiny move-to-front stack of
-//! the last `NEAR` distinct blocks; only accesses not found there (true distance ≥ NEAR
-//! or cold) use the sampled estimate, clamped to at least NEAR. The number of far
-//! accesses is known exactly, so sampling only estimates how they spread over
-//! distances (and the working set, hence the cold count), not how many there are.
+//! A block is *spatially* sampled when a hash of its number falls below `R · 2^64`, so
+//! either all or none of its accesses are seen (Waldspurger et al., FAST'15); distances
+//! among sampled blocks, scaled by 1/R, estimate how far reuses spread. Scaled
+//! distances have a resolution of 1/R blocks, which would smear the paper's small
+//! buckets (B0 … B(33,64) are a few blocks wide), and with a few hot blocks spatial
+//! sampling of near reuses is a lottery. So near reuses are measured differently:
+//!
+//! - a repeat of the previous block (distance 0) is counted exactly;
+//! - every other access is *time* sampled with probability R (geometric skips from a
+//!   seeded generator), and a sampled access gets its exact distance if below
+//!   [`NEAR`] from a walk back through recent history ([`crate::near`]); this
+//!   estimates how many accesses have each near distance, and how many are far;
+//! - a spatially sampled access counts as far if the sampled blocks alone already put
+//!   it NEAR away, or else if it is not among the last NEAR block changes and its own
+//!   walk says so; the far accesses are spread over distances like those spatial
+//!   samples, a sampled distance k standing for the true distances that give k
+//!   sampled blocks in between (which matters for small k: no sampled block in
+//!   between means anything from NEAR to a few hundred blocks at R = 0.01).
+//!
+//! Per access this is one comparison with the previous block, one hash and threshold
+//! test, one countdown and one store into the history ring; only about 2R of the
+//! accesses do more. Cold accesses are the estimated working set (each block is cold
+//! exactly once). At R = 1 every access is sampled both ways and the result is exact
+//! (unless a walk runs out of history: see [`crate::near::HISTORY`]).
 
+use crate::block_slots::HashedSlots;
+use crate::near::RecentBlocks;
 use crate::reuse::{ExactReuse, ReuseHistogram};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
-/// Distances below this are measured exactly.
-pub const NEAR: usize = 64;
-const EMPTY: u64 = u64::MAX; // block numbers are addr >> 6, never u64::MAX
+pub use crate::near::NEAR;
+
+/// Seed of the time-sampling generator (fixed: the same trace gives the same profile).
+const TIME_SAMPLING_SEED: u64 = 0x5ead_5eed;
+/// Accesses per filter pass. The walks of a pass's samples start after the whole pass
+/// is in the history ring, so they can still reach back HISTORY − CHUNK changes.
+const CHUNK: usize = 1024;
+
+/// A sampled block change, listed by the filter pass.
+#[derive(Clone, Copy)]
+struct Sample {
+    block: u64,
+    /// Its position in the history ring.
+    at: u64,
+    timed: bool,
+    spatial: bool,
+}
 
 /// The sampled reuse-distance engine.
 pub struct SampledReuse {
-    inner: ExactReuse,
-    threshold: u64,
-    inv_rate: f64,
     rate: f64,
-    /// The last NEAR distinct blocks, most recent first.
-    near: [u64; NEAR],
-    /// Exact counts of distances 0..NEAR.
-    near_counts: [u64; NEAR],
-    /// Sampled far accesses (distances already scaled, unweighted counts).
+    /// Spatial sampling: a block is sampled when its hash is at most this.
+    threshold: u64,
+    /// Exact distances among the spatially sampled blocks.
+    inner: ExactReuse<HashedSlots>,
+    /// Far reuses of spatially sampled accesses, by distance among sampled blocks.
     far: ReuseHistogram,
-    /// All far accesses (not found near), counted exactly.
-    far_total: u64,
+    /// The previous block.
+    prev: u64,
+    /// Accesses repeating the previous block (distance 0), counted exactly.
+    repeats: u64,
+    /// Every other access, for the walks.
+    recent: RecentBlocks,
+    /// Block changes until the next time sample.
+    countdown: u64,
+    rng: ChaCha8Rng,
+    /// The samples of the current filter pass.
+    samples: Vec<Sample>,
+    /// Time samples by exact near distance.
+    timed_near: [u64; NEAR],
+    /// Time samples at distance NEAR or more, or cold.
+    timed_far: u64,
 }
 
-/// splitmix64's finaliser: a fast, well-mixed hash of a block number.
+/// The spatial-sampling hash of a block number: Fibonacci hashing (one multiply, on
+/// every block change). For any run or stride of blocks the products are spread
+/// evenly over 2^64 (Weyl), so strided access patterns are sampled at rate R; the
+/// xor-shift lets high address bits (other regions) move the low ones.
 #[inline]
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+fn mix(z: u64) -> u64 {
+    (z ^ (z >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// Block changes up to and including the next time sample: geometric with mean 1/R.
+fn next_skip(rng: &mut ChaCha8Rng, rate: f64) -> u64 {
+    if rate >= 1.0 {
+        return 1;
+    }
+    let u = 1.0 - rng.random::<f64>(); // in (0, 1]
+    1 + (u.ln() / (1.0 - rate).ln()).floor().min(1e18) as u64
 }
 
 impl SampledReuse {
@@ -51,15 +103,21 @@ impl SampledReuse {
         } else {
             (rate * 2f64.powi(64)) as u64
         };
+        let mut rng = ChaCha8Rng::seed_from_u64(TIME_SAMPLING_SEED);
         SampledReuse {
-            inner: ExactReuse::new(),
-            threshold,
-            inv_rate: 1.0 / rate,
             rate,
-            near: [EMPTY; NEAR],
-            near_counts: [0; NEAR],
+            threshold,
+            inner: ExactReuse::default(),
             far: ReuseHistogram::default(),
-            far_total: 0,
+            // Not a block number: block numbers are byte addresses >> 6.
+            prev: u64::MAX,
+            repeats: 0,
+            recent: RecentBlocks::new(),
+            countdown: next_skip(&mut rng, rate),
+            rng,
+            samples: Vec::with_capacity(CHUNK),
+            timed_near: [0; NEAR],
+            timed_far: 0,
         }
     }
 
@@ -68,66 +126,179 @@ impl SampledReuse {
         self.rate
     }
 
-    /// Record an access to `block`.
-    #[inline]
+    /// Record an access to `block` ([`SampledReuse::access_all`] is faster).
     pub fn access(&mut self, block: u64) {
-        if self.near[0] == block {
-            self.near_counts[0] += 1;
-            return;
+        self.access_all(&[block]);
+    }
+
+    /// Record a run of accesses: per chunk, a filter pass over every access, then the
+    /// samples it found.
+    pub fn access_all(&mut self, blocks: &[u64]) {
+        for chunk in blocks.chunks(CHUNK) {
+            self.filter(chunk);
+            for i in 0..self.samples.len() {
+                let s = self.samples[i];
+                self.sample(s);
+            }
+            self.samples.clear();
         }
-        // Branch-free search of the recency stack (no early exit: it vectorises).
-        let mut mask = 0u64;
-        for (i, &b) in self.near.iter().enumerate() {
-            mask |= u64::from(b == block) << i;
-        }
-        let sampled = mix(block) <= self.threshold;
-        let far = if sampled {
-            Some(self.inner.access(block))
-        } else {
-            None
-        };
-        if mask != 0 {
-            let i = mask.trailing_zeros() as usize;
-            self.near_counts[i] += 1;
-            self.near.copy_within(0..i, 1);
-        } else {
-            self.near.copy_within(0..NEAR - 1, 1);
-            self.far_total += 1;
-            if let Some(d) = far {
-                let scaled =
-                    d.map(|d| ((d as f64 * self.inv_rate).round() as u64).max(NEAR as u64));
-                self.far.record(scaled);
+    }
+
+    /// The pass over every access: counts repeats, pushes block changes into the
+    /// history ring and lists the sampled ones. Its state is in locals, so the loop
+    /// runs in registers.
+    fn filter(&mut self, chunk: &[u64]) {
+        let (mut prev, mut countdown, mut repeats) = (self.prev, self.countdown, 0);
+        let threshold = self.threshold;
+        let mut ring = self.recent.writer();
+        for &block in chunk {
+            if block == prev {
+                repeats += 1;
+                continue;
+            }
+            prev = block;
+            let at = ring.push(block);
+            countdown -= 1;
+            let timed = countdown == 0;
+            let spatial = mix(block) <= threshold;
+            if timed | spatial {
+                self.samples.push(Sample {
+                    block,
+                    at,
+                    timed,
+                    spatial,
+                });
+                if timed {
+                    countdown = next_skip(&mut self.rng, self.rate);
+                }
             }
         }
-        self.near[0] = block;
+        drop(ring);
+        self.prev = prev;
+        self.countdown = countdown;
+        self.repeats += repeats;
+    }
+
+    /// A time and/or spatial sample of a block change.
+    fn sample(&mut self, s: Sample) {
+        let mut walked = None;
+        if s.timed {
+            let near = self.recent.near_distance(s.at, s.block);
+            match near {
+                Some(d) => self.timed_near[d as usize] += 1,
+                None => self.timed_far += 1,
+            }
+            walked = Some(near);
+        }
+        if s.spatial {
+            // Cold accesses need no record: their number is the estimated working set.
+            if let Some(d) = self.inner.access(s.block) {
+                // The sampled blocks in between are a subset of all blocks in between;
+                // a block met within the last NEAR changes is near; else walk.
+                let far = d >= NEAR as u64
+                    || match walked {
+                        Some(near) => near.is_none(),
+                        None => {
+                            !self.recent.in_last_near(s.at, s.block)
+                                && self.recent.near_distance(s.at, s.block).is_none()
+                        }
+                    };
+                if far {
+                    self.far.record(Some(d));
+                }
+            }
+        }
     }
 
     /// Estimated working set in blocks (distinct sampled blocks / R).
     pub fn distinct(&self) -> u64 {
-        (self.inner.distinct() as f64 * self.inv_rate).round() as u64
+        (self.inner.distinct() as f64 / self.rate).round() as u64
     }
 
-    /// The estimated full histogram: exact near counts, plus the far accesses (whose
-    /// number is known exactly) split like the sampled far accesses. Cold accesses are
-    /// the estimated working set (each block is cold exactly once).
+    /// The estimated full histogram. Distance 0 is exact; the block changes (their
+    /// number is exact) split into near distances and far like the time samples; the
+    /// far ones are the cold accesses (the estimated working set) plus reuses spread
+    /// over distances like the spatially sampled far reuses (scaled by 1/R).
     pub fn histogram(&self) -> ReuseHistogram {
-        let cold = self.distinct().min(self.far_total);
+        let changes = self.recent.pushed();
+        let timed = self.timed_far + self.timed_near.iter().sum::<u64>();
+        let per_sample = changes as f64 / timed.max(1) as f64;
+        let near: Vec<u64> = self
+            .timed_near
+            .iter()
+            .map(|&c| (c as f64 * per_sample).round() as u64)
+            .collect();
+        let far_total = changes.saturating_sub(near.iter().sum());
+        let cold = self.distinct().min(far_total);
         let sampled_reuses: u64 = self.far.counts.iter().sum();
-        let reuses = self.far_total - cold;
-        let scale = reuses as f64 / sampled_reuses.max(1) as f64;
+        let scale = (far_total - cold) as f64 / sampled_reuses.max(1) as f64;
         let mut h = ReuseHistogram {
-            counts: self
-                .far
-                .counts
-                .iter()
-                .map(|&c| (c as f64 * scale).round() as u64)
-                .collect(),
+            counts: Vec::new(),
             cold,
         };
-        for (d, &c) in self.near_counts.iter().enumerate() {
+        h.record_n(Some(0), self.repeats);
+        for (d, &c) in near.iter().enumerate().filter(|(_, &c)| c > 0) {
             h.record_n(Some(d as u64), c);
         }
+        // A sampled distance k stands for the true distances d >= NEAR that give k
+        // sampled blocks in between: spread for small k (they say little), one point
+        // for large k. A distance counts other blocks, so it is below the working set.
+        let longest = self.distinct().saturating_sub(1).max(NEAR as u64);
+        let mut spread: Vec<f64> = Vec::new();
+        for (k, c) in self.far.nonzero() {
+            let weight = c as f64 * scale;
+            if k < SPREAD_BELOW {
+                spread_far_reuses(k, weight, self.rate, longest, &mut spread);
+            } else {
+                // The mean of the same distribution.
+                let d = ((k + 1) as f64 / self.rate).round() as u64 - 1;
+                let d = d.clamp(NEAR as u64, longest);
+                h.record_n(Some(d), weight.round() as u64);
+            }
+        }
+        // Rounding the running total keeps the spread's sum (many weights are < 0.5).
+        let (mut running, mut recorded) = (0.0, 0);
+        for (d, &w) in spread.iter().enumerate() {
+            running += w;
+            let n = (running.round() as u64).saturating_sub(recorded);
+            if n > 0 {
+                h.record_n(Some(d as u64), n);
+                recorded += n;
+            }
+        }
         h
+    }
+}
+
+/// Sampled distances below this are spread over true distances; from here on the
+/// spread (relative width about 1/√k) is well inside a bucket's factor of 2.
+const SPREAD_BELOW: u64 = 64;
+
+/// Add `weight` reuses with `k` distinct sampled blocks in between (each block
+/// sampled with probability `rate`) to `spread[d]` over their possible true distances
+/// d in NEAR..=longest, in proportion to P(d | k) ∝ C(d, k) (1 − rate)^(d − k) (a flat
+/// prior over d), down to a negligible tail.
+fn spread_far_reuses(k: u64, weight: f64, rate: f64, longest: u64, spread: &mut Vec<f64>) {
+    let start = k.max(NEAR as u64).min(longest);
+    // Unnormalised P(d | k) for d = start, start + 1, … (two passes: no big buffer).
+    let weights = || {
+        let mut w = 1.0f64;
+        let mut peak = 0.0f64;
+        (start..=longest).map_while(move |d| {
+            let here = w;
+            peak = peak.max(here);
+            // C(d+1, k) / C(d, k) = (d + 1) / (d + 1 - k).
+            w *= (d + 1) as f64 / (d + 1 - k) as f64 * (1.0 - rate);
+            // Stop past the peak, once down to 1e-4 of it.
+            (here >= peak * 1e-4 || w > here).then_some((d as usize, here))
+        })
+    };
+    let total: f64 = weights().map(|x| x.1).sum();
+    for (d, w) in weights() {
+        if d >= spread.len() {
+            spread.resize(d + 1, 0.0);
+        }
+        spread[d] += weight * w / total;
     }
 }
 
@@ -152,13 +323,93 @@ mod tests {
     }
 
     #[test]
-    fn near_distances_are_exact_at_any_rate() {
-        // A cyclic scan over 10 blocks: every reuse has distance 9, all found near.
-        let mut s = SampledReuse::new(0.001);
-        for i in 0..10_000u64 {
-            s.access(i % 10);
+    fn one_by_one_or_in_runs_gives_the_same_histogram() {
+        // Far, near and repeated reuses over several filter passes.
+        let blocks: Vec<u64> = (0..50_000u64)
+            .map(|i| {
+                if i % 3 == 0 {
+                    i * 7919 % 20_000
+                } else {
+                    i / 4 % 40
+                }
+            })
+            .collect();
+        let mut one = SampledReuse::new(0.05);
+        for &b in &blocks {
+            one.access(b);
+        }
+        let mut runs = SampledReuse::new(0.05);
+        for run in blocks.chunks(777) {
+            runs.access_all(run);
+        }
+        assert_eq!(one.histogram(), runs.histogram());
+        assert_eq!(one.distinct(), runs.distinct());
+    }
+
+    /// `spread_far_reuses` of one reuse, as (distance, share) pairs.
+    fn spread_of_one(k: u64, rate: f64, longest: u64) -> Vec<(u64, f64)> {
+        let mut spread = Vec::new();
+        spread_far_reuses(k, 1.0, rate, longest, &mut spread);
+        spread
+            .into_iter()
+            .enumerate()
+            .filter(|x| x.1 > 0.0)
+            .map(|(d, p)| (d as u64, p))
+            .collect()
+    }
+
+    #[test]
+    fn far_reuses_spread_by_how_many_sampled_blocks_were_between() {
+        // At R = 1 the sampled distance is the distance.
+        assert_eq!(spread_of_one(200, 1.0, u64::MAX), vec![(200, 1.0)]);
+        // No sampled block in between at R = 0.01: d - NEAR is geometric, mean (1-R)/R.
+        let pmf = spread_of_one(0, 0.01, u64::MAX);
+        let total: f64 = pmf.iter().map(|x| x.1).sum();
+        let mean: f64 = pmf.iter().map(|&(d, p)| d as f64 * p).sum();
+        assert!((total - 1.0).abs() < 1e-9);
+        assert_eq!(pmf[0].0, NEAR as u64);
+        assert!((mean - (NEAR as f64 + 99.0)).abs() < 1.0, "mean {mean}");
+        // Ten sampled blocks: centred near (k + 1) / R.
+        let mean: f64 = spread_of_one(10, 0.01, u64::MAX)
+            .iter()
+            .map(|&(d, p)| d as f64 * p)
+            .sum();
+        assert!((mean - 1099.0).abs() < 5.0, "mean {mean}");
+        // Never beyond the working set.
+        let pmf = spread_of_one(3, 0.01, 150);
+        assert_eq!(pmf.last().unwrap().0, 150);
+        assert!(pmf.iter().all(|&(d, _)| (NEAR as u64..=150).contains(&d)));
+    }
+
+    #[test]
+    fn spatial_hash_samples_runs_and_strides_at_rate() {
+        let rate = 0.01;
+        let threshold = (rate * 2f64.powi(64)) as u64;
+        for stride in [1u64, 3, 64, 4096, 1 << 15, 1 << 20, (1 << 20) + 1] {
+            let n = 200_000u64;
+            let hits = (0..n)
+                .filter(|j| mix((5 << 40) + j * stride) <= threshold)
+                .count();
+            let f = hits as f64 / n as f64;
+            assert!(
+                (f / rate - 1.0).abs() < 0.1,
+                "stride {stride}: fraction {f}"
+            );
+        }
+    }
+
+    #[test]
+    fn repeats_are_exact_and_near_distances_unbiased_at_any_rate() {
+        // A cyclic scan over 10 blocks, each read twice: distance 0, then 9.
+        let mut s = SampledReuse::new(0.01);
+        for i in 0..200_000u64 {
+            s.access(i / 2 % 10);
         }
         let h = s.histogram();
-        assert_eq!(h.counts[9], 10_000 - 10);
+        assert_eq!(h.counts[0], 100_000);
+        // Every time sample but the 10 cold accesses sees distance 9.
+        let d9 = h.counts[9] as f64;
+        assert!((d9 / 99_990.0 - 1.0).abs() < 1e-3, "distance 9: {d9}");
+        assert_eq!(h.total(), 200_000);
     }
 }

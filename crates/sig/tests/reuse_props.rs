@@ -95,6 +95,29 @@ fn long_trace_through_many_compactions() {
 }
 
 #[test]
+fn runs_with_prefetching_match_one_by_one() {
+    // Far and near reuses, with the time line compacting every few hundred accesses.
+    let blocks: Vec<u64> = (0..60_000u64)
+        .map(|i| if i % 2 == 0 { i * 7919 % 9_000 } else { i % 50 })
+        .collect();
+    let mut one = ReuseHistogram::default();
+    let mut e = ExactReuse::with_min_capacity(5);
+    for &b in &blocks {
+        one.record(e.access(b));
+    }
+    let mut runs = ReuseHistogram::default();
+    let mut e = ExactReuse::with_min_capacity(5);
+    for run in blocks.chunks(1000) {
+        e.access_all(run, &mut runs);
+    }
+    assert_eq!(one.cold, runs.cold);
+    assert_eq!(
+        one.nonzero().collect::<Vec<_>>(),
+        runs.nonzero().collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn line_crossing_and_modify_conventions() {
     let mut a = Analyzer::new(Mode::Exact);
     a.instructions(3);

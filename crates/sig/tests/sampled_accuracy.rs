@@ -1,7 +1,10 @@
 //! Sampled analysis against exact on a program-like trace.
 
 use hetsched_sig::bench::{max_fraction_error, synthetic_blocks, time_analysis};
+use hetsched_sig::buckets::label;
 use hetsched_sig::Mode;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 #[test]
 fn sampled_bucket_fractions_track_exact() {
@@ -25,4 +28,28 @@ fn rate_one_equals_exact() {
     let (sampled, _) = time_analysis(&blocks, Mode::Sampled(1.0));
     assert_eq!(sampled.buckets, exact.buckets);
     assert_eq!(sampled.working_set_blocks, exact.working_set_blocks);
+}
+
+#[test]
+fn small_working_set_far_reuses_land_in_their_buckets() {
+    // Uniformly random accesses over 2000 blocks (20 sampled at R = 0.01): most reuses
+    // lie at 64..2000, where there is often no sampled block in between; they must
+    // not pile up at the nearest far distance (in B(33,64)).
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let blocks: Vec<u64> = (0..2_000_000)
+        .map(|_| (7 << 40) + rng.random_range(0..2000u64))
+        .collect();
+    let (exact, _) = time_analysis(&blocks, Mode::Exact);
+    let (sampled, _) = time_analysis(&blocks, Mode::Sampled(0.01));
+    let b33_64 = 7;
+    assert_eq!(label(b33_64), "B(33,64)");
+    let (fe, fs) = (exact.buckets.fractions(), sampled.buckets.fractions());
+    assert!(
+        (fe[b33_64] - fs[b33_64]).abs() < 0.003,
+        "B(33,64): {} vs {}",
+        fs[b33_64],
+        fe[b33_64]
+    );
+    let err = max_fraction_error(&exact, &sampled);
+    assert!(err < 0.03, "max bucket-fraction error {err}");
 }
