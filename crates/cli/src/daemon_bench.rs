@@ -88,6 +88,8 @@ pub fn run(args: DaemonBench) -> Result<()> {
 
     // Throughput: many clients, each alloc + free in a loop; a decision = one request.
     let per_client = 2000;
+    let policy_calls_before = policy_decisions(&mut c)?;
+    let cpu_before = process_cpu();
     let start = Instant::now();
     let handles: Vec<_> = (0..args.clients)
         .map(|_| {
@@ -108,7 +110,13 @@ pub fn run(args: DaemonBench) -> Result<()> {
             .map_err(|_| Error::runtime("client thread panicked"))??;
     }
     let secs = start.elapsed().as_secs_f64();
-    let decisions = (args.clients * per_client * 2) as f64 / secs;
+    let requests = args.clients * per_client * 2;
+    let decisions = requests as f64 / secs;
+    let (user, sys) = {
+        let after = process_cpu();
+        (after.0 - cpu_before.0, after.1 - cpu_before.1)
+    };
+    let policy_calls = policy_decisions(&mut c)? - policy_calls_before;
     stop.stop();
     thread
         .join()
@@ -146,10 +154,39 @@ pub fn run(args: DaemonBench) -> Result<()> {
         "throughput: {:.0} decisions/s with {} concurrent clients ({} requests in {:.2} s; goal >= 100k/s)",
         decisions,
         args.clients,
-        args.clients * per_client * 2,
+        requests,
         secs
     );
+    println!(
+        "  policy calls (submit, pick, checkpoint, complete) in that run: {:.0}/s",
+        policy_calls as f64 / secs
+    );
+    println!(
+        "  CPU per request, all threads of this process: {:.1} us user, {:.1} us kernel",
+        user * 1e6 / requests as f64,
+        sys * 1e6 / requests as f64
+    );
     Ok(())
+}
+
+/// The daemon's count of policy calls so far.
+fn policy_decisions(c: &mut Client) -> Result<u64> {
+    match c.stats()? {
+        hetsched_live::protocol::Reply::Stats { decisions, .. } => Ok(decisions),
+        other => Err(Error::runtime(format!("daemon: unexpected {other:?}"))),
+    }
+}
+
+/// User and system CPU seconds this process has used (all threads).
+fn process_cpu() -> (f64, f64) {
+    // SAFETY: rusage is plain data (all-zero is valid) and getrusage only fills it.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    (secs(usage.ru_utime), secs(usage.ru_stime))
 }
 
 /// Microseconds of `n` alloc+free round trips by one client (after 1000 warm-up ones),

@@ -281,6 +281,27 @@ fn altering_an_accelerators_link_changes_where_dmda_places_work() {
         .contains("no host link"));
 }
 
+/// A long-running daemon keeps the last `HISTORY` ended tasks, and a `stats` reply that
+/// lists them (hundreds of KiB) still reaches the client.
+#[test]
+fn stats_history_is_bounded_and_its_reply_arrives() {
+    let d = Daemon::start(1, 0, "fcfs");
+    let mut c = d.client();
+    let n = hetsched_live::arbiter::HISTORY + 100;
+    for _ in 0..n {
+        c.alloc(&meta(1.0, 0.0)).unwrap();
+        c.free(true).unwrap();
+    }
+    let hetsched_live::protocol::Reply::Stats { grants, tasks, .. } = c.stats().unwrap() else {
+        panic!("not a stats reply")
+    };
+    assert_eq!(grants, n as u64);
+    assert_eq!(tasks.len(), hetsched_live::arbiter::HISTORY);
+    // The oldest ones were dropped: the newest task is there, the first is not.
+    assert!(tasks.iter().any(|t| t.task == n as u64 - 1));
+    assert!(tasks.iter().all(|t| t.task >= 100));
+}
+
 #[test]
 fn a_task_without_an_opencl_implementation_never_gets_the_opencl_unit() {
     let d = Daemon::start(1, 1, "fcfs");

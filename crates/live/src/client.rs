@@ -24,7 +24,12 @@ pub struct Client {
     scratch: Box<[u8]>,
     id: u64,
     granted: Option<UnitInfo>,
-    spin: SpinWindow,
+    /// Polling windows for `alloc` replies (which may wait in a queue) and for all other
+    /// replies (which the daemon sends at once): one history must not starve the other.
+    spin_alloc: SpinWindow,
+    spin_other: SpinWindow,
+    /// Which window the request in flight uses.
+    awaiting_alloc: bool,
     /// The daemon agreed to the compact encoding of hot-path messages.
     compact: bool,
 }
@@ -121,7 +126,9 @@ impl Client {
             scratch: vec![0; 4096].into_boxed_slice(),
             id: 0,
             granted: None,
-            spin: SpinWindow::new(),
+            spin_alloc: SpinWindow::new(),
+            spin_other: SpinWindow::new(),
+            awaiting_alloc: false,
             compact: false,
         };
         match client.reply()? {
@@ -179,6 +186,7 @@ impl Client {
 
     fn request(&mut self, r: &Request) -> Result<Reply> {
         self.output.clear();
+        self.awaiting_alloc = matches!(r, Request::Alloc { .. });
         if !(self.compact && compact::encode_request(r, &mut self.output)) {
             protocol::encode(r, &mut self.output);
         }
@@ -190,7 +198,7 @@ impl Client {
 
     fn reply(&mut self) -> Result<Reply> {
         loop {
-            match protocol::next_frame(&self.input) {
+            match protocol::next_frame(&self.input, protocol::MAX_REPLY) {
                 Frame::Body(body, used) => {
                     let reply = serde_json::from_slice::<Reply>(body)
                         .map_err(|e| Error::runtime(format!("daemon sent a bad frame: {e}")));
@@ -227,7 +235,12 @@ impl Client {
     /// or `None` when the caller should sleep in `read`.
     fn poll_for_reply(&mut self) -> Result<Option<usize>> {
         use nix::sys::socket::{recv, MsgFlags};
-        let budget = self.spin.budget();
+        let spin = if self.awaiting_alloc {
+            &mut self.spin_alloc
+        } else {
+            &mut self.spin_other
+        };
+        let budget = spin.budget();
         if budget.is_zero() {
             return Ok(None);
         }
@@ -239,14 +252,14 @@ impl Client {
                 MsgFlags::MSG_DONTWAIT,
             ) {
                 Ok(n) => {
-                    self.spin.record(true);
+                    spin.record(true);
                     return Ok(Some(n));
                 }
                 Err(nix::errno::Errno::EAGAIN) | Err(nix::errno::Errno::EINTR) => {}
                 Err(e) => return Err(Error::runtime(format!("daemon connection: {e}"))),
             }
             if start.elapsed() >= budget {
-                self.spin.record(false);
+                spin.record(false);
                 return Ok(None);
             }
             std::hint::spin_loop();

@@ -5,7 +5,7 @@
 //! `rerequest` and `free` in fixed little-endian layouts and to receive `granted`,
 //! `rerequest` and `freed` the same way. Everything else (hello, errors, control, stats)
 //! stays JSON. A compact frame is marked by the top bit of its length prefix, which a
-//! JSON frame never sets (frames are at most [`MAX_FRAME`](crate::protocol::MAX_FRAME)
+//! JSON frame never sets (frames are at most [`MAX_REPLY`](crate::protocol::MAX_REPLY)
 //! bytes). Layouts (first byte = message tag), documented in `docs/live.md`:
 //!
 //! | message | bytes after the tag |
@@ -256,11 +256,11 @@ pub fn decode_reply(body: &[u8]) -> Result<Reply, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{next_frame, Frame};
+    use crate::protocol::{next_frame, Frame, MAX_REQUEST};
     use proptest::prelude::*;
 
     fn body(out: &[u8]) -> &[u8] {
-        match next_frame(out) {
+        match next_frame(out, MAX_REQUEST) {
             Frame::Compact(b, used) => {
                 assert_eq!(used, out.len());
                 b

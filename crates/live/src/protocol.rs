@@ -17,8 +17,10 @@ use hetsched_core::machine::UnitType;
 use serde::{Deserialize, Serialize};
 
 pub const VERSION: u32 = 1;
-/// Largest frame either side accepts; a larger length prefix is a protocol error.
-pub const MAX_FRAME: usize = 64 * 1024;
+/// Largest request the daemon accepts; a larger length prefix is a protocol error.
+pub const MAX_REQUEST: usize = 64 * 1024;
+/// Largest reply a client accepts (a `stats` reply lists thousands of tasks).
+pub const MAX_REPLY: usize = 16 << 20;
 
 /// Per-unit-type affinity as sent on the wire (0 or absent = no implementation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -251,17 +253,18 @@ pub enum Frame<'a> {
     Body(&'a [u8], usize),
     /// A compact frame body (see `compact`) and the total bytes it used.
     Compact(&'a [u8], usize),
-    /// The length prefix exceeds [`MAX_FRAME`].
+    /// The length prefix exceeds the limit given to [`next_frame`].
     TooLarge(usize),
 }
 
-pub fn next_frame(buf: &[u8]) -> Frame<'_> {
+/// Cuts the next frame off `buf`; frames longer than `max` bytes are `TooLarge`.
+pub fn next_frame(buf: &[u8], max: usize) -> Frame<'_> {
     if buf.len() < 4 {
         return Frame::Incomplete;
     }
     let prefix = u32::from_le_bytes(buf[..4].try_into().unwrap());
     let len = (prefix & !COMPACT_BIT) as usize;
-    if len > MAX_FRAME {
+    if len > max {
         return Frame::TooLarge(len);
     }
     if buf.len() < 4 + len {
@@ -284,15 +287,15 @@ mod tests {
         let mut buf = Vec::new();
         encode(&Request::Rerequest, &mut buf);
         encode(&Request::Free { finished: true }, &mut buf);
-        let Frame::Body(body, used) = next_frame(&buf) else {
+        let Frame::Body(body, used) = next_frame(&buf, MAX_REQUEST) else {
             panic!()
         };
         assert_eq!(
             serde_json::from_slice::<Request>(body).unwrap(),
             Request::Rerequest
         );
-        assert_eq!(next_frame(&buf[..used - 1]), Frame::Incomplete);
-        let Frame::Body(body, _) = next_frame(&buf[used..]) else {
+        assert_eq!(next_frame(&buf[..used - 1], MAX_REQUEST), Frame::Incomplete);
+        let Frame::Body(body, _) = next_frame(&buf[used..], MAX_REQUEST) else {
             panic!()
         };
         assert_eq!(
@@ -300,7 +303,7 @@ mod tests {
             Request::Free { finished: true }
         );
         assert_eq!(
-            next_frame(&u32::MAX.to_le_bytes()),
+            next_frame(&u32::MAX.to_le_bytes(), MAX_REPLY),
             Frame::TooLarge(!COMPACT_BIT as usize)
         );
     }

@@ -317,13 +317,13 @@ impl Daemon {
             if conn.closing {
                 break;
             }
-            let (request, used) = match protocol::next_frame(&conn.input) {
+            let (request, used) = match protocol::next_frame(&conn.input, protocol::MAX_REQUEST) {
                 Frame::Incomplete => break,
                 Frame::TooLarge(n) => {
                     self.fail(
                         client,
                         ErrorCode::Malformed,
-                        format!("frame of {n} bytes exceeds {}", protocol::MAX_FRAME),
+                        format!("frame of {n} bytes exceeds {}", protocol::MAX_REQUEST),
                     );
                     break;
                 }
