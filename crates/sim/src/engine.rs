@@ -24,9 +24,9 @@ use hetsched_core::policy::{
 };
 use hetsched_core::record::{Event, EventKind, Recorder};
 use hetsched_core::task::{Affinity, Placement, QueueId, Task, TaskEntry, TaskId};
+use hetsched_core::task_store::TaskStore;
 use hetsched_core::unit_set::UnitSet;
 use hetsched_core::{Error, Result};
-use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 /// Engine settings that are not the policy's business.
@@ -96,7 +96,7 @@ struct Sim<'a, R: Recorder + ?Sized> {
     central: VecDeque<TaskId>,
     running: Vec<Option<Running>>,
     segs: Vec<Segment>,
-    tasks: FxHashMap<TaskId, TaskEntry>,
+    tasks: TaskStore,
     idle: UnitSet,
     busy_ns: Vec<u64>,
     busy_from: Vec<u64>,
@@ -136,7 +136,7 @@ where
         central: VecDeque::new(),
         running: vec![None; n],
         segs: vec![Segment::default(); n],
-        tasks: FxHashMap::default(),
+        tasks: TaskStore::default(),
         idle: UnitSet::full(n),
         busy_ns: vec![0; n],
         busy_from: vec![0; n],
@@ -617,7 +617,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             self.emit(task, EventKind::Complete { unit: u });
             // `complete` still sees the task; then it is gone.
             policy.complete(&self.view(), task, u);
-            self.tasks.remove(&task);
+            self.tasks.discard(&task);
             return self.pick(policy, u).map(|_| ());
         }
         match policy.checkpoint(&self.view(), task, u) {

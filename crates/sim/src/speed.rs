@@ -172,13 +172,14 @@ impl SpeedModel {
         } else {
             &self.flat_classes
         };
+        let work_ns = task.work_ns();
         classes
             .iter()
             .copied()
             .filter(|&u| task.affinity.runs_on(self.units[u as usize].kind))
             .map(|u| {
                 self.copy_in_ns(task, u)
-                    + Self::compute_ns(task.work_ns(), self.ns_per_work_s(task, u) * 1e-9)
+                    + Self::compute_ns(work_ns, self.ns_per_work_s(task, u) * 1e-9)
                     + self.copy_out_ns(task, u)
             })
             .min()
