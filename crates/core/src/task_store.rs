@@ -16,6 +16,10 @@ use std::ops::Index;
 /// No slot (a finished id inside the window).
 const NONE: u32 = u32::MAX;
 
+/// A slot holding a staged task (see [`TaskStore::stage`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Staged(u32);
+
 /// Live tasks by id. The API follows a map's (`insert`, `get`, `remove`...).
 #[derive(Clone, Debug, Default)]
 pub struct TaskStore {
@@ -94,6 +98,61 @@ impl TaskStore {
         self.len += 1;
         self.index(id, s);
         None
+    }
+
+    /// Puts a task that has not arrived yet into a free slot, where it will live once
+    /// [`admit`](Self::admit)ted (so an engine's next arrival is built in place, not
+    /// copied when it arrives). A staged task is not live: look-ups do not find it.
+    #[inline]
+    pub fn stage(&mut self, task: crate::task::Task) -> Staged {
+        let id = task.id;
+        let entry = TaskEntry {
+            task,
+            placement: crate::task::Placement::Queued(crate::task::QueueId::Central),
+            remaining_ns: 0,
+            runs: 0,
+            run_ns: 0,
+        };
+        let s = match self.free.pop() {
+            Some(s) => {
+                let slot = &mut self.slots[s as usize];
+                slot.0 = id;
+                slot.1 = Some(entry);
+                s
+            }
+            None => {
+                self.slots.push((id, Some(entry)));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        Staged(s)
+    }
+
+    /// A staged task.
+    #[inline]
+    pub fn staged(&self, s: Staged) -> &TaskEntry {
+        self.slots[s.0 as usize].1.as_ref().expect("staged slot")
+    }
+
+    #[inline]
+    pub fn staged_mut(&mut self, s: Staged) -> &mut TaskEntry {
+        self.slots[s.0 as usize].1.as_mut().expect("staged slot")
+    }
+
+    /// Makes a staged task live. Its id must not be live already (check with
+    /// [`contains_key`](Self::contains_key)).
+    #[inline]
+    pub fn admit(&mut self, s: Staged) {
+        let id = self.slots[s.0 as usize].0;
+        debug_assert!(!self.contains_key(&id), "task {id} is live already");
+        self.len += 1;
+        self.index(id, s.0);
+    }
+
+    /// Drops a staged task that never became live.
+    pub fn unstage(&mut self, s: Staged) {
+        self.slots[s.0 as usize].1 = None;
+        self.free.push(s.0);
     }
 
     /// Records that `id` lives in slot `s`.
@@ -187,7 +246,9 @@ impl TaskStore {
     pub fn iter(&self) -> impl Iterator<Item = (&TaskId, &TaskEntry)> {
         self.slots
             .iter()
-            .filter_map(|(id, e)| e.as_ref().map(|e| (id, e)))
+            .enumerate()
+            .filter(|&(s, (id, _))| self.slot(*id) == Some(s as u32))
+            .filter_map(|(_, (id, e))| e.as_ref().map(|e| (id, e)))
     }
 
     /// Slab slots (used or free) plus index entries: what memory is proportional to.
@@ -264,6 +325,30 @@ mod tests {
             .collect();
         all.sort_unstable();
         assert_eq!(all, map.keys().copied().collect::<Vec<_>>());
+    }
+
+    /// Staged tasks are invisible until admitted; unstaged ones free their slot.
+    #[test]
+    fn staged_tasks_become_live_when_admitted() {
+        let mut store = TaskStore::default();
+        store.insert(1, entry(1));
+        let a = store.stage(entry(2).task);
+        let b = store.stage(entry(3).task);
+        assert_eq!(store.staged(a).task.id, 2);
+        assert!(!store.contains_key(&2));
+        assert_eq!(store.len(), 1);
+        assert_eq!(store.iter().count(), 1);
+        store.staged_mut(a).remaining_ns = 7;
+        store.admit(a);
+        assert_eq!(store[&2].remaining_ns, 7);
+        assert_eq!(store.len(), 2);
+        store.unstage(b);
+        assert!(!store.contains_key(&3));
+        let ids: Vec<TaskId> = store.iter().map(|(&id, _)| id).collect();
+        assert_eq!(ids, [1, 2]);
+        // The freed slot is reused.
+        let c = store.stage(entry(4).task);
+        assert_eq!(c, b);
     }
 
     /// One task living forever while a million finish: memory stays small.

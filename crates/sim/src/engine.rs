@@ -23,8 +23,8 @@ use hetsched_core::policy::{
     View,
 };
 use hetsched_core::record::{Event, EventKind, Recorder};
-use hetsched_core::task::{Affinity, Placement, QueueId, Task, TaskEntry, TaskId};
-use hetsched_core::task_store::TaskStore;
+use hetsched_core::task::{Affinity, Placement, QueueId, Task, TaskId};
+use hetsched_core::task_store::{Staged, TaskStore};
 use hetsched_core::unit_set::UnitSet;
 use hetsched_core::{Error, Result};
 use std::collections::VecDeque;
@@ -167,13 +167,14 @@ where
         ],
     };
     let mut arrivals = arrivals.into_iter();
-    let mut pending = arrivals.next();
+    // The next arrival waits in the task store, where it will live.
+    let mut pending = arrivals.next().map(|t| sim.tasks.stage(t));
     let tick = policy.tick_interval().filter(|&t| t > 0);
     let mut next_tick = tick;
     loop {
         let mut earliest = sim.run_ends.next_ns().map(|t| (t, Next::RunEnd));
         for other in [
-            pending.as_ref().map(|p| (p.arrival_ns, Next::Arrival)),
+            pending.map(|p| (sim.tasks.staged(p).task.arrival_ns, Next::Arrival)),
             next_tick.map(|t| (t, Next::Tick)),
         ] {
             // Strictly earlier only: at equal times the earlier class goes first.
@@ -201,9 +202,11 @@ where
                 sim.run_end(policy, end.unit, end.seq())?;
             }
             Next::Arrival => {
-                let task = pending.take().expect("an arrival event has a pending task");
-                pending = arrivals.next();
-                if let Some(next) = &pending {
+                let staged = pending.take().expect("an arrival event has a pending task");
+                pending = arrivals.next().map(|t| sim.tasks.stage(t));
+                if let Some(next) = pending {
+                    let (next, task) =
+                        (&sim.tasks.staged(next).task, &sim.tasks.staged(staged).task);
                     if next.arrival_ns < task.arrival_ns {
                         return Err(Error::input(format!(
                             "task {} arrives at {} ns, before task {} at {} ns: arrivals must be in time order",
@@ -211,7 +214,7 @@ where
                         )));
                     }
                 }
-                sim.arrive(policy, task)?;
+                sim.arrive(policy, staged)?;
             }
             Next::Tick => {
                 sim.tick(policy)?;
@@ -276,21 +279,24 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         }
     }
 
-    fn arrive<P: Policy + ?Sized>(&mut self, policy: &mut P, task: Task) -> Result<()> {
+    fn arrive<P: Policy + ?Sized>(&mut self, policy: &mut P, staged: Staged) -> Result<()> {
+        let task = &self.tasks.staged(staged).task;
         let id = task.id;
         if self.tasks.contains_key(&id) {
             return Err(Error::input(format!("task id {id} is used twice")));
         }
         self.summary.submitted += 1;
-        let ideal = self.speed.ideal_ns(&task);
+        let ideal = self.speed.ideal_ns(task);
+        let (kind, affinity, remaining_ns) = (task.kind.clone(), task.affinity, task.work_ns());
         self.emit(
             id,
             EventKind::Submit {
                 ideal_ns: ideal.unwrap_or(0),
-                kind: task.kind.clone(),
+                kind,
             },
         );
         if ideal.is_none() {
+            self.tasks.unstage(staged);
             self.summary.rejected += 1;
             self.emit(
                 id,
@@ -300,18 +306,8 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             );
             return Ok(());
         }
-        let remaining_ns = task.work_ns();
-        let affinity = task.affinity;
-        self.tasks.insert(
-            id,
-            TaskEntry {
-                task,
-                placement: Placement::Queued(QueueId::Central),
-                remaining_ns,
-                runs: 0,
-                run_ns: 0,
-            },
-        );
+        self.tasks.staged_mut(staged).remaining_ns = remaining_ns;
+        self.tasks.admit(staged);
         self.summary.peak_live = self.summary.peak_live.max(self.tasks.len());
         match policy.submit(&self.view(), id) {
             SubmitDecision::Enqueue(q) => {
@@ -324,7 +320,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
                 self.wake(policy, q, id)
             }
             SubmitDecision::Reject(reason) => {
-                self.tasks.remove(&id);
+                self.tasks.discard(&id);
                 self.summary.rejected += 1;
                 self.emit(id, EventKind::Reject { reason });
                 Ok(())
