@@ -248,6 +248,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         )
     }
 
+    #[inline]
     fn emit(&mut self, task: TaskId, kind: EventKind) {
         self.rec.record(Event {
             t_ns: self.now,
@@ -469,6 +470,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
 
     /// Adds (`sign` 1) or removes (-1) the draw of `task`, running on `u`, on its node;
     /// returns the node.
+    #[inline]
     fn draw(&mut self, u: UnitId, task: TaskId, sign: f64) -> Option<u32> {
         let node = self.segs[u as usize].bandwidth_node?;
         let d = &mut self.node_demand[node as usize];
@@ -477,6 +479,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     }
 
     /// How much a node's shared bandwidth stretches memory-bound work now (≥ 1).
+    #[inline]
     fn sigma(&self, node: Option<u32>) -> f64 {
         match node.and_then(|n| {
             Some((
