@@ -125,6 +125,13 @@ where
     I: IntoIterator<Item = Task>,
 {
     let n = machine.units.len();
+    if n > RunEnds::MAX_UNITS {
+        return Err(Error::input(format!(
+            "machine {}: {n} units, the simulator handles at most {}",
+            machine.name,
+            RunEnds::MAX_UNITS
+        )));
+    }
     let mut sim = Sim {
         machine,
         speed: SpeedModel::new(machine),
