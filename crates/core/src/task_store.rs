@@ -23,7 +23,8 @@ pub struct Staged(u32);
 /// Live tasks by id. The API follows a map's (`insert`, `get`, `remove`...).
 #[derive(Clone, Debug, Default)]
 pub struct TaskStore {
-    /// The slab: an id and its entry, `None` when the slot is free.
+    /// The slab: an id and its entry, `None` when the slot is free. Only slots the
+    /// index points to are live (a staged task's slot is not, yet).
     slots: Vec<(TaskId, Option<TaskEntry>)>,
     free: Vec<u32>,
     /// `window[i]`: the slot of task `base + i`, or `NONE`.
