@@ -6,6 +6,7 @@ pub mod ns;
 pub mod policy;
 pub mod record;
 pub mod task;
+pub mod task_store;
 pub mod unit_set;
 
 pub use error::{Error, Result};

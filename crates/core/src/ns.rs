@@ -6,6 +6,7 @@
 //! 0) from a truncating cast, which is one instruction.
 
 /// `x.round() as u64`: nearest integer, halves away from zero.
+#[inline]
 pub fn round_u64(x: f64) -> u64 {
     let whole = x as u64;
     // Exact: `whole` is `x` truncated, so the difference is its fraction (or 0 above
@@ -15,6 +16,7 @@ pub fn round_u64(x: f64) -> u64 {
 }
 
 /// `x.ceil().max(0.0) as u64`: the smallest integer not below `x`.
+#[inline]
 pub fn ceil_u64(x: f64) -> u64 {
     let whole = x as u64;
     whole.saturating_add(((whole as f64) < x) as u64)

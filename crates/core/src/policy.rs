@@ -25,7 +25,7 @@
 
 use crate::machine::{Machine, Unit, UnitType};
 use crate::task::{QueueId, Task, TaskEntry, TaskId};
-use rustc_hash::FxHashMap;
+use crate::task_store::TaskStore;
 use std::collections::VecDeque;
 
 pub type UnitId = u32;
@@ -93,17 +93,18 @@ pub struct View<'a> {
     queues: &'a [VecDeque<TaskId>],
     central: &'a VecDeque<TaskId>,
     running: &'a [Option<Running>],
-    tasks: &'a FxHashMap<TaskId, TaskEntry>,
+    tasks: &'a TaskStore,
 }
 
 impl<'a> View<'a> {
+    #[inline]
     pub fn new(
         now_ns: u64,
         machine: &'a Machine,
         queues: &'a [VecDeque<TaskId>],
         central: &'a VecDeque<TaskId>,
         running: &'a [Option<Running>],
-        tasks: &'a FxHashMap<TaskId, TaskEntry>,
+        tasks: &'a TaskStore,
     ) -> Self {
         View {
             now_ns,
@@ -115,45 +116,57 @@ impl<'a> View<'a> {
         }
     }
     /// Current time in nanoseconds since the start of the run.
+    #[inline]
     pub fn now_ns(&self) -> u64 {
         self.now_ns
     }
+    #[inline]
     pub fn machine(&self) -> &'a Machine {
         self.machine
     }
+    #[inline]
     pub fn units(&self) -> &'a [Unit] {
         &self.machine.units
     }
+    #[inline]
     pub fn unit(&self, id: UnitId) -> &'a Unit {
         &self.machine.units[id as usize]
     }
     /// Tasks waiting in a unit's queue, head first.
+    #[inline]
     pub fn queue(&self, unit: UnitId) -> &'a VecDeque<TaskId> {
         &self.queues[unit as usize]
     }
     /// Tasks waiting in the central queue, head first.
+    #[inline]
     pub fn central(&self) -> &'a VecDeque<TaskId> {
         self.central
     }
+    #[inline]
     pub fn running(&self, unit: UnitId) -> Option<Running> {
         self.running[unit as usize]
     }
     /// Queued plus running tasks of a unit.
+    #[inline]
     pub fn load(&self, unit: UnitId) -> usize {
         self.queues[unit as usize].len() + self.running[unit as usize].is_some() as usize
     }
     /// A live task (submitted and not yet finished).
+    #[inline]
     pub fn task(&self, id: TaskId) -> &'a Task {
         &self.tasks[&id].task
     }
+    #[inline]
     pub fn entry(&self, id: TaskId) -> Option<&'a TaskEntry> {
         self.tasks.get(&id)
     }
     /// Whether `task` has an implementation for `unit`'s type.
+    #[inline]
     pub fn can_run(&self, task: TaskId, unit: UnitId) -> bool {
         self.task(task).affinity.runs_on(self.unit(unit).kind)
     }
     /// Units of one type.
+    #[inline]
     pub fn units_of(&self, kind: UnitType) -> impl Iterator<Item = &'a Unit> {
         self.machine.units.iter().filter(move |u| u.kind == kind)
     }

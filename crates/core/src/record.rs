@@ -51,6 +51,7 @@ pub struct Record {
 }
 
 impl Recorder for Record {
+    #[inline]
     fn record(&mut self, event: Event) {
         self.events.push(event);
     }
@@ -66,6 +67,7 @@ pub struct EventCounter {
 }
 
 impl Recorder for EventCounter {
+    #[inline]
     fn record(&mut self, event: Event) {
         self.events += 1;
         self.last_ns = event.t_ns;

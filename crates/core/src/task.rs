@@ -30,6 +30,7 @@ pub type Affinity = PerUnitType<f64>;
 
 impl Affinity {
     /// Whether the task has an implementation for `kind`.
+    #[inline]
     pub fn runs_on(&self, kind: UnitType) -> bool {
         self.get(kind) > 0.0
     }
@@ -73,6 +74,7 @@ thread_local! {
 
 impl Task {
     /// The work in reference nanoseconds.
+    #[inline]
     pub fn work_ns(&self) -> u64 {
         crate::ns::round_u64(self.work_s * 1e9)
     }

@@ -9,27 +9,33 @@ pub struct UnitSet {
 
 impl UnitSet {
     /// The empty set, for members below `n`.
+    #[inline]
     pub fn empty(n: usize) -> UnitSet {
         UnitSet {
             words: vec![0; n.div_ceil(64)],
         }
     }
     /// The set {0, 1, ..., n − 1}.
+    #[inline]
     pub fn full(n: usize) -> UnitSet {
         let mut s = UnitSet::empty(n);
         (0..n as u32).for_each(|u| s.insert(u));
         s
     }
+    #[inline]
     pub fn insert(&mut self, u: u32) {
         self.words[u as usize / 64] |= 1 << (u % 64);
     }
+    #[inline]
     pub fn remove(&mut self, u: u32) {
         self.words[u as usize / 64] &= !(1 << (u % 64));
     }
+    #[inline]
     pub fn contains(&self, u: u32) -> bool {
         self.words[u as usize / 64] & (1 << (u % 64)) != 0
     }
     /// The smallest member ≥ `from`.
+    #[inline]
     pub fn first_from(&self, from: u32) -> Option<u32> {
         let mut i = from as usize / 64;
         let mut word = *self.words.get(i)? & (!0u64 << (from % 64));

@@ -25,6 +25,7 @@ use hetsched_core::policy::{
 };
 use hetsched_core::record::{Event, EventKind, Record};
 use hetsched_core::task::{Affinity, PerUnitType, Placement, QueueId, Task, TaskEntry, TaskId};
+use hetsched_core::task_store::TaskStore;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -98,7 +99,7 @@ pub struct Arbiter {
     queues: Vec<VecDeque<TaskId>>,
     central: VecDeque<TaskId>,
     running: Vec<Option<Running>>,
-    tasks: FxHashMap<TaskId, TaskEntry>,
+    tasks: TaskStore,
     state: FxHashMap<TaskId, TaskState>,
     client_task: FxHashMap<ClientId, TaskId>,
     policy: Box<dyn Policy>,
@@ -134,7 +135,7 @@ impl Arbiter {
             queues: vec![VecDeque::new(); n],
             central: VecDeque::new(),
             running: vec![None; n],
-            tasks: FxHashMap::default(),
+            tasks: TaskStore::default(),
             state: FxHashMap::default(),
             client_task: FxHashMap::default(),
             machine,
@@ -939,7 +940,7 @@ impl Arbiter {
 
     pub fn stats(&self) -> Reply {
         let mut tasks: Vec<TaskStats> = self.history.iter().cloned().collect();
-        for (id, e) in &self.tasks {
+        for (id, e) in self.tasks.iter() {
             let st = &self.state[id];
             let (state, unit) = match e.placement {
                 Placement::Running(u) => ("running".to_string(), Some(u)),

@@ -23,10 +23,10 @@ use hetsched_core::policy::{
     View,
 };
 use hetsched_core::record::{Event, EventKind, Recorder};
-use hetsched_core::task::{Affinity, Placement, QueueId, Task, TaskEntry, TaskId};
+use hetsched_core::task::{Affinity, Placement, QueueId, Task, TaskId};
+use hetsched_core::task_store::{Staged, TaskStore};
 use hetsched_core::unit_set::UnitSet;
 use hetsched_core::{Error, Result};
-use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 /// Engine settings that are not the policy's business.
@@ -96,7 +96,7 @@ struct Sim<'a, R: Recorder + ?Sized> {
     central: VecDeque<TaskId>,
     running: Vec<Option<Running>>,
     segs: Vec<Segment>,
-    tasks: FxHashMap<TaskId, TaskEntry>,
+    tasks: TaskStore,
     idle: UnitSet,
     busy_ns: Vec<u64>,
     busy_from: Vec<u64>,
@@ -125,6 +125,13 @@ where
     I: IntoIterator<Item = Task>,
 {
     let n = machine.units.len();
+    if n > RunEnds::MAX_UNITS {
+        return Err(Error::input(format!(
+            "machine {}: {n} units, the simulator handles at most {}",
+            machine.name,
+            RunEnds::MAX_UNITS
+        )));
+    }
     let mut sim = Sim {
         machine,
         speed: SpeedModel::new(machine),
@@ -136,7 +143,7 @@ where
         central: VecDeque::new(),
         running: vec![None; n],
         segs: vec![Segment::default(); n],
-        tasks: FxHashMap::default(),
+        tasks: TaskStore::default(),
         idle: UnitSet::full(n),
         busy_ns: vec![0; n],
         busy_from: vec![0; n],
@@ -167,13 +174,14 @@ where
         ],
     };
     let mut arrivals = arrivals.into_iter();
-    let mut pending = arrivals.next();
+    // The next arrival waits in the task store, where it will live.
+    let mut pending = arrivals.next().map(|t| sim.tasks.stage(t));
     let tick = policy.tick_interval().filter(|&t| t > 0);
     let mut next_tick = tick;
     loop {
         let mut earliest = sim.run_ends.next_ns().map(|t| (t, Next::RunEnd));
         for other in [
-            pending.as_ref().map(|p| (p.arrival_ns, Next::Arrival)),
+            pending.map(|p| (sim.tasks.staged(p).task.arrival_ns, Next::Arrival)),
             next_tick.map(|t| (t, Next::Tick)),
         ] {
             // Strictly earlier only: at equal times the earlier class goes first.
@@ -201,9 +209,11 @@ where
                 sim.run_end(policy, end.unit, end.seq())?;
             }
             Next::Arrival => {
-                let task = pending.take().expect("an arrival event has a pending task");
-                pending = arrivals.next();
-                if let Some(next) = &pending {
+                let staged = pending.take().expect("an arrival event has a pending task");
+                pending = arrivals.next().map(|t| sim.tasks.stage(t));
+                if let Some(next) = pending {
+                    let (next, task) =
+                        (&sim.tasks.staged(next).task, &sim.tasks.staged(staged).task);
                     if next.arrival_ns < task.arrival_ns {
                         return Err(Error::input(format!(
                             "task {} arrives at {} ns, before task {} at {} ns: arrivals must be in time order",
@@ -211,7 +221,7 @@ where
                         )));
                     }
                 }
-                sim.arrive(policy, task)?;
+                sim.arrive(policy, staged)?;
             }
             Next::Tick => {
                 sim.tick(policy)?;
@@ -245,6 +255,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         )
     }
 
+    #[inline]
     fn emit(&mut self, task: TaskId, kind: EventKind) {
         self.rec.record(Event {
             t_ns: self.now,
@@ -276,21 +287,24 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         }
     }
 
-    fn arrive<P: Policy + ?Sized>(&mut self, policy: &mut P, task: Task) -> Result<()> {
+    fn arrive<P: Policy + ?Sized>(&mut self, policy: &mut P, staged: Staged) -> Result<()> {
+        let task = &self.tasks.staged(staged).task;
         let id = task.id;
         if self.tasks.contains_key(&id) {
             return Err(Error::input(format!("task id {id} is used twice")));
         }
         self.summary.submitted += 1;
-        let ideal = self.speed.ideal_ns(&task);
+        let ideal = self.speed.ideal_ns(task);
+        let (kind, affinity, remaining_ns) = (task.kind.clone(), task.affinity, task.work_ns());
         self.emit(
             id,
             EventKind::Submit {
                 ideal_ns: ideal.unwrap_or(0),
-                kind: task.kind.clone(),
+                kind,
             },
         );
         if ideal.is_none() {
+            self.tasks.unstage(staged);
             self.summary.rejected += 1;
             self.emit(
                 id,
@@ -300,18 +314,8 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             );
             return Ok(());
         }
-        let remaining_ns = task.work_ns();
-        let affinity = task.affinity;
-        self.tasks.insert(
-            id,
-            TaskEntry {
-                task,
-                placement: Placement::Queued(QueueId::Central),
-                remaining_ns,
-                runs: 0,
-                run_ns: 0,
-            },
-        );
+        self.tasks.staged_mut(staged).remaining_ns = remaining_ns;
+        self.tasks.admit(staged);
         self.summary.peak_live = self.summary.peak_live.max(self.tasks.len());
         match policy.submit(&self.view(), id) {
             SubmitDecision::Enqueue(q) => {
@@ -324,7 +328,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
                 self.wake(policy, q, id)
             }
             SubmitDecision::Reject(reason) => {
-                self.tasks.remove(&id);
+                self.tasks.discard(&id);
                 self.summary.rejected += 1;
                 self.emit(id, EventKind::Reject { reason });
                 Ok(())
@@ -473,6 +477,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
 
     /// Adds (`sign` 1) or removes (-1) the draw of `task`, running on `u`, on its node;
     /// returns the node.
+    #[inline]
     fn draw(&mut self, u: UnitId, task: TaskId, sign: f64) -> Option<u32> {
         let node = self.segs[u as usize].bandwidth_node?;
         let d = &mut self.node_demand[node as usize];
@@ -481,6 +486,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     }
 
     /// How much a node's shared bandwidth stretches memory-bound work now (≥ 1).
+    #[inline]
     fn sigma(&self, node: Option<u32>) -> f64 {
         match node.and_then(|n| {
             Some((
@@ -617,7 +623,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             self.emit(task, EventKind::Complete { unit: u });
             // `complete` still sees the task; then it is gone.
             policy.complete(&self.view(), task, u);
-            self.tasks.remove(&task);
+            self.tasks.discard(&task);
             return self.pick(policy, u).map(|_| ());
         }
         match policy.checkpoint(&self.view(), task, u) {

@@ -4,13 +4,17 @@
 //! of each, so the engine compares them with the earliest run end instead of paying two
 //! heap operations per task.
 
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+
+/// Bits of the key's low word that hold the unit; the sequence number is above them.
+const UNIT_BITS: u32 = 20;
 
 /// A scheduled run end of the segment on `unit`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunEnd {
-    /// `time << 64 | sequence number`: one integer comparison orders two run ends.
+    /// `time << 64 | sequence number << 20 | unit`: one integer comparison orders two
+    /// run ends, and a heap entry is 16 bytes.
     key: u128,
     pub unit: u32,
 }
@@ -21,47 +25,42 @@ impl RunEnd {
     }
     /// Unique and increasing in scheduling order (never 0, so 0 can mean "none").
     pub fn seq(&self) -> u64 {
-        self.key as u64
-    }
-}
-
-impl Ord for RunEnd {
-    /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.key.cmp(&self.key)
-    }
-}
-
-impl PartialOrd for RunEnd {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+        (self.key as u64) >> UNIT_BITS
     }
 }
 
 #[derive(Debug, Default)]
 pub struct RunEnds {
-    heap: BinaryHeap<RunEnd>,
+    /// Min-heap of packed keys.
+    heap: BinaryHeap<Reverse<u128>>,
     seq: u64,
 }
 
 impl RunEnds {
-    /// Schedules a run end on `unit` at `t_ns`; returns its sequence number.
+    /// Units a machine may have (the unit id shares the key with the sequence number,
+    /// which has 44 bits: 17 × 10^12 run ends).
+    pub const MAX_UNITS: usize = 1 << UNIT_BITS;
+
+    /// Schedules a run end on `unit` (below [`Self::MAX_UNITS`]) at `t_ns`; returns its
+    /// sequence number.
     pub fn push(&mut self, t_ns: u64, unit: u32) -> u64 {
+        debug_assert!((unit as usize) < Self::MAX_UNITS);
         self.seq += 1;
-        self.heap.push(RunEnd {
-            key: (t_ns as u128) << 64 | self.seq as u128,
-            unit,
-        });
+        let low = self.seq << UNIT_BITS | unit as u64;
+        self.heap.push(Reverse((t_ns as u128) << 64 | low as u128));
         self.seq
     }
 
     /// Time of the earliest run end.
     pub fn next_ns(&self) -> Option<u64> {
-        self.heap.peek().map(RunEnd::t_ns)
+        self.heap.peek().map(|k| (k.0 >> 64) as u64)
     }
 
     pub fn pop(&mut self) -> Option<RunEnd> {
-        self.heap.pop()
+        self.heap.pop().map(|Reverse(key)| RunEnd {
+            key,
+            unit: (key as u32) & ((1 << UNIT_BITS) - 1),
+        })
     }
 }
 

@@ -108,6 +108,7 @@ impl SpeedModel {
 
     /// As [`Self::ns_per_work_s`], with the memory-bound part stretched by `sigma` (≥ 1)
     /// for bandwidth shared with other tasks.
+    #[inline]
     pub fn ns_per_work_s_shared(&self, task: &Task, unit: u32, sigma: f64) -> f64 {
         let u = &self.units[unit as usize];
         if !task.affinity.runs_on(u.kind) {
@@ -139,6 +140,7 @@ impl SpeedModel {
         }
     }
 
+    #[inline]
     fn copy_ns(&self, bytes: u64, unit: u32) -> u64 {
         let u = &self.units[unit as usize];
         match u.link_bytes_per_s {
@@ -150,17 +152,20 @@ impl SpeedModel {
     }
 
     /// Copy time before a run segment on `unit`.
+    #[inline]
     pub fn copy_in_ns(&self, task: &Task, unit: u32) -> u64 {
         self.copy_ns(task.bytes_in, unit)
     }
 
     /// Copy time after the last segment on `unit`.
+    #[inline]
     pub fn copy_out_ns(&self, task: &Task, unit: u32) -> u64 {
         self.copy_ns(task.bytes_out, unit)
     }
 
     /// Unit nanoseconds for `work_ns` reference nanoseconds at `factor` unit ns per
     /// reference ns.
+    #[inline]
     pub fn compute_ns(work_ns: u64, factor: f64) -> u64 {
         ceil_u64(work_ns as f64 * factor)
     }
@@ -172,13 +177,14 @@ impl SpeedModel {
         } else {
             &self.flat_classes
         };
+        let work_ns = task.work_ns();
         classes
             .iter()
             .copied()
             .filter(|&u| task.affinity.runs_on(self.units[u as usize].kind))
             .map(|u| {
                 self.copy_in_ns(task, u)
-                    + Self::compute_ns(task.work_ns(), self.ns_per_work_s(task, u) * 1e-9)
+                    + Self::compute_ns(work_ns, self.ns_per_work_s(task, u) * 1e-9)
                     + self.copy_out_ns(task, u)
             })
             .min()
