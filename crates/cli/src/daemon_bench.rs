@@ -8,6 +8,7 @@ use hetsched_live::arbiter::Arbiter;
 use hetsched_live::client::Client;
 use hetsched_live::protocol::{MetaInfo, Verdict, WireAffinity};
 use hetsched_live::{devices, server};
+use hetsched_worker::{pin_current_thread, CpuMask};
 use std::time::Instant;
 
 #[derive(Args)]
@@ -42,9 +43,15 @@ pub fn run(args: DaemonBench) -> Result<()> {
     let socket = dir.path().join("bench.sock");
     // Policies are not Send: the daemon is built on its own thread.
     hetsched_policies::build(&args.policy, 0)?;
+    // The daemon on the last CPU, the timed client on the first: where both poll, two
+    // threads that land on one CPU would take turns instead (the scheduler's wake-affine
+    // placement does that now and then), and the figure would measure that.
+    let cpus = CpuMask::current()?.cpus();
+    let (first_cpu, last_cpu) = (cpus[0], cpus[cpus.len() - 1]);
     let (tx, rx) = std::sync::mpsc::channel();
     let (spec, path) = (args.policy.clone(), socket.clone());
     let thread = std::thread::spawn(move || -> Result<()> {
+        pin_current_thread(&[last_cpu])?;
         let arbiter = Arbiter::new(machine, index, hetsched_policies::build(&spec, 0)?);
         let mut daemon = server::Daemon::bind(&path, arbiter)?;
         tx.send(daemon.stop_handle()).map_err(Error::runtime)?;
@@ -65,13 +72,15 @@ pub fn run(args: DaemonBench) -> Result<()> {
 
     // Latency: one client, alloc + free, with every message JSON and with the compact
     // hot-path encoding (the client library's default), side by side.
+    let unpinned = CpuMask::current()?;
+    pin_current_thread(&[first_cpu])?;
     let json_us = round_trips(&socket, &meta, args.round_trips, false)?;
     let us = round_trips(&socket, &meta, args.round_trips, true)?;
 
     // The floor: a bare request/reply of the same size class over a socket pair
     // between two threads, measured here, now.
-    let floor = socket_floor(args.round_trips, false)?;
-    let polled_floor = socket_floor(args.round_trips, true)?;
+    let floor = socket_floor(args.round_trips, false, last_cpu)?;
+    let polled_floor = socket_floor(args.round_trips, true, last_cpu)?;
 
     // In-slice re-request: the flag-page fast path.
     let mut c = Client::connect(&socket, "bench")?;
@@ -87,6 +96,8 @@ pub fn run(args: DaemonBench) -> Result<()> {
     c.free(true)?;
 
     // Throughput: many clients, each alloc + free in a loop; a decision = one request.
+    // They run wherever the scheduler puts them (they inherit this thread's mask).
+    unpinned.apply()?;
     let per_client = 2000;
     let policy_calls_before = policy_decisions(&mut c)?;
     let cpu_before = process_cpu();
@@ -216,7 +227,8 @@ fn round_trips(
 /// Microseconds of bare 64-byte request/reply exchanges over a Unix socket pair between
 /// two threads, sorted: what any socket protocol costs here before doing any work.
 /// `polled`: both sides poll the socket (non-blocking) instead of sleeping in `read`.
-fn socket_floor(n: usize, polled: bool) -> Result<Vec<f64>> {
+/// The echo thread runs on `echo_cpu`, as the daemon does.
+fn socket_floor(n: usize, polled: bool, echo_cpu: usize) -> Result<Vec<f64>> {
     use std::io::{Read, Write};
     let (mut a, mut b) = std::os::unix::net::UnixStream::pair().map_err(Error::runtime)?;
     a.set_nonblocking(polled).map_err(Error::runtime)?;
@@ -235,6 +247,7 @@ fn socket_floor(n: usize, polled: bool) -> Result<Vec<f64>> {
         Ok(())
     }
     let echo = std::thread::spawn(move || {
+        pin_current_thread(&[echo_cpu]).expect("the echo CPU is in this process's mask");
         let mut buf = [0u8; 64];
         while receive(&mut b, &mut buf).is_ok() {
             if b.write_all(&buf).is_err() {

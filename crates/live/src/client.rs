@@ -30,15 +30,18 @@ pub struct Client {
     spin_other: SpinWindow,
     /// Which window the request in flight uses.
     awaiting_alloc: bool,
+    /// The flag page's reply counter when the request in flight was sent.
+    replies_seen: u32,
     /// The daemon agreed to the compact encoding of hot-path messages.
     compact: bool,
 }
 
 /// How long to poll the socket for a reply before sleeping in `read`, adapted like an
-/// adaptive mutex: a reply that arrived while polling doubles the window (up to
-/// [`SpinWindow::MAX`]), one that needed a sleep halves it. Quick answers (`free`, an
-/// idle unit) then cost no wake-up on either side; a client whose `alloc`s wait in a
-/// queue soon stops polling and leaves the CPU to others, probing now and then.
+/// adaptive mutex: a reply that arrived while polling opens the window fully, one that
+/// needed a sleep halves it, down to closed. Quick answers (`free`, an idle unit) then
+/// cost no wake-up on either side; a client whose `alloc`s wait in a queue soon stops
+/// polling and leaves the CPU to others, probing with a full window now and then (a
+/// shorter probe than one exchange could never succeed and would keep it closed).
 struct SpinWindow {
     window: Duration,
     sleeps: u32,
@@ -46,8 +49,8 @@ struct SpinWindow {
 
 impl SpinWindow {
     const MAX: Duration = Duration::from_micros(40);
-    const PROBE: Duration = Duration::from_micros(2);
-    /// While the window is closed, every this many requests poll for `PROBE`.
+    const MIN: Duration = Duration::from_micros(2);
+    /// While the window is closed, every this many requests poll for `MAX`.
     const PROBE_EVERY: u32 = 16;
 
     fn new() -> SpinWindow {
@@ -61,7 +64,7 @@ impl SpinWindow {
         if self.window.is_zero() {
             self.sleeps += 1;
             if self.sleeps.is_multiple_of(Self::PROBE_EVERY) {
-                return Self::PROBE;
+                return Self::MAX;
             }
         }
         self.window
@@ -69,8 +72,8 @@ impl SpinWindow {
 
     fn record(&mut self, answered_while_polling: bool) {
         self.window = if answered_while_polling {
-            (self.window * 2).clamp(Self::PROBE, Self::MAX)
-        } else if self.window / 2 < Self::PROBE {
+            Self::MAX
+        } else if self.window / 2 < Self::MIN {
             Duration::ZERO
         } else {
             self.window / 2
@@ -129,6 +132,7 @@ impl Client {
             spin_alloc: SpinWindow::new(),
             spin_other: SpinWindow::new(),
             awaiting_alloc: false,
+            replies_seen: 0,
             compact: false,
         };
         match client.reply()? {
@@ -187,6 +191,7 @@ impl Client {
     fn request(&mut self, r: &Request) -> Result<Reply> {
         self.output.clear();
         self.awaiting_alloc = matches!(r, Request::Alloc { .. });
+        self.replies_seen = self.flags.replies();
         if !(self.compact && compact::encode_request(r, &mut self.output)) {
             protocol::encode(r, &mut self.output);
         }
@@ -215,13 +220,11 @@ impl Client {
                     return Err(Error::runtime(format!("daemon sent a frame of {n} bytes")))
                 }
                 Frame::Incomplete => {
-                    let n = match self.poll_for_reply()? {
-                        Some(n) => n,
-                        None => self
-                            .stream
-                            .read(&mut self.scratch)
-                            .map_err(|e| Error::runtime(format!("daemon connection: {e}")))?,
-                    };
+                    self.poll_for_reply();
+                    let n = self
+                        .stream
+                        .read(&mut self.scratch)
+                        .map_err(|e| Error::runtime(format!("daemon connection: {e}")))?;
                     if n == 0 {
                         return Err(Error::runtime("daemon closed the connection"));
                     }
@@ -231,10 +234,9 @@ impl Client {
         }
     }
 
-    /// Polls the socket without blocking for up to the spin window: `Some(bytes read)`,
-    /// or `None` when the caller should sleep in `read`.
-    fn poll_for_reply(&mut self) -> Result<Option<usize>> {
-        use nix::sys::socket::{recv, MsgFlags};
+    /// Polls the flag page's reply counter for up to the spin window, so that the `read`
+    /// that follows finds the reply there rather than sleeping for it.
+    fn poll_for_reply(&mut self) {
         let spin = if self.awaiting_alloc {
             &mut self.spin_alloc
         } else {
@@ -242,25 +244,19 @@ impl Client {
         };
         let budget = spin.budget();
         if budget.is_zero() {
-            return Ok(None);
+            return;
         }
         let start = Instant::now();
         loop {
-            match recv(
-                self.stream.as_raw_fd(),
-                &mut self.scratch,
-                MsgFlags::MSG_DONTWAIT,
-            ) {
-                Ok(n) => {
-                    spin.record(true);
-                    return Ok(Some(n));
-                }
-                Err(nix::errno::Errno::EAGAIN) | Err(nix::errno::Errno::EINTR) => {}
-                Err(e) => return Err(Error::runtime(format!("daemon connection: {e}"))),
+            let replies = self.flags.replies();
+            if replies != self.replies_seen {
+                self.replies_seen = replies;
+                spin.record(true);
+                return;
             }
             if start.elapsed() >= budget {
                 spin.record(false);
-                return Ok(None);
+                return;
             }
             std::hint::spin_loop();
         }

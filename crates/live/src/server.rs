@@ -534,6 +534,11 @@ impl Daemon {
                 Ok(0) => break,
                 Ok(n) => {
                     conn.output.drain(..n);
+                    if conn.output.is_empty() {
+                        if let Some(f) = &conn.flags {
+                            f.note_reply();
+                        }
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,

@@ -8,6 +8,10 @@
 //! the task could move to went idle, the time slice ran out). A client's `rerequest`
 //! reads the word; on `KEEP` it keeps the unit without leaving user space, on `ASK` it
 //! asks the daemon over the socket, whose answer comes from the policy itself.
+//!
+//! A second word, on its own cache line, counts the replies the daemon has written to
+//! the client's socket: a client waiting for a reply polls it in user space instead of
+//! polling the socket with system calls that contend with the daemon's write.
 
 use memmap2::MmapMut;
 use std::fs::File;
@@ -17,6 +21,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub const KEEP: u32 = 0;
 pub const ASK: u32 = 1;
 const PAGE: usize = 4096;
+/// Byte offset of the reply counter: a cache line away from the flag word.
+const REPLIES: usize = 64;
 
 /// One mapped flag page (either side).
 pub struct FlagPage {
@@ -56,18 +62,29 @@ impl FlagPage {
         Ok(FlagPage { file, map })
     }
 
-    fn word(&self) -> &AtomicU32 {
-        // SAFETY: the mapping is page-aligned, at least 4 bytes, lives as long as self,
-        // and is only accessed atomically.
-        unsafe { &*(self.map.as_ptr() as *const AtomicU32) }
+    fn word(&self, offset: usize) -> &AtomicU32 {
+        debug_assert!(offset.is_multiple_of(4) && offset + 4 <= PAGE);
+        // SAFETY: the mapping is page-aligned, PAGE bytes long, lives as long as self,
+        // and is only accessed atomically; offsets are aligned and inside it.
+        unsafe { &*(self.map.as_ptr().add(offset) as *const AtomicU32) }
     }
 
     pub fn get(&self) -> u32 {
-        self.word().load(Ordering::Acquire)
+        self.word(0).load(Ordering::Acquire)
     }
 
     pub fn set(&self, value: u32) {
-        self.word().store(value, Ordering::Release);
+        self.word(0).store(value, Ordering::Release);
+    }
+
+    /// Replies the daemon has finished writing to this client's socket (wrapping).
+    pub fn replies(&self) -> u32 {
+        self.word(REPLIES).load(Ordering::Acquire)
+    }
+
+    /// The daemon: a reply is now in the client's socket.
+    pub fn note_reply(&self) {
+        self.word(REPLIES).fetch_add(1, Ordering::Release);
     }
 
     pub fn fd(&self) -> BorrowedFd<'_> {
@@ -88,5 +105,9 @@ mod tests {
         assert_eq!(client.get(), ASK);
         client.set(KEEP);
         assert_eq!(daemon.get(), KEEP);
+        let before = client.replies();
+        daemon.note_reply();
+        assert_eq!(client.replies(), before.wrapping_add(1));
+        assert_eq!(client.get(), KEEP, "the counter is a separate word");
     }
 }
