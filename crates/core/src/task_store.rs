@@ -83,19 +83,7 @@ impl TaskStore {
         if let Some(s) = self.slot(id) {
             return self.slots[s as usize].1.replace(entry);
         }
-        let s = match self.free.pop() {
-            Some(s) => {
-                // In place: no temporary tuple to copy the entry through.
-                let slot = &mut self.slots[s as usize];
-                slot.0 = id;
-                slot.1 = Some(entry);
-                s
-            }
-            None => {
-                self.slots.push((id, Some(entry)));
-                (self.slots.len() - 1) as u32
-            }
-        };
+        let s = self.fill_slot(id, entry);
         self.len += 1;
         self.index(id, s);
         None
@@ -114,8 +102,15 @@ impl TaskStore {
             runs: 0,
             run_ns: 0,
         };
-        let s = match self.free.pop() {
+        Staged(self.fill_slot(id, entry))
+    }
+
+    /// Puts `entry` into a free slot (or a new one) and returns the slot.
+    #[inline]
+    fn fill_slot(&mut self, id: TaskId, entry: TaskEntry) -> u32 {
+        match self.free.pop() {
             Some(s) => {
+                // In place: no temporary tuple to copy the entry through.
                 let slot = &mut self.slots[s as usize];
                 slot.0 = id;
                 slot.1 = Some(entry);
@@ -125,8 +120,7 @@ impl TaskStore {
                 self.slots.push((id, Some(entry)));
                 (self.slots.len() - 1) as u32
             }
-        };
-        Staged(s)
+        }
     }
 
     /// A staged task.
