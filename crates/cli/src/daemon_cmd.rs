@@ -97,10 +97,10 @@ pub struct AlterArgs {
     #[arg(long)]
     name: Option<String>,
     /// Host link bandwidth in bytes/s (accelerators).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     link_bandwidth: Option<f64>,
     /// Host link latency in seconds (accelerators).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     link_latency: Option<f64>,
 }
 

@@ -268,6 +268,25 @@ fn altering_an_accelerators_link_changes_where_dmda_places_work() {
     };
     let err = admin.alter_unit(cl, zero).unwrap_err().to_string();
     assert!(err.contains("link_bandwidth_bytes_per_s must be"), "{err}");
+    // The same through the command line: a usage error, exit 2; a good change shows.
+    let client = |args: &[&str]| {
+        Command::new(BIN)
+            .args(["client", "--socket", d.socket.to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let bad = client(&["alter-unit", &cl.to_string(), "--link-bandwidth", "-1"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("link_bandwidth_bytes_per_s"));
+    let good = client(&["alter-unit", &cl.to_string(), "--link-bandwidth", "2e9"]);
+    assert!(
+        good.status.success(),
+        "{}",
+        String::from_utf8_lossy(&good.stderr)
+    );
+    let units = client(&["units"]);
+    assert!(String::from_utf8_lossy(&units.stdout).contains("link 2.00 GB/s, 10.0 us"));
     assert!(admin
         .alter_unit(
             cpu,
