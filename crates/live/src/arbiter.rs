@@ -72,6 +72,15 @@ struct UnitState {
     device: Option<u32>,
 }
 
+/// What `stats` reports of a task that ended (kept compact: the reply is built on demand).
+struct EndedTask {
+    task: TaskId,
+    kind: std::sync::Arc<str>,
+    client: ClientId,
+    grants: u32,
+    run_ns: u64,
+}
+
 struct TaskState {
     client: ClientId,
     grants: u32,
@@ -115,7 +124,7 @@ pub struct Arbiter {
     deadlines: Vec<(u64, UnitId, TaskId)>,
     /// Ended tasks, newest last, at most [`HISTORY`] of them (a daemon runs for
     /// months: its memory must not grow with every task it ever served).
-    history: VecDeque<TaskStats>,
+    history: VecDeque<EndedTask>,
     /// The run record (the simulator's format), when the daemon traces.
     record: Option<Record>,
 }
@@ -728,14 +737,12 @@ impl Arbiter {
             if self.history.len() == HISTORY {
                 self.history.pop_front();
             }
-            self.history.push_back(TaskStats {
+            self.history.push_back(EndedTask {
                 task,
-                kind: e.task.kind.to_string(),
+                kind: e.task.kind,
                 client: st.client,
-                state: "ended".into(),
-                unit: None,
                 grants: st.grants,
-                run_ms: e.run_ns as f64 / 1e6,
+                run_ns: e.run_ns,
             });
         }
     }
@@ -939,7 +946,19 @@ impl Arbiter {
     }
 
     pub fn stats(&self) -> Reply {
-        let mut tasks: Vec<TaskStats> = self.history.iter().cloned().collect();
+        let mut tasks: Vec<TaskStats> = self
+            .history
+            .iter()
+            .map(|h| TaskStats {
+                task: h.task,
+                kind: h.kind.to_string(),
+                client: h.client,
+                state: "ended".into(),
+                unit: None,
+                grants: h.grants,
+                run_ms: h.run_ns as f64 / 1e6,
+            })
+            .collect();
         for (id, e) in self.tasks.iter() {
             let st = &self.state[id];
             let (state, unit) = match e.placement {
