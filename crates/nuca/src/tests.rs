@@ -28,12 +28,15 @@ fn run_skewed(chip: &Chip, traces: &[Vec<Access>], scheme: Scheme, skew: u64) ->
         .unwrap()
 }
 
-/// Figure 2 / 3 on a 2 × 2 mesh: cores A = 0, B = 1, C = 2. Threads 1 and 2 first-touch
-/// pages B and C; thread 0 (native to A) runs the 8-access sequence `reps` times.
-fn figure_three(reps: usize, scheme: Scheme) -> Stats {
-    let chip = Chip::shim_64().with_cores(4).unwrap();
-    let (a, b, c) = (10, 11, 12); // pages homed at A, B, C
-    let seq = [
+/// Pages homed at cores A, B and C in the Figure 2 / 3 example.
+const PAGE_A: u64 = 10;
+const PAGE_B: u64 = 11;
+const PAGE_C: u64 = 12;
+
+/// The paper's Figure 2 sequence as (PC, page): homes A B C C C C A A.
+fn figure_two_sequence() -> [(u32, u64); 8] {
+    let (a, b, c) = (PAGE_A, PAGE_B, PAGE_C);
+    [
         (1, a),
         (2, b),
         (3, c),
@@ -42,7 +45,15 @@ fn figure_three(reps: usize, scheme: Scheme) -> Stats {
         (6, c),
         (7, a),
         (8, a),
-    ];
+    ]
+}
+
+/// Figure 2 / 3 on a 2 × 2 mesh: cores A = 0, B = 1, C = 2. Threads 1 and 2 first-touch
+/// pages B and C; thread 0 (native to A) runs the 8-access sequence `reps` times.
+fn figure_three(reps: usize, scheme: Scheme) -> Stats {
+    let chip = Chip::shim_64().with_cores(4).unwrap();
+    let (b, c) = (PAGE_B, PAGE_C);
+    let seq = figure_two_sequence();
     let mut t0 = Vec::new();
     for r in 0..reps {
         for (k, &(pc, page)) in seq.iter().enumerate() {
@@ -60,17 +71,8 @@ fn figure_three(reps: usize, scheme: Scheme) -> Stats {
 #[test]
 fn migrations_are_attributed_to_their_access_sites() {
     let chip = Chip::shim_64().with_cores(4).unwrap();
-    let (a, b, c) = (10, 11, 12);
-    let seq = [
-        (1, a),
-        (2, b),
-        (3, c),
-        (4, c),
-        (5, c),
-        (6, c),
-        (7, a),
-        (8, a),
-    ];
+    let (b, c) = (PAGE_B, PAGE_C);
+    let seq = figure_two_sequence();
     let t0: Vec<_> = (0..3)
         .flat_map(|r| seq.map(|(pc, page)| rd(pc, page, if r == 0 { 100 } else { 0 })))
         .collect();
