@@ -423,39 +423,37 @@ pub fn fig6_7(out: &Path, md5: usize, prime: usize, grans_ms: &[f64], scale: f64
     let fcfs = rows.iter().find(|r| r.0.is_none()).copied();
     let max_g = grans_ms.iter().copied().fold(0.0, f64::max) / 1000.0;
     let flat = |v: f64| vec![(0.0, v), (max_g, v)];
-    lines(
-        &out.join("fig6-total-runtime.png"),
+    // One figure: a measure against the granularity, time-sharing beside FCFS's level.
+    let plot = |file: &str, title: &str, ylabel: &str, measure: &dyn Fn(&Fig67Row) -> f64| {
+        lines(
+            &out.join(file),
+            title,
+            "granularity [s]",
+            ylabel,
+            &[
+                Series {
+                    name: "time-sharing".into(),
+                    points: pts(measure),
+                },
+                Series {
+                    name: "FCFS".into(),
+                    points: fcfs.map_or(vec![], |f| flat(measure(&f))),
+                },
+            ],
+            false,
+        )
+    };
+    plot(
+        "fig6-total-runtime.png",
         "Fig. 6: total runtime vs granularity (all tasks on the GPU)",
-        "granularity [s]",
         "total runtime [s]",
-        &[
-            Series {
-                name: "time-sharing".into(),
-                points: pts(&|r| r.1),
-            },
-            Series {
-                name: "FCFS".into(),
-                points: fcfs.map_or(vec![], |f| flat(f.1)),
-            },
-        ],
-        false,
+        &|r| r.1,
     )?;
-    lines(
-        &out.join("fig7-mean-turnaround.png"),
+    plot(
+        "fig7-mean-turnaround.png",
         "Fig. 7: mean turnaround vs granularity (all tasks on the GPU)",
-        "granularity [s]",
         "mean turnaround [s]",
-        &[
-            Series {
-                name: "time-sharing".into(),
-                points: pts(&|r| r.2),
-            },
-            Series {
-                name: "FCFS".into(),
-                points: fcfs.map_or(vec![], |f| flat(f.2)),
-            },
-        ],
-        false,
+        &|r| r.2,
     )?;
     Ok(Fig67 { table, rows })
 }
