@@ -5,7 +5,7 @@ use clap::Args;
 use hetsched_core::machine::UnitGranularity;
 use hetsched_core::{Error, Result};
 use hetsched_live::arbiter::Arbiter;
-use hetsched_live::client::Client;
+use hetsched_live::client::{Client, Transport};
 use hetsched_live::protocol::{MetaInfo, Verdict, WireAffinity};
 use hetsched_live::{devices, server};
 use hetsched_worker::{pin_current_thread, CpuMask};
@@ -70,12 +70,14 @@ pub fn run(args: DaemonBench) -> Result<()> {
         weight: 1024,
     };
 
-    // Latency: one client, alloc + free, with every message JSON and with the compact
-    // hot-path encoding (the client library's default), side by side.
+    // Latency: one client, alloc + free, through the shared page (the client library's
+    // default), with the compact encoding on the socket, and with every message JSON,
+    // side by side.
     let unpinned = CpuMask::current()?;
     pin_current_thread(&[first_cpu])?;
-    let json_us = round_trips(&socket, &meta, args.round_trips, false)?;
-    let us = round_trips(&socket, &meta, args.round_trips, true)?;
+    let json_us = round_trips(&socket, &meta, args.round_trips, Transport::Json)?;
+    let socket_us = round_trips(&socket, &meta, args.round_trips, Transport::CompactSocket)?;
+    let us = round_trips(&socket, &meta, args.round_trips, Transport::SharedPage)?;
 
     // The floor: a bare request/reply of the same size class over a socket pair
     // between two threads, measured here, now.
@@ -146,7 +148,12 @@ pub fn run(args: DaemonBench) -> Result<()> {
         us.len()
     );
     println!(
-        "  the same with every message JSON: p50 {:.1} us, p99 {:.1} us",
+        "  the same with the compact encoding on the socket: p50 {:.1} us, p99 {:.1} us",
+        percentile(&socket_us, 0.5),
+        percentile(&socket_us, 0.99)
+    );
+    println!(
+        "  the same with every message JSON on the socket: p50 {:.1} us, p99 {:.1} us",
         percentile(&json_us, 0.5),
         percentile(&json_us, 0.99)
     );
@@ -206,9 +213,9 @@ fn round_trips(
     socket: &std::path::Path,
     meta: &MetaInfo,
     n: usize,
-    compact: bool,
+    transport: Transport,
 ) -> Result<Vec<f64>> {
-    let mut c = Client::connect_with(socket, "bench", compact)?;
+    let mut c = Client::connect_with(socket, "bench", transport)?;
     for _ in 0..1000 {
         c.alloc(meta)?;
         c.free(true)?;

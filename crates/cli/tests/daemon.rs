@@ -2,8 +2,9 @@
 //! started as a child process; clients are the library (in threads of this test) and
 //! `hetsched client` processes.
 
-use hetsched_live::client::Client;
+use hetsched_live::client::{Client, Transport};
 use hetsched_live::protocol::{MetaInfo, UnitChanges, Verdict, WireAffinity};
+use hetsched_live::shm::SharedPage;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
@@ -132,17 +133,63 @@ fn alloc_in_thread(
 #[test]
 fn waiting_clients_queue_and_get_the_unit_when_it_is_freed() {
     let d = Daemon::start(1, 0, "fcfs");
-    // The holder speaks JSON only, the waiter the compact encoding: both at once.
-    let mut a = Client::connect_with(&d.socket, "json", false).unwrap();
+    // The holder speaks JSON only, the first waiter the compact encoding on the socket,
+    // the second the shared page: all three at once, served in arrival order.
+    let mut a = Client::connect_with(&d.socket, "json", Transport::Json).unwrap();
     assert_eq!(a.alloc(&meta(1.0, 0.0)).unwrap().id, 0);
-    let (granted, h) = alloc_in_thread(&d.socket, meta(1.0, 0.0));
+    let (tx, socket) = (mpsc::channel(), d.socket.clone());
+    let (granted_b, first) = tx;
+    let b = std::thread::spawn(move || {
+        let mut c = Client::connect_with(&socket, "compact", Transport::CompactSocket).unwrap();
+        granted_b
+            .send(c.alloc(&meta(1.0, 0.0)).unwrap().id)
+            .unwrap();
+        c
+    });
+    std::thread::sleep(Duration::from_millis(100)); // b queues first
+    let (granted_c, c) = alloc_in_thread(&d.socket, meta(1.0, 0.0));
     assert!(
-        granted.recv_timeout(Duration::from_millis(200)).is_err(),
-        "second client must wait"
+        first.recv_timeout(Duration::from_millis(200)).is_err() && granted_c.try_recv().is_err(),
+        "the other clients must wait"
     );
     a.free(true).unwrap();
-    assert_eq!(granted.recv_timeout(Duration::from_secs(5)).unwrap(), 0);
-    h.join().unwrap().free(true).unwrap();
+    assert_eq!(first.recv_timeout(Duration::from_secs(5)).unwrap(), 0);
+    assert!(
+        granted_c.recv_timeout(Duration::from_millis(200)).is_err(),
+        "the page client waits behind the socket one"
+    );
+    b.join().unwrap().free(true).unwrap();
+    assert_eq!(granted_c.recv_timeout(Duration::from_secs(5)).unwrap(), 0);
+    c.join().unwrap().free(true).unwrap();
+}
+
+/// A daemon that dies while a client sleeps on its page for a grant cannot wake it:
+/// the client notices the closed socket on its own.
+#[test]
+fn a_client_waiting_in_its_page_notices_a_dead_daemon() {
+    let mut d = Daemon::start(1, 0, "fcfs");
+    let mut holder = d.client();
+    holder.alloc(&meta(1.0, 0.0)).unwrap();
+    let socket = d.socket.clone();
+    let waiter = std::thread::spawn(move || {
+        let mut c = Client::connect(&socket, "waiter").unwrap();
+        let result = c.alloc(&meta(1.0, 0.0));
+        (result.map(|u| u.id), Instant::now())
+    });
+    std::thread::sleep(Duration::from_millis(300)); // long enough to be asleep
+    d.child.kill().unwrap();
+    let killed = Instant::now();
+    let (result, when) = waiter.join().unwrap();
+    let err = result.expect_err("no grant can come from a dead daemon");
+    assert!(
+        err.to_string().contains("daemon closed the connection"),
+        "{err}"
+    );
+    assert!(
+        when.duration_since(killed) < Duration::from_secs(1),
+        "noticed after {:?}",
+        when.duration_since(killed)
+    );
 }
 
 #[test]
@@ -217,6 +264,81 @@ fn garbage_and_out_of_order_requests_close_only_that_connection() {
     assert_eq!(other.list_units().unwrap().len(), 1);
     holder.free(true).unwrap();
     assert_eq!(other.alloc(&meta(1.0, 0.0)).unwrap().id, 0);
+}
+
+/// A raw connection that said a compact hello and mapped the shared page and doorbell
+/// that came with `welcome`.
+fn raw_paged(socket: &Path) -> (UnixStream, SharedPage, std::os::fd::OwnedFd) {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+    let mut s = UnixStream::connect(socket).unwrap();
+    s.write_all(&frame(
+        r#"{"op":"hello","version":1,"name":"raw","compact":true}"#,
+    ))
+    .unwrap();
+    let mut buf = [0u8; 512];
+    let mut cmsg = nix::cmsg_space!([RawFd; 2]);
+    let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+    let msg = nix::sys::socket::recvmsg::<()>(
+        s.as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg),
+        nix::sys::socket::MsgFlags::empty(),
+    )
+    .unwrap();
+    let mut fds = Vec::new();
+    for c in msg.cmsgs().unwrap() {
+        if let nix::sys::socket::ControlMessageOwned::ScmRights(received) = c {
+            // SAFETY: the kernel just installed these descriptors for us.
+            fds.extend(
+                received
+                    .into_iter()
+                    .map(|f| unsafe { OwnedFd::from_raw_fd(f) }),
+            );
+        }
+    }
+    assert_eq!(fds.len(), 2, "welcome brings the page and the doorbell");
+    let bell = fds.pop().unwrap();
+    (s, SharedPage::from_fd(fds.pop().unwrap()).unwrap(), bell)
+}
+
+/// Garbage posted in a client's own page is answered there with an error, and only that
+/// connection closes.
+#[test]
+fn garbage_in_the_shared_page_closes_only_that_connection() {
+    let d = Daemon::start(1, 0, "fcfs");
+    let mut holder = d.client();
+    holder.alloc(&meta(1.0, 0.0)).unwrap();
+    let garbage: [&[u8]; 3] = [
+        &[5, 0, 0, 0x80, b'Z', 1, 2, 3, 4], // a compact frame with an unknown tag
+        &[0xff, 0xff, 0x0f, 0, b'{'],       // a length far beyond the slot
+        &[
+            9, 0, 0, 0, b'{', b'n', b'o', b'p', b'e', b'!', b'!', b'!', b'!',
+        ], // not JSON
+    ];
+    for bytes in garbage {
+        let (mut s, page, bell) = raw_paged(&d.socket);
+        let seen = page.reply_seq();
+        page.post_request(bytes);
+        rustix::io::write(&bell, &1u64.to_ne_bytes()).unwrap();
+        let start = Instant::now();
+        while page.reply_seq() == seen {
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "no reply in the page"
+            );
+            page.wait_reply(seen, Duration::from_millis(10));
+        }
+        let mut reply = Vec::new();
+        assert!(page.take_reply(&mut reply));
+        let text = String::from_utf8_lossy(&reply);
+        assert!(text.contains("malformed"), "{text}");
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).unwrap(); // returns at EOF: the daemon closed
+    }
+    assert_eq!(holder.rerequest().unwrap(), Verdict::Keep);
+    holder.free(true).unwrap();
+    assert_eq!(d.client().alloc(&meta(1.0, 0.0)).unwrap().id, 0);
 }
 
 /// The control API's `alter_unit` changes what the policy sees: a slow host link makes

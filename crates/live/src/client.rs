@@ -1,14 +1,15 @@
 //! The client library: what an application's worker threads use to talk to the daemon.
 //!
-//! `rerequest` first reads the connection's flag page; while the daemon has not raised
-//! it, the answer is "keep" with no system call (see `shm`).
+//! `rerequest` first reads the flag word of the connection's shared page; while the
+//! daemon has not raised it, the answer is "keep" with no system call. The other
+//! hot-path requests go through the page's slots, not the socket (see `shm`).
 
 use crate::compact;
 use crate::protocol::{
     self, ErrorCode, Frame, MetaInfo, NewUnit, Reply, Request, UnitChanges, UnitInfo, Verdict,
     VERSION,
 };
-use crate::shm::{FlagPage, KEEP};
+use crate::shm::{SharedPage, KEEP, SLOT};
 use hetsched_core::{Error, Result};
 use std::io::{IoSliceMut, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -16,21 +17,40 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+/// How a client's requests travel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// Every message JSON on the socket.
+    Json,
+    /// The hot path in the compact encoding, on the socket.
+    CompactSocket,
+    /// The hot path in the compact encoding, through the shared page (the default);
+    /// everything else JSON on the socket.
+    SharedPage,
+}
+
+/// How long a client sleeps on its reply slot before it checks that the daemon still
+/// holds the connection (a daemon that died cannot wake it).
+const LIVENESS_CHECK: Duration = Duration::from_millis(50);
+
 pub struct Client {
     stream: UnixStream,
-    flags: FlagPage,
+    page: SharedPage,
+    /// Rung (an eventfd write) after posting a request while the daemon sleeps; `None`
+    /// when the hot path uses the socket.
+    doorbell: Option<OwnedFd>,
     input: Vec<u8>,
     output: Vec<u8>,
     scratch: Box<[u8]>,
     id: u64,
     granted: Option<UnitInfo>,
-    /// Polling windows for `alloc` replies (which may wait in a queue) and for all other
-    /// replies (which the daemon sends at once): one history must not starve the other.
-    spin_alloc: SpinWindow,
-    spin_other: SpinWindow,
+    /// Polling windows for all replies but `alloc`'s (which the daemon sends at once)
+    /// and for `alloc` replies (which may wait in a queue), indexed by `awaiting_alloc`:
+    /// one history must not starve the other.
+    spins: [SpinWindow; 2],
     /// Which window the request in flight uses.
     awaiting_alloc: bool,
-    /// The flag page's reply counter when the request in flight was sent.
+    /// The page's socket-reply counter when the request in flight was sent.
     replies_seen: u32,
     /// The daemon agreed to the compact encoding of hot-path messages.
     compact: bool,
@@ -70,6 +90,26 @@ impl SpinWindow {
         self.window
     }
 
+    /// Polls `answered` for up to the window (and adapts it); whether it became true.
+    fn poll(&mut self, answered: impl Fn() -> bool) -> bool {
+        let budget = self.budget();
+        if budget.is_zero() {
+            return answered();
+        }
+        let start = Instant::now();
+        loop {
+            if answered() {
+                self.record(true);
+                return true;
+            }
+            if start.elapsed() >= budget {
+                self.record(false);
+                return false;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
     fn record(&mut self, answered_while_polling: bool) {
         self.window = if answered_while_polling {
             Self::MAX
@@ -79,6 +119,23 @@ impl SpinWindow {
             self.window / 2
         };
     }
+}
+
+/// A reply out of a frame, with the bytes it used; `None` while it is incomplete.
+fn decode_reply(frame: Frame<'_>) -> Option<(Result<Reply>, usize)> {
+    let bad = |e: String| Error::runtime(format!("daemon sent a bad frame: {e}"));
+    Some(match frame {
+        Frame::Incomplete => return None,
+        Frame::Body(body, used) => (
+            serde_json::from_slice::<Reply>(body).map_err(|e| bad(e.to_string())),
+            used,
+        ),
+        Frame::Compact(body, used) => (compact::decode_reply(body).map_err(bad), used),
+        Frame::TooLarge(n) => (
+            Err(Error::runtime(format!("daemon sent a frame of {n} bytes"))),
+            0,
+        ),
+    })
 }
 
 /// A daemon's error reply, as an error of this library.
@@ -93,14 +150,15 @@ fn daemon_error(code: ErrorCode, message: String) -> Error {
 
 impl Client {
     /// Connects and says hello, asking for the compact encoding of the hot-path
-    /// messages; fails with a message saying how to start a daemon when none listens at
-    /// `path`.
+    /// messages, which then go through the shared page; fails with a message saying how
+    /// to start a daemon when none listens at `path`.
     pub fn connect(path: &Path, name: &str) -> Result<Client> {
-        Self::connect_with(path, name, true)
+        Self::connect_with(path, name, Transport::SharedPage)
     }
 
-    /// As [`Client::connect`]; `compact: false` keeps every message JSON.
-    pub fn connect_with(path: &Path, name: &str, compact: bool) -> Result<Client> {
+    /// As [`Client::connect`], with the hot path on the given transport.
+    pub fn connect_with(path: &Path, name: &str, transport: Transport) -> Result<Client> {
+        let compact = transport != Transport::Json;
         let stream = UnixStream::connect(path).map_err(|e| {
             Error::Runtime(format!(
                 "no hetsched daemon at {} ({e}); start one with `hetsched daemon --socket {}`",
@@ -120,17 +178,17 @@ impl Client {
         (&stream)
             .write_all(&out)
             .map_err(|e| Error::runtime(format!("daemon connection: {e}")))?;
-        let (input, fd) = Self::receive_welcome(&stream)?;
+        let (input, page, doorbell) = Self::receive_welcome(&stream)?;
         let mut client = Client {
             stream,
-            flags: FlagPage::from_fd(fd).map_err(Error::runtime)?,
+            page: SharedPage::from_fd(page).map_err(Error::runtime)?,
+            doorbell,
             input,
             output: Vec::new(),
             scratch: vec![0; 4096].into_boxed_slice(),
             id: 0,
             granted: None,
-            spin_alloc: SpinWindow::new(),
-            spin_other: SpinWindow::new(),
+            spins: [SpinWindow::new(), SpinWindow::new()],
             awaiting_alloc: false,
             replies_seen: 0,
             compact: false,
@@ -143,6 +201,9 @@ impl Client {
             } => {
                 client.id = id;
                 client.compact = agreed;
+                if !(agreed && transport == Transport::SharedPage) {
+                    client.doorbell = None;
+                }
             }
             other => {
                 return Err(Error::runtime(format!(
@@ -153,10 +214,10 @@ impl Client {
         Ok(client)
     }
 
-    /// Reads the first bytes with recvmsg to collect the flag page descriptor.
-    fn receive_welcome(stream: &UnixStream) -> Result<(Vec<u8>, OwnedFd)> {
+    /// Reads the first bytes with recvmsg to collect the shared page and the doorbell.
+    fn receive_welcome(stream: &UnixStream) -> Result<(Vec<u8>, OwnedFd, Option<OwnedFd>)> {
         let mut buf = vec![0u8; 4096];
-        let mut cmsg = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+        let mut cmsg = nix::cmsg_space!([std::os::fd::RawFd; 2]);
         let mut iov = [IoSliceMut::new(&mut buf)];
         let msg = nix::sys::socket::recvmsg::<()>(
             stream.as_raw_fd(),
@@ -166,22 +227,25 @@ impl Client {
         )
         .map_err(|e| Error::runtime(format!("daemon connection: {e}")))?;
         let n = msg.bytes;
-        let mut fd = None;
+        let mut fds = Vec::new();
         for c in msg
             .cmsgs()
             .map_err(|e| Error::runtime(format!("daemon connection: {e}")))?
         {
-            if let nix::sys::socket::ControlMessageOwned::ScmRights(fds) = c {
+            if let nix::sys::socket::ControlMessageOwned::ScmRights(received) = c {
                 // SAFETY: the kernel just installed these descriptors for us.
-                fd = fds.first().map(|&f| unsafe { OwnedFd::from_raw_fd(f) });
+                fds.extend(received.iter().map(|&f| unsafe { OwnedFd::from_raw_fd(f) }));
             }
         }
         if n == 0 {
             return Err(Error::runtime("daemon closed the connection during hello"));
         }
         buf.truncate(n);
-        let fd = fd.ok_or_else(|| Error::runtime("daemon sent no flag page with welcome"))?;
-        Ok((buf, fd))
+        let mut fds = fds.into_iter();
+        let page = fds
+            .next()
+            .ok_or_else(|| Error::runtime("daemon sent no shared page with welcome"))?;
+        Ok((buf, page, fds.next()))
     }
 
     pub fn id(&self) -> u64 {
@@ -191,9 +255,18 @@ impl Client {
     fn request(&mut self, r: &Request) -> Result<Reply> {
         self.output.clear();
         self.awaiting_alloc = matches!(r, Request::Alloc { .. });
-        self.replies_seen = self.flags.replies();
+        self.replies_seen = self.page.socket_replies();
         if !(self.compact && compact::encode_request(r, &mut self.output)) {
             protocol::encode(r, &mut self.output);
+        } else if self.output.len() <= SLOT {
+            if let Some(bell) = &self.doorbell {
+                let seen = self.page.reply_seq();
+                if self.page.post_request(&self.output) {
+                    rustix::io::write(bell, &1u64.to_ne_bytes())
+                        .map_err(|e| Error::runtime(format!("daemon doorbell: {e}")))?;
+                }
+                return self.page_reply(seen);
+            }
         }
         self.stream
             .write_all(&self.output)
@@ -201,64 +274,66 @@ impl Client {
         self.reply()
     }
 
-    fn reply(&mut self) -> Result<Reply> {
-        loop {
-            match protocol::next_frame(&self.input, protocol::MAX_REPLY) {
-                Frame::Body(body, used) => {
-                    let reply = serde_json::from_slice::<Reply>(body)
-                        .map_err(|e| Error::runtime(format!("daemon sent a bad frame: {e}")));
-                    self.input.drain(..used);
-                    return reply;
-                }
-                Frame::Compact(body, used) => {
-                    let reply = compact::decode_reply(body)
-                        .map_err(|e| Error::runtime(format!("daemon sent a bad frame: {e}")));
-                    self.input.drain(..used);
-                    return reply;
-                }
-                Frame::TooLarge(n) => {
-                    return Err(Error::runtime(format!("daemon sent a frame of {n} bytes")))
-                }
-                Frame::Incomplete => {
-                    self.poll_for_reply();
-                    let n = self
-                        .stream
-                        .read(&mut self.scratch)
-                        .map_err(|e| Error::runtime(format!("daemon connection: {e}")))?;
-                    if n == 0 {
-                        return Err(Error::runtime("daemon closed the connection"));
-                    }
-                    self.input.extend_from_slice(&self.scratch[..n]);
+    /// Waits for the reply to the request posted in the page when its reply sequence
+    /// number was `seen`: polls for the spin window, then sleeps on it, checking now and
+    /// then that the daemon is still there.
+    fn page_reply(&mut self, seen: u32) -> Result<Reply> {
+        let page = &self.page;
+        let answered = self.spins[self.awaiting_alloc as usize].poll(|| page.reply_seq() != seen);
+        if !answered {
+            while self.page.reply_seq() == seen {
+                self.page.wait_reply(seen, LIVENESS_CHECK);
+                if self.page.reply_seq() == seen && self.daemon_hung_up()? {
+                    return Err(Error::runtime("daemon closed the connection"));
                 }
             }
+        }
+        self.output.clear();
+        if !self.page.take_reply(&mut self.output) {
+            return self.reply(); // too large for the slot: on the socket
+        }
+        match decode_reply(protocol::next_frame(&self.output, SLOT)) {
+            Some((reply, _)) => reply,
+            None => Err(Error::runtime("daemon sent a truncated frame in the page")),
         }
     }
 
-    /// Polls the flag page's reply counter for up to the spin window, so that the `read`
-    /// that follows finds the reply there rather than sleeping for it.
-    fn poll_for_reply(&mut self) {
-        let spin = if self.awaiting_alloc {
-            &mut self.spin_alloc
-        } else {
-            &mut self.spin_other
-        };
-        let budget = spin.budget();
-        if budget.is_zero() {
-            return;
-        }
-        let start = Instant::now();
+    /// Whether the daemon's end of the socket is closed (it died or dropped us).
+    fn daemon_hung_up(&self) -> Result<bool> {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        use std::os::fd::AsFd;
+        let mut fds = [PollFd::new(self.stream.as_fd(), PollFlags::POLLIN)];
+        poll(&mut fds, PollTimeout::ZERO)
+            .map_err(|e| Error::runtime(format!("daemon connection: {e}")))?;
+        // Readable with no reply due on the socket: only its end-of-file can be there.
+        Ok(fds[0].revents().is_some_and(|r| !r.is_empty()))
+    }
+
+    fn reply(&mut self) -> Result<Reply> {
         loop {
-            let replies = self.flags.replies();
-            if replies != self.replies_seen {
-                self.replies_seen = replies;
-                spin.record(true);
-                return;
+            let frame = protocol::next_frame(&self.input, protocol::MAX_REPLY);
+            if let Some((reply, used)) = decode_reply(frame) {
+                self.input.drain(..used);
+                return reply;
             }
-            if start.elapsed() >= budget {
-                spin.record(false);
-                return;
+            self.poll_for_reply();
+            let n = self
+                .stream
+                .read(&mut self.scratch)
+                .map_err(|e| Error::runtime(format!("daemon connection: {e}")))?;
+            if n == 0 {
+                return Err(Error::runtime("daemon closed the connection"));
             }
-            std::hint::spin_loop();
+            self.input.extend_from_slice(&self.scratch[..n]);
+        }
+    }
+
+    /// Polls the page's socket-reply counter for up to the spin window, so that the
+    /// `read` that follows finds the reply there rather than sleeping for it.
+    fn poll_for_reply(&mut self) {
+        let (page, seen) = (&self.page, self.replies_seen);
+        if self.spins[self.awaiting_alloc as usize].poll(|| page.socket_replies() != seen) {
+            self.replies_seen = self.page.socket_replies();
         }
     }
 
@@ -276,7 +351,7 @@ impl Client {
 
     /// At a checkpoint. In the granted slice this is one atomic load.
     pub fn rerequest(&mut self) -> Result<Verdict> {
-        if self.flags.get() == KEEP {
+        if self.page.get() == KEEP {
             return Ok(Verdict::Keep);
         }
         match self.request(&Request::Rerequest)? {

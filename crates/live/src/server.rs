@@ -1,18 +1,21 @@
-//! The daemon's event loop: one thread, one `mio` poll over the listening socket and
-//! every client connection, the [`Arbiter`] as its only state. Nothing a client sends can
-//! stop it: a bad frame closes that one connection (after an error reply), a vanished
-//! client loses its task at once, and the unit goes to the next waiter.
+//! The daemon's event loop: one thread, one `mio` poll over the listening socket, every
+//! client connection and every client's doorbell, plus a look at the request slot of
+//! every client's shared page (see `shm`) on each turn; the [`Arbiter`] is its only
+//! state. Nothing a client sends can stop it: a bad frame closes that one connection
+//! (after an error reply), a vanished client loses its task at once, and the unit goes
+//! to the next waiter.
 
 use crate::arbiter::{Arbiter, ClientId, Effect};
 use crate::compact;
 use crate::protocol::{self, ErrorCode, Frame, Reply, Request, VERSION};
-use crate::shm::{FlagPage, ASK, KEEP};
+use crate::shm::{SharedPage, ASK, KEEP, SLOT};
 use hetsched_core::{Error, Result};
 use mio::net::{UnixListener, UnixStream};
+use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::collections::HashMap;
 use std::io::{ErrorKind, IoSlice, Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,8 +25,17 @@ use std::time::{Duration, Instant};
 const LISTENER: Token = Token(0);
 const WAKER: Token = Token(1);
 const SIGNAL: Token = Token(2);
-/// Client ids start here so that `Token(id)` never collides with the three above.
+/// Client ids start here so that a client's tokens (`2 id` for its socket, `2 id + 1`
+/// for its doorbell) never collide with the three above.
 const FIRST_CLIENT: u64 = 3;
+
+fn socket_token(client: ClientId) -> Token {
+    Token(2 * client as usize)
+}
+
+fn doorbell_token(client: ClientId) -> Token {
+    Token(2 * client as usize + 1)
+}
 
 /// Where a daemon listens unless told otherwise: `$HETSCHED_SOCKET`, else
 /// `$XDG_RUNTIME_DIR/hetsched/daemon.sock`, else `/tmp/hetsched-$UID/daemon.sock`.
@@ -71,7 +83,11 @@ struct Conn {
     uid: u32,
     input: Vec<u8>,
     output: Vec<u8>,
-    flags: Option<FlagPage>,
+    /// The shared page and the doorbell (an eventfd), from `welcome` on.
+    page: Option<Arc<SharedPage>>,
+    doorbell: Option<OwnedFd>,
+    /// The request being answered came through the page: so must its reply.
+    via_page: bool,
     greeted: bool,
     /// Close once the output is flushed (after an error reply).
     closing: bool,
@@ -112,6 +128,11 @@ pub struct Daemon {
     busy_poll: Duration,
     /// Scratch for socket reads (one buffer, not one per read).
     scratch: Box<[u8]>,
+    /// The clients with a shared page, and the request sequence number last taken from
+    /// each: the request slots the loop looks at.
+    paged: Vec<(ClientId, Arc<SharedPage>, u32)>,
+    /// Scratch for a frame copied out of or into a page.
+    frame: Vec<u8>,
 }
 
 /// Default busy-poll window: a client's next request usually follows its reply within
@@ -157,6 +178,8 @@ impl Daemon {
             signals: None,
             busy_poll: DEFAULT_BUSY_POLL,
             scratch: vec![0; 8192].into_boxed_slice(),
+            paged: Vec::new(),
+            frame: Vec::with_capacity(SLOT),
         })
     }
 
@@ -199,12 +222,36 @@ impl Daemon {
         let mut next_deadline: Option<u64> = None;
         let mut last_event = Instant::now();
         while !self.stop.load(Ordering::SeqCst) {
-            let timeout = if last_event.elapsed() < self.busy_poll {
+            if self.serve_pages() {
+                last_event = Instant::now();
+            }
+            let mut timeout = if last_event.elapsed() < self.busy_poll {
                 Some(Duration::ZERO)
             } else {
                 next_deadline.map(|d| Duration::from_nanos(d.saturating_sub(self.arbiter.now_ns())))
             };
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
+            // About to sleep: clients must ring from now on; one that posted before it
+            // could see that is served at once instead.
+            let sleeping = timeout != Some(Duration::ZERO);
+            if sleeping {
+                self.paged
+                    .iter()
+                    .for_each(|(_, page, _)| page.set_asleep(true));
+                if self
+                    .paged
+                    .iter()
+                    .any(|(_, page, seen)| page.posted_since(*seen))
+                {
+                    timeout = Some(Duration::ZERO);
+                }
+            }
+            let polled = self.poll.poll(&mut events, timeout);
+            if sleeping {
+                self.paged
+                    .iter()
+                    .for_each(|(_, page, _)| page.set_asleep(false));
+            }
+            if let Err(e) = polled {
                 if e.kind() == ErrorKind::Interrupted {
                     continue;
                 }
@@ -218,8 +265,9 @@ impl Daemon {
                     LISTENER => self.accept(),
                     WAKER => {}
                     SIGNAL => self.stop.store(true, Ordering::SeqCst),
+                    Token(t) if t % 2 == 1 => self.silence(t as ClientId / 2),
                     Token(t) => {
-                        let client = t as ClientId;
+                        let client = t as ClientId / 2;
                         if event.is_readable() || event.is_read_closed() {
                             self.read(client);
                         }
@@ -252,7 +300,7 @@ impl Daemon {
                     if self
                         .poll
                         .registry()
-                        .register(&mut stream, Token(client as usize), Interest::READABLE)
+                        .register(&mut stream, socket_token(client), Interest::READABLE)
                         .is_err()
                     {
                         continue;
@@ -264,7 +312,9 @@ impl Daemon {
                             uid,
                             input: Vec::new(),
                             output: Vec::new(),
-                            flags: None,
+                            page: None,
+                            doorbell: None,
+                            via_page: false,
                             greeted: false,
                             closing: false,
                             compact: false,
@@ -317,30 +367,10 @@ impl Daemon {
             if conn.closing {
                 break;
             }
-            let (request, used) = match protocol::next_frame(&conn.input, protocol::MAX_REQUEST) {
-                Frame::Incomplete => break,
-                Frame::TooLarge(n) => {
-                    self.fail(
-                        client,
-                        ErrorCode::Malformed,
-                        format!("frame of {n} bytes exceeds {}", protocol::MAX_REQUEST),
-                    );
-                    break;
-                }
-                Frame::Body(body, used) => (
-                    serde_json::from_slice::<Request>(body)
-                        .map_err(|e| format!("not a valid request: {e}")),
-                    used,
-                ),
-                Frame::Compact(body, used) if conn.compact => (
-                    compact::decode_request(body)
-                        .map_err(|e| format!("not a valid compact request: {e}")),
-                    used,
-                ),
-                Frame::Compact(_, used) => (
-                    Err("a compact frame, but hello did not ask for the compact encoding".into()),
-                    used,
-                ),
+            let frame = protocol::next_frame(&conn.input, protocol::MAX_REQUEST);
+            let Some((request, used)) = decode_request(frame, protocol::MAX_REQUEST, conn.compact)
+            else {
+                break;
             };
             conn.input.drain(..used);
             match request {
@@ -355,11 +385,77 @@ impl Daemon {
         }
     }
 
-    fn send(&mut self, client: ClientId, reply: &Reply) {
-        if let Some(conn) = self.conns.get_mut(&client) {
-            if !(conn.compact && compact::encode_reply(reply, &mut conn.output)) {
-                protocol::encode(reply, &mut conn.output);
+    /// Handles every request posted in a shared page since the loop last looked; true if
+    /// there was one.
+    fn serve_pages(&mut self) -> bool {
+        let mut served = false;
+        let mut i = 0;
+        while let Some((client, page, seen)) = self.paged.get_mut(i) {
+            let client = *client;
+            let seq = page.request_seq();
+            if seq != *seen {
+                *seen = seq;
+                page.take_request(&mut self.frame);
+                served = true;
+                self.serve_page_request(client);
             }
+            // Closing a connection removes its entry; the one now at `i` is next.
+            if self.paged.get(i).is_some_and(|(c, _, _)| *c == client) {
+                i += 1;
+            }
+        }
+        served
+    }
+
+    /// The request copied into `self.frame` from `client`'s page.
+    fn serve_page_request(&mut self, client: ClientId) {
+        let Some(conn) = self.conns.get_mut(&client) else {
+            return;
+        };
+        if conn.closing {
+            return;
+        }
+        conn.via_page = true;
+        let frame = protocol::next_frame(&self.frame, SLOT);
+        match decode_request(frame, SLOT, conn.compact) {
+            Some((Ok(request), _)) => self.handle(client, request),
+            Some((Err(message), _)) => self.fail(client, ErrorCode::Malformed, message),
+            None => self.fail(
+                client,
+                ErrorCode::Malformed,
+                format!("a request frame in the page exceeds its {SLOT}-byte slot"),
+            ),
+        }
+        self.flush(client);
+    }
+
+    /// Queues `reply` for the client: into its page when the request it answers came
+    /// from there (unless too large for the slot), else onto its socket.
+    fn send(&mut self, client: ClientId, reply: &Reply) {
+        let Some(conn) = self.conns.get_mut(&client) else {
+            return;
+        };
+        let out = if conn.via_page {
+            self.frame.clear();
+            &mut self.frame
+        } else {
+            &mut conn.output
+        };
+        if !(conn.compact && compact::encode_reply(reply, out)) {
+            protocol::encode(reply, out);
+        }
+        if std::mem::take(&mut conn.via_page) {
+            let page = conn.page.as_ref().expect("page requests come from a page");
+            if !page.post_reply(&self.frame) {
+                conn.output.extend_from_slice(&self.frame);
+            }
+        }
+    }
+
+    /// The client rang its doorbell: reset it (the page itself is looked at each turn).
+    fn silence(&mut self, client: ClientId) {
+        if let Some(bell) = self.conns.get(&client).and_then(|c| c.doorbell.as_ref()) {
+            let _ = rustix::io::read(bell, &mut [0u8; 8]);
         }
     }
 
@@ -421,7 +517,7 @@ impl Daemon {
                 Ok(verdict) => {
                     if verdict == crate::protocol::Verdict::Keep {
                         // Until something else changes, checkpoints stay local.
-                        if let Some(f) = &self.conns[&client].flags {
+                        if let Some(f) = &self.conns[&client].page {
                             f.set(KEEP);
                         }
                     }
@@ -466,15 +562,26 @@ impl Daemon {
         }
     }
 
-    /// `welcome`, with the client's flag page passed as SCM_RIGHTS.
+    /// `welcome`, with the client's shared page and doorbell passed as SCM_RIGHTS.
     fn welcome(&mut self, client: ClientId, compact: bool) {
-        let page = match FlagPage::create() {
-            Ok(p) => p,
+        let made = SharedPage::create().and_then(|page| {
+            let flags =
+                rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK;
+            let bell = rustix::event::eventfd(0, flags)?;
+            self.poll.registry().register(
+                &mut SourceFd(&bell.as_raw_fd()),
+                doorbell_token(client),
+                Interest::READABLE,
+            )?;
+            Ok((page, bell))
+        });
+        let (page, bell) = match made {
+            Ok(made) => made,
             Err(e) => {
                 return self.fail(
                     client,
                     ErrorCode::Invalid,
-                    format!("cannot create the flag page: {e}"),
+                    format!("cannot create the shared page and doorbell: {e}"),
                 )
             }
         };
@@ -488,7 +595,9 @@ impl Daemon {
             &mut frame,
         );
         let conn = self.conns.get_mut(&client).unwrap();
-        let fds = [page.fd().as_raw_fd()];
+        // Taken before the client can see the page: it may post at once.
+        let seen = page.request_seq();
+        let fds = [page.fd().as_raw_fd(), bell.as_raw_fd()];
         let cmsg = [nix::sys::socket::ControlMessage::ScmRights(&fds)];
         // The first bytes on a fresh socket: the kernel buffer is empty, so the whole
         // small frame goes at once; anything else is a broken peer.
@@ -501,11 +610,17 @@ impl Daemon {
         );
         match sent {
             Ok(n) if n == frame.len() => {
-                conn.flags = Some(page);
+                let page = Arc::new(page);
+                self.paged.push((client, page.clone(), seen));
+                conn.page = Some(page);
+                conn.doorbell = Some(bell);
                 conn.greeted = true;
                 conn.compact = compact;
             }
-            _ => self.close(client),
+            _ => {
+                conn.doorbell = Some(bell); // deregistered by close
+                self.close(client)
+            }
         }
     }
 
@@ -517,7 +632,7 @@ impl Daemon {
                     self.flush(c);
                 }
                 Effect::Ask(c) => {
-                    if let Some(f) = self.conns.get(&c).and_then(|c| c.flags.as_ref()) {
+                    if let Some(f) = self.conns.get(&c).and_then(|c| c.page.as_ref()) {
                         f.set(ASK);
                     }
                 }
@@ -535,8 +650,8 @@ impl Daemon {
                 Ok(n) => {
                     conn.output.drain(..n);
                     if conn.output.is_empty() {
-                        if let Some(f) = &conn.flags {
-                            f.note_reply();
+                        if let Some(f) = &conn.page {
+                            f.note_socket_reply();
                         }
                     }
                 }
@@ -552,7 +667,7 @@ impl Daemon {
             } else {
                 Interest::READABLE
             };
-            let token = Token(client as usize);
+            let token = socket_token(client);
             if self
                 .poll
                 .registry()
@@ -571,10 +686,43 @@ impl Daemon {
     fn close(&mut self, client: ClientId) {
         if let Some(mut conn) = self.conns.remove(&client) {
             let _ = self.poll.registry().deregister(&mut conn.stream);
+            if let Some(bell) = &conn.doorbell {
+                let _ = self
+                    .poll
+                    .registry()
+                    .deregister(&mut SourceFd(&bell.as_raw_fd()));
+            }
+            self.paged.retain(|(c, _, _)| *c != client);
             let effects = self.arbiter.disconnect(client);
             self.apply(effects);
         }
     }
+}
+
+/// A request out of a frame (from a socket or a page), with the bytes it used; `None`
+/// while it is incomplete. An error names what is wrong with it.
+fn decode_request(
+    frame: Frame<'_>,
+    max: usize,
+    compact: bool,
+) -> Option<(Result<Request, String>, usize)> {
+    Some(match frame {
+        Frame::Incomplete => return None,
+        Frame::TooLarge(n) => (Err(format!("frame of {n} bytes exceeds {max}")), 0),
+        Frame::Body(body, used) => (
+            serde_json::from_slice::<Request>(body)
+                .map_err(|e| format!("not a valid request: {e}")),
+            used,
+        ),
+        Frame::Compact(body, used) if compact => (
+            compact::decode_request(body).map_err(|e| format!("not a valid compact request: {e}")),
+            used,
+        ),
+        Frame::Compact(_, used) => (
+            Err("a compact frame, but hello did not ask for the compact encoding".into()),
+            used,
+        ),
+    })
 }
 
 impl Drop for Daemon {

@@ -1,65 +1,89 @@
-//! The per-client flag page: how a re-request inside the granted slice costs no
-//! system call.
+//! The per-client shared page: how a re-request inside the granted slice costs no
+//! system call, and how the hot-path requests reach the daemon without one.
 //!
 //! The daemon creates one anonymous shared page per client (`memfd_create`), maps it,
-//! and passes the descriptor to the client with its `welcome`. The page holds one
-//! atomic word: `KEEP` while nothing could change the policy's answer at the client's
-//! next checkpoint, `ASK` once something might (another task waits for the unit, a unit
-//! the task could move to went idle, the time slice ran out). A client's `rerequest`
-//! reads the word; on `KEEP` it keeps the unit without leaving user space, on `ASK` it
-//! asks the daemon over the socket, whose answer comes from the policy itself.
+//! and passes the descriptor to the client with its `welcome`, together with an eventfd
+//! (the client's doorbell). Both are the client's own: what a client writes there can
+//! only disturb that client.
 //!
-//! A second word, on its own cache line, counts the replies the daemon has written to
-//! the client's socket: a client waiting for a reply polls it in user space instead of
-//! polling the socket with system calls that contend with the daemon's write.
+//! - The flag word is `KEEP` while nothing could change the policy's answer at the
+//!   client's next checkpoint, `ASK` once something might (another task waits for the
+//!   unit, a unit the task could move to went idle, the time slice ran out). A client's
+//!   `rerequest` reads it; on `KEEP` it keeps the unit without leaving user space.
+//! - The request slot and the reply slot each hold one frame, encoded exactly as on the
+//!   socket, and a sequence number bumped after the frame is written. A client has one
+//!   request in flight at a time, so one slot per direction suffices. The daemon polls
+//!   the request sequence numbers while it is busy; before it sleeps it raises each
+//!   page's `asleep` word, and a client that then posts a request rings its doorbell.
+//!   A client that waits for a reply polls the reply sequence number, then sleeps on it
+//!   with `futex` after raising its `waiting` word, which tells the daemon to wake it.
+//!   Either side's "raise, then re-check" and the other's "publish, then check" are
+//!   sequentially consistent, so a wake-up is never missed.
+//! - A counter of replies written to the socket lets a client that waits for a socket
+//!   reply poll in user space too.
+//!
+//! Frames are copied in and out with relaxed atomic word accesses: the other side may
+//! scribble on the page at any time, and the daemon decodes only its own copy.
 
 use memmap2::MmapMut;
+use rustix::thread::futex;
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 pub const KEEP: u32 = 0;
 pub const ASK: u32 = 1;
 const PAGE: usize = 4096;
-/// Byte offset of the reply counter: a cache line away from the flag word.
-const REPLIES: usize = 64;
+// Word offsets, each hot word on its own cache line.
+const FLAG: usize = 0;
+const SOCKET_REPLIES: usize = 64;
+const ASLEEP: usize = 128;
+const REQUEST_SEQ: usize = 192;
+const REPLY_SEQ: usize = 256;
+const WAITING: usize = 260;
+const REQUEST_SLOT: usize = 512;
+const REPLY_SLOT: usize = 2304;
+/// Bytes of one slot: the largest frame the page carries.
+pub const SLOT: usize = 1792;
+/// A reply slot whose first word is this says: the reply is on the socket (it did not
+/// fit in the slot). No frame starts with it: a frame's body is never empty.
+const ON_SOCKET: u32 = 0;
 
-/// One mapped flag page (either side).
-pub struct FlagPage {
+/// One mapped page (either side).
+pub struct SharedPage {
     file: File,
     map: MmapMut,
 }
 
-impl FlagPage {
-    /// A new page, `KEEP`.
-    pub fn create() -> std::io::Result<FlagPage> {
-        let fd: OwnedFd = nix::sys::memfd::memfd_create(
-            c"hetsched-flags",
-            nix::sys::memfd::MFdFlags::MFD_CLOEXEC,
-        )
-        .map_err(std::io::Error::from)?;
+impl SharedPage {
+    /// A new page: `KEEP`, no request, no reply.
+    pub fn create() -> std::io::Result<SharedPage> {
+        let fd: OwnedFd =
+            nix::sys::memfd::memfd_create(c"hetsched-page", nix::sys::memfd::MFdFlags::MFD_CLOEXEC)
+                .map_err(std::io::Error::from)?;
         let file = File::from(fd);
         file.set_len(PAGE as u64)?;
         Self::map(file)
     }
 
     /// Maps a page received from the daemon.
-    pub fn from_fd(fd: OwnedFd) -> std::io::Result<FlagPage> {
+    pub fn from_fd(fd: OwnedFd) -> std::io::Result<SharedPage> {
         let file = File::from(fd);
         if file.metadata()?.len() < PAGE as u64 {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                "flag page too small",
+                "shared page too small",
             ));
         }
         Self::map(file)
     }
 
-    fn map(file: File) -> std::io::Result<FlagPage> {
+    fn map(file: File) -> std::io::Result<SharedPage> {
         // SAFETY: the file is a private memfd (or one the daemon made for this client);
-        // both sides only touch it through the atomic below.
+        // both sides only touch it through the atomics below.
         let map = unsafe { MmapMut::map_mut(&file)? };
-        Ok(FlagPage { file, map })
+        Ok(SharedPage { file, map })
     }
 
     fn word(&self, offset: usize) -> &AtomicU32 {
@@ -69,26 +93,138 @@ impl FlagPage {
         unsafe { &*(self.map.as_ptr().add(offset) as *const AtomicU32) }
     }
 
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+
+    // --- the flag word
+
     pub fn get(&self) -> u32 {
-        self.word(0).load(Ordering::Acquire)
+        self.word(FLAG).load(Ordering::Acquire)
     }
 
     pub fn set(&self, value: u32) {
-        self.word(0).store(value, Ordering::Release);
+        self.word(FLAG).store(value, Ordering::Release);
     }
 
+    // --- socket replies
+
     /// Replies the daemon has finished writing to this client's socket (wrapping).
-    pub fn replies(&self) -> u32 {
-        self.word(REPLIES).load(Ordering::Acquire)
+    pub fn socket_replies(&self) -> u32 {
+        self.word(SOCKET_REPLIES).load(Ordering::Acquire)
     }
 
     /// The daemon: a reply is now in the client's socket.
-    pub fn note_reply(&self) {
-        self.word(REPLIES).fetch_add(1, Ordering::Release);
+    pub fn note_socket_reply(&self) {
+        self.word(SOCKET_REPLIES).fetch_add(1, Ordering::Release);
     }
 
-    pub fn fd(&self) -> BorrowedFd<'_> {
-        self.file.as_fd()
+    // --- slots
+
+    fn write_slot(&self, slot: usize, frame: &[u8]) {
+        for (i, chunk) in frame.chunks(4).enumerate() {
+            let mut word = [0u8; 4];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.word(slot + 4 * i)
+                .store(u32::from_le_bytes(word), Ordering::Relaxed);
+        }
+    }
+
+    /// Copies the frame in `slot` (its length prefix says how long, clamped to the slot)
+    /// into `out`, replacing its contents.
+    fn read_slot(&self, slot: usize, out: &mut Vec<u8>) {
+        out.clear();
+        let prefix = self.word(slot).load(Ordering::Relaxed);
+        let len = 4 + (prefix & !crate::compact::COMPACT_BIT) as usize;
+        let len = len.min(SLOT);
+        for i in 0..len.div_ceil(4) {
+            out.extend_from_slice(
+                &self
+                    .word(slot + 4 * i)
+                    .load(Ordering::Relaxed)
+                    .to_le_bytes(),
+            );
+        }
+        out.truncate(len);
+    }
+
+    /// The client: posts a request frame (at most [`SLOT`] bytes). Returns true if the
+    /// daemon announced it sleeps, so the doorbell must be rung.
+    pub fn post_request(&self, frame: &[u8]) -> bool {
+        assert!(frame.len() <= SLOT, "a request frame larger than the slot");
+        self.write_slot(REQUEST_SLOT, frame);
+        self.word(REQUEST_SEQ).fetch_add(1, Ordering::SeqCst);
+        self.word(ASLEEP).load(Ordering::SeqCst) != 0
+    }
+
+    /// The daemon: the request sequence number (a new request when it differs from the
+    /// one last taken).
+    pub fn request_seq(&self) -> u32 {
+        self.word(REQUEST_SEQ).load(Ordering::Acquire)
+    }
+
+    /// The daemon: copies the posted request frame into `out` (possibly malformed: the
+    /// client wrote it).
+    pub fn take_request(&self, out: &mut Vec<u8>) {
+        self.read_slot(REQUEST_SLOT, out)
+    }
+
+    /// The daemon, after announcing it sleeps: whether a request was posted since `seen`
+    /// (sequentially consistent with the client's post and its look at `asleep`).
+    pub fn posted_since(&self, seen: u32) -> bool {
+        self.word(REQUEST_SEQ).load(Ordering::SeqCst) != seen
+    }
+
+    /// The daemon: announces it is about to sleep (`true`) or awake (`false`).
+    pub fn set_asleep(&self, asleep: bool) {
+        self.word(ASLEEP).store(asleep as u32, Ordering::SeqCst);
+    }
+
+    /// The daemon: writes a reply frame into the reply slot, or, if it does not fit,
+    /// marks the slot "on the socket" (the caller writes it there); then publishes it
+    /// and wakes the client if it sleeps. Returns whether the frame went into the slot.
+    pub fn post_reply(&self, frame: &[u8]) -> bool {
+        let fits = frame.len() <= SLOT;
+        if fits {
+            self.write_slot(REPLY_SLOT, frame);
+        } else {
+            self.word(REPLY_SLOT).store(ON_SOCKET, Ordering::Relaxed);
+        }
+        self.word(REPLY_SEQ).fetch_add(1, Ordering::SeqCst);
+        if self.word(WAITING).load(Ordering::SeqCst) != 0 {
+            // Not private: the two sides are different processes sharing the page.
+            let _ = futex::wake(self.word(REPLY_SEQ), futex::Flags::empty(), 1);
+        }
+        fits
+    }
+
+    /// The client: the reply sequence number (compare after posting a request).
+    pub fn reply_seq(&self) -> u32 {
+        self.word(REPLY_SEQ).load(Ordering::Acquire)
+    }
+
+    /// The client: sleeps until the reply sequence number differs from `seen` or
+    /// `timeout` passes.
+    pub fn wait_reply(&self, seen: u32, timeout: Duration) {
+        self.word(WAITING).store(1, Ordering::SeqCst);
+        if self.word(REPLY_SEQ).load(Ordering::SeqCst) == seen {
+            let t = rustix::time::Timespec {
+                tv_sec: timeout.as_secs() as i64,
+                tv_nsec: timeout.subsec_nanos() as i64,
+            };
+            // EAGAIN (it changed already), EINTR and ETIMEDOUT all mean: look again.
+            let _ = futex::wait(self.word(REPLY_SEQ), futex::Flags::empty(), seen, Some(&t));
+        }
+        self.word(WAITING).store(0, Ordering::SeqCst);
+    }
+
+    /// The client: copies the reply into `out`; `false` means it is on the socket.
+    pub fn take_reply(&self, out: &mut Vec<u8>) -> bool {
+        if self.word(REPLY_SLOT).load(Ordering::Relaxed) == ON_SOCKET {
+            return false;
+        }
+        self.read_slot(REPLY_SLOT, out);
+        true
     }
 }
 
@@ -96,18 +232,89 @@ impl FlagPage {
 mod tests {
     use super::*;
 
+    fn pair() -> (SharedPage, SharedPage) {
+        let daemon = SharedPage::create().unwrap();
+        let client = SharedPage::from_fd(daemon.fd().try_clone_to_owned().unwrap()).unwrap();
+        (daemon, client)
+    }
+
     #[test]
     fn a_second_mapping_sees_the_first_ones_writes() {
-        let daemon = FlagPage::create().unwrap();
-        let client = FlagPage::from_fd(daemon.fd().try_clone_to_owned().unwrap()).unwrap();
+        let (daemon, client) = pair();
         assert_eq!(client.get(), KEEP);
         daemon.set(ASK);
         assert_eq!(client.get(), ASK);
         client.set(KEEP);
         assert_eq!(daemon.get(), KEEP);
-        let before = client.replies();
-        daemon.note_reply();
-        assert_eq!(client.replies(), before.wrapping_add(1));
+        let before = client.socket_replies();
+        daemon.note_socket_reply();
+        assert_eq!(client.socket_replies(), before.wrapping_add(1));
         assert_eq!(client.get(), KEEP, "the counter is a separate word");
+    }
+
+    #[test]
+    fn frames_travel_through_the_slots_with_their_sequence_numbers() {
+        let (daemon, client) = pair();
+        let mut frame = Vec::new();
+        crate::compact::encode_request(
+            &crate::protocol::Request::Free { finished: true },
+            &mut frame,
+        );
+        let seq = daemon.request_seq();
+        assert!(
+            !client.post_request(&frame),
+            "an awake daemon needs no doorbell"
+        );
+        assert_eq!(daemon.request_seq(), seq.wrapping_add(1));
+        let mut got = vec![9; 3];
+        daemon.take_request(&mut got);
+        assert_eq!(got, frame);
+
+        daemon.set_asleep(true);
+        assert!(
+            client.post_request(&frame),
+            "a sleeping daemon must be rung"
+        );
+        daemon.set_asleep(false);
+
+        let seen = client.reply_seq();
+        let odd = vec![7u8; 4 + 5]; // a length prefix of 0x07070707 clamps to the slot
+        assert!(daemon.post_reply(&odd));
+        assert_eq!(client.reply_seq(), seen.wrapping_add(1));
+        assert!(client.take_reply(&mut got));
+        assert_eq!(
+            got.len(),
+            SLOT,
+            "a lying length prefix is clamped to the slot"
+        );
+        assert_eq!(&got[..odd.len()], &odd[..]);
+
+        assert!(!daemon.post_reply(&vec![1u8; SLOT + 1]));
+        assert!(
+            !client.take_reply(&mut got),
+            "too large: the reply is on the socket"
+        );
+    }
+
+    #[test]
+    fn a_sleeping_client_is_woken_by_the_reply() {
+        let (daemon, client) = pair();
+        let seen = client.reply_seq();
+        let waiter = std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            while client.reply_seq() == seen {
+                client.wait_reply(seen, Duration::from_secs(10));
+            }
+            start.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        let mut frame = Vec::new();
+        crate::protocol::encode(&crate::protocol::Reply::Done, &mut frame);
+        daemon.post_reply(&frame);
+        let waited = waiter.join().unwrap();
+        assert!(
+            waited < Duration::from_secs(5),
+            "woken by the reply, not the timeout ({waited:?})"
+        );
     }
 }
