@@ -514,7 +514,7 @@ fn rerequests_inside_the_slice_need_no_daemon() {
     let d = Daemon::start(1, 0, "fcfs");
     let mut c = d.client();
     c.alloc(&meta(1.0, 0.0)).unwrap();
-    // A stopped daemon cannot answer: keeps can only come from the flag page.
+    // A stopped daemon cannot answer: keeps can only come from the shared page.
     d.signal(nix::sys::signal::Signal::SIGSTOP);
     let start = Instant::now();
     for _ in 0..10_000 {

@@ -55,7 +55,7 @@ macro_rules! view {
 pub enum Effect {
     /// Send this reply to a client (e.g. the grant another client was waiting for).
     Reply(ClientId, Reply),
-    /// Set the client's flag page to `ASK`: its next re-request must come to us.
+    /// Set the flag of the client's shared page to `ASK`: its next re-request must come to us.
     Ask(ClientId),
 }
 

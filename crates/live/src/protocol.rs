@@ -3,8 +3,9 @@
 //! A connection is a Unix stream socket carrying frames: a 4-byte little-endian length
 //! followed by that many bytes of JSON (one [`Request`] from the client, one [`Reply`]
 //! from the daemon). The first request must be `hello` with the protocol version; the
-//! daemon answers `welcome` and passes the client's shared flag page (see `shm`) as an
-//! `SCM_RIGHTS` file descriptor with that frame. After that a client runs at most one
+//! daemon answers `welcome` and passes the client's shared page and doorbell (see `shm`)
+//! as `SCM_RIGHTS` file descriptors with that frame; a client that asked for the compact
+//! encoding may then send its hot-path frames through the page. A client runs at most one
 //! task at a time: `alloc` (answered when a unit is granted), `rerequest` at checkpoints,
 //! `free` when it finished or was told to give the unit up.
 //!
