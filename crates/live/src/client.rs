@@ -56,7 +56,7 @@ pub struct Client {
     compact: bool,
 }
 
-/// How long to poll the socket for a reply before sleeping in `read`, adapted like an
+/// How long to poll for a reply before sleeping (in `futex` or `read`), adapted like an
 /// adaptive mutex: a reply that arrived while polling opens the window fully, one that
 /// needed a sleep halves it, down to closed. Quick answers (`free`, an idle unit) then
 /// cost no wake-up on either side; a client whose `alloc`s wait in a queue soon stops
@@ -97,6 +97,9 @@ impl SpinWindow {
             return answered();
         }
         let start = Instant::now();
+        // Spins a few times, then yields: with more runnable threads than CPUs, a client
+        // that only spun would hold a CPU the daemon or the next client needs.
+        let backoff = crossbeam_utils::Backoff::new();
         loop {
             if answered() {
                 self.record(true);
@@ -106,7 +109,7 @@ impl SpinWindow {
                 self.record(false);
                 return false;
             }
-            std::hint::spin_loop();
+            backoff.snooze();
         }
     }
 
