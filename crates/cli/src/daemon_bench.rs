@@ -25,10 +25,6 @@ pub struct DaemonBench {
     /// Policy spec.
     #[arg(long, default_value = "fcfs")]
     policy: String,
-    /// Nice value of the daemon's thread for the first throughput run (the second runs
-    /// it at 0).
-    #[arg(long, default_value_t = server::DEFAULT_NICE, allow_hyphen_values = true)]
-    daemon_nice: i32,
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -58,11 +54,10 @@ pub fn run(args: DaemonBench) -> Result<()> {
         pin_current_thread(&[last_cpu])?;
         let arbiter = Arbiter::new(machine, index, hetsched_policies::build(&spec, 0)?);
         let mut daemon = server::Daemon::bind(&path, arbiter)?;
-        tx.send((daemon.stop_handle(), rustix::thread::gettid()))
-            .map_err(Error::runtime)?;
+        tx.send(daemon.stop_handle()).map_err(Error::runtime)?;
         daemon.run()
     });
-    let (stop, daemon_tid) = rx
+    let stop = rx
         .recv()
         .map_err(|_| Error::runtime("the daemon thread did not start"))?;
     let meta = MetaInfo {
@@ -103,13 +98,38 @@ pub fn run(args: DaemonBench) -> Result<()> {
     c.free(true)?;
 
     // Throughput: many clients, each alloc + free in a loop; a decision = one request.
-    // They run wherever the scheduler puts them (they inherit this thread's mask). The
-    // daemon's thread at its default nice value and at the clients' own, side by side.
+    // They run wherever the scheduler puts them (they inherit this thread's mask).
     unpinned.apply()?;
-    let raised = server::set_nice_of(daemon_tid, args.daemon_nice);
-    let at_nice = throughput(&socket, &meta, args.clients, &mut c)?;
-    server::set_nice_of(daemon_tid, 0).map_err(Error::runtime)?;
-    let at_zero = throughput(&socket, &meta, args.clients, &mut c)?;
+    let per_client = 2000;
+    let policy_calls_before = policy_decisions(&mut c)?;
+    let cpu_before = process_cpu();
+    let start = Instant::now();
+    let handles: Vec<_> = (0..args.clients)
+        .map(|_| {
+            let socket = socket.clone();
+            let meta = meta.clone();
+            std::thread::spawn(move || -> Result<()> {
+                let mut c = Client::connect(&socket, "bench")?;
+                for _ in 0..per_client {
+                    c.alloc(&meta)?;
+                    c.free(true)?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join()
+            .map_err(|_| Error::runtime("client thread panicked"))??;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let requests = args.clients * per_client * 2;
+    let decisions = requests as f64 / secs;
+    let (user, sys) = {
+        let after = process_cpu();
+        (after.0 - cpu_before.0, after.1 - cpu_before.1)
+    };
+    let policy_calls = policy_decisions(&mut c)? - policy_calls_before;
     stop.stop();
     thread
         .join()
@@ -148,87 +168,23 @@ pub fn run(args: DaemonBench) -> Result<()> {
         percentile(&polled_floor, 0.99)
     );
     println!("in-slice re-request: {rereq_ns:.2} ns (goal <= 100 ns)");
-    match raised {
-        Ok(()) => at_nice.print(&format!("daemon at nice {}", args.daemon_nice)),
-        Err(e) => println!(
-            "throughput with the daemon at nice {}: not measured ({e}: needs CAP_SYS_NICE)",
-            args.daemon_nice
-        ),
-    }
-    at_zero.print("daemon at nice 0, as its clients");
+    println!(
+        "throughput: {:.0} decisions/s with {} concurrent clients ({} requests in {:.2} s; goal >= 100k/s)",
+        decisions,
+        args.clients,
+        requests,
+        secs
+    );
+    println!(
+        "  policy calls (submit, pick, checkpoint, complete) in that run: {:.0}/s",
+        policy_calls as f64 / secs
+    );
+    println!(
+        "  CPU per request, all threads of this process: {:.1} us user, {:.1} us kernel",
+        user * 1e6 / requests as f64,
+        sys * 1e6 / requests as f64
+    );
     Ok(())
-}
-
-/// What a throughput run measured.
-struct Throughput {
-    clients: usize,
-    requests: usize,
-    secs: f64,
-    policy_calls: u64,
-    user_s: f64,
-    sys_s: f64,
-}
-
-impl Throughput {
-    fn print(&self, daemon: &str) {
-        println!(
-            "throughput ({daemon}): {:.0} decisions/s with {} concurrent clients ({} requests in {:.2} s; goal >= 100k/s)",
-            self.requests as f64 / self.secs,
-            self.clients,
-            self.requests,
-            self.secs
-        );
-        println!(
-            "  policy calls (submit, pick, checkpoint, complete) in that run: {:.0}/s",
-            self.policy_calls as f64 / self.secs
-        );
-        println!(
-            "  CPU per request, all threads of this process: {:.1} us user, {:.1} us kernel",
-            self.user_s * 1e6 / self.requests as f64,
-            self.sys_s * 1e6 / self.requests as f64
-        );
-    }
-}
-
-/// `clients` threads, each with its own connection, alloc + free 2000 times.
-fn throughput(
-    socket: &std::path::Path,
-    meta: &MetaInfo,
-    clients: usize,
-    stats: &mut Client,
-) -> Result<Throughput> {
-    let per_client = 2000;
-    let policy_calls_before = policy_decisions(stats)?;
-    let cpu_before = process_cpu();
-    let start = Instant::now();
-    let handles: Vec<_> = (0..clients)
-        .map(|_| {
-            let socket = socket.to_path_buf();
-            let meta = meta.clone();
-            std::thread::spawn(move || -> Result<()> {
-                let mut c = Client::connect(&socket, "bench")?;
-                for _ in 0..per_client {
-                    c.alloc(&meta)?;
-                    c.free(true)?;
-                }
-                Ok(())
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join()
-            .map_err(|_| Error::runtime("client thread panicked"))??;
-    }
-    let secs = start.elapsed().as_secs_f64();
-    let after = process_cpu();
-    Ok(Throughput {
-        clients,
-        requests: clients * per_client * 2,
-        secs,
-        policy_calls: policy_decisions(stats)? - policy_calls_before,
-        user_s: after.0 - cpu_before.0,
-        sys_s: after.1 - cpu_before.1,
-    })
 }
 
 /// The daemon's count of policy calls so far.

@@ -32,11 +32,6 @@ pub struct DaemonArgs {
     /// sleep; a request then costs a wake-up).
     #[arg(long, default_value_t = server::DEFAULT_BUSY_POLL.as_micros() as u64)]
     busy_poll_us: u64,
-    /// Nice value of the daemon's thread, so that the clients it arbitrates do not
-    /// delay its decisions (lowering it needs CAP_SYS_NICE; without it the daemon says
-    /// so and runs at its inherited value).
-    #[arg(long, default_value_t = server::DEFAULT_NICE, allow_hyphen_values = true)]
-    nice: i32,
 }
 
 pub fn daemon(args: DaemonArgs) -> Result<()> {
@@ -58,12 +53,6 @@ pub fn daemon(args: DaemonArgs) -> Result<()> {
     let mut daemon = server::Daemon::bind(&path, arbiter)?;
     daemon.stop_on_signals()?;
     daemon.set_busy_poll(std::time::Duration::from_micros(args.busy_poll_us));
-    if let Err(e) = server::set_thread_nice(args.nice) {
-        eprintln!(
-            "hetsched daemon: cannot run at nice {} ({e}); decisions may wait behind busy clients",
-            args.nice
-        );
-    }
     eprintln!(
         "hetsched daemon: {} units, policy {}, listening on {}",
         units,

@@ -140,22 +140,6 @@ pub struct Daemon {
 /// on a VM) on both sides. An idle daemon sleeps after this long.
 pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(50);
 
-/// Default nice value of the daemon's thread. The daemon shares CPUs with the clients
-/// it arbitrates; at the default weight, every client woken on its CPU takes turns with
-/// it, and each decision waits behind them (`hetsched bench daemon` measures both).
-pub const DEFAULT_NICE: i32 = -10;
-
-/// Sets the nice value of the calling thread only (Linux keeps one per thread); lowering
-/// it needs CAP_SYS_NICE or an RLIMIT_NICE that allows it.
-pub fn set_thread_nice(nice: i32) -> std::io::Result<()> {
-    set_nice_of(rustix::thread::gettid(), nice)
-}
-
-/// Sets the nice value of one thread of this process (`tid` from `gettid`).
-pub fn set_nice_of(tid: rustix::process::Pid, nice: i32) -> std::io::Result<()> {
-    rustix::process::setpriority_process(Some(tid), nice).map_err(std::io::Error::from)
-}
-
 impl Daemon {
     /// Binds the socket (0660, in a directory only its owner writes).
     pub fn bind(path: &Path, arbiter: Arbiter) -> Result<Daemon> {
