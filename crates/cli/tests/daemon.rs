@@ -163,6 +163,49 @@ fn waiting_clients_queue_and_get_the_unit_when_it_is_freed() {
     c.join().unwrap().free(true).unwrap();
 }
 
+/// Many clients through their pages at once, against a real daemon process: no request
+/// is lost (every thread finishes), and no unit is ever held by two of them. A lost
+/// first request of a new connection once hung the benchmark this way.
+#[test]
+fn many_page_clients_alloc_and_free_without_losing_a_request() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let d = Daemon::start(2, 0, "fcfs");
+    let held: Arc<[AtomicBool; 2]> = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
+    let threads: Vec<_> = (0..16)
+        .map(|_| {
+            let (socket, held) = (d.socket.clone(), held.clone());
+            std::thread::spawn(move || {
+                // A new connection every 3 tasks: a connection's first request and
+                // its later ones.
+                for _ in 0..100 {
+                    let mut c = Client::connect(&socket, "stress").unwrap();
+                    for _ in 0..3 {
+                        let unit = c.alloc(&meta(1.0, 0.0)).unwrap().id as usize;
+                        assert!(
+                            !held[unit].swap(true, Ordering::SeqCst),
+                            "unit {unit} granted twice"
+                        );
+                        held[unit].store(false, Ordering::SeqCst);
+                        c.free(true).unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    let start = Instant::now();
+    while !threads.iter().all(|t| t.is_finished()) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "a client still waits for a reply after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
 /// A daemon that dies while a client sleeps on its page for a grant cannot wake it:
 /// the client notices the closed socket on its own.
 #[test]
