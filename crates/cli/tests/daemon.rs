@@ -28,6 +28,18 @@ impl Daemon {
     }
 
     fn start_with(cpus: u32, opencl: u32, policy: &str, extra: &[&str], stderr: Stdio) -> Daemon {
+        Self::start_in(Command::new(BIN), cpus, opencl, policy, extra, stderr)
+    }
+
+    /// `command` runs the daemon binary (e.g. through a shell that sets limits first).
+    fn start_in(
+        mut command: Command,
+        cpus: u32,
+        opencl: u32,
+        policy: &str,
+        extra: &[&str],
+        stderr: Stdio,
+    ) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
         let machine = dir.path().join("m.toml");
         let mut text = format!("name = \"test\"\n[[package]]\ncores = {cpus}\n");
@@ -37,7 +49,7 @@ impl Daemon {
         }
         std::fs::write(&machine, text).unwrap();
         let socket = dir.path().join("run/daemon.sock");
-        let child = Command::new(BIN)
+        let child = command
             .args([
                 "daemon",
                 "--socket",
@@ -203,6 +215,19 @@ fn many_page_clients_alloc_and_free_without_losing_a_request() {
     }
     for t in threads {
         t.join().unwrap();
+    }
+}
+
+/// Each client costs the daemon three descriptors: started with a soft limit of 64 open
+/// files, it lifts it to the hard limit and serves 60 clients at once.
+#[test]
+fn the_daemon_lifts_its_descriptor_limit_for_many_clients() {
+    let mut shell = Command::new("sh");
+    shell.args(["-c", r#"ulimit -Sn 64 && exec "$0" "$@""#, BIN]);
+    let d = Daemon::start_in(shell, 1, 0, "fcfs", &[], Stdio::null());
+    let mut clients: Vec<Client> = (0..60).map(|_| d.client()).collect();
+    for c in &mut clients {
+        assert_eq!(c.list_units().unwrap().len(), 1);
     }
 }
 

@@ -33,6 +33,9 @@ pub enum Transport {
 /// holds the connection (a daemon that died cannot wake it).
 const LIVENESS_CHECK: Duration = Duration::from_millis(50);
 
+/// How long `connect` waits for the daemon's `welcome`.
+const WELCOME_TIMEOUT: Duration = Duration::from_secs(10);
+
 pub struct Client {
     stream: UnixStream,
     page: SharedPage,
@@ -181,7 +184,16 @@ impl Client {
         (&stream)
             .write_all(&out)
             .map_err(|e| Error::runtime(format!("daemon connection: {e}")))?;
+        // A daemon that cannot take the connection (e.g. out of descriptors) leaves it
+        // in its backlog: say so instead of waiting for ever.
+        let set_timeout = |t| {
+            stream
+                .set_read_timeout(t)
+                .map_err(|e| Error::runtime(format!("daemon connection: {e}")))
+        };
+        set_timeout(Some(WELCOME_TIMEOUT))?;
         let (input, page, doorbell) = Self::receive_welcome(&stream)?;
+        set_timeout(None)?;
         let mut client = Client {
             stream,
             page: SharedPage::from_fd(page).map_err(Error::runtime)?,
@@ -228,7 +240,13 @@ impl Client {
             Some(&mut cmsg),
             nix::sys::socket::MsgFlags::MSG_CMSG_CLOEXEC,
         )
-        .map_err(|e| Error::runtime(format!("daemon connection: {e}")))?;
+        .map_err(|e| match e {
+            nix::errno::Errno::EAGAIN => Error::runtime(format!(
+                "the daemon did not answer hello within {} s (out of descriptors or stopped?)",
+                WELCOME_TIMEOUT.as_secs()
+            )),
+            e => Error::runtime(format!("daemon connection: {e}")),
+        })?;
         let n = msg.bytes;
         let mut fds = Vec::new();
         for c in msg

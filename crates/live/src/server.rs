@@ -160,6 +160,7 @@ impl Daemon {
             .map_err(|e| Error::runtime(format!("{}: cannot listen: {e}", path.display())))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
             .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
+        raise_descriptor_limit();
         let poll = Poll::new().map_err(Error::runtime)?;
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)
@@ -696,6 +697,23 @@ impl Daemon {
             let effects = self.arbiter.disconnect(client);
             self.apply(effects);
         }
+    }
+}
+
+/// Each client costs the daemon three descriptors (socket, page, doorbell): lifts the
+/// soft limit on open files to the hard one (often 1024 → 500k), as servers do, so that
+/// the number of clients is not capped at a few hundred. Best effort.
+fn raise_descriptor_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        let _ = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: limit.maximum,
+                maximum: limit.maximum,
+            },
+        );
     }
 }
 
