@@ -60,6 +60,13 @@ impl TaskStore {
         }
     }
 
+    /// The slot of a live task: unique among live tasks, reused once it ends, and below
+    /// the most tasks live (or staged) at once, so it can index a dense `Vec`.
+    #[inline]
+    pub fn slot_of(&self, id: &TaskId) -> Option<usize> {
+        self.slot(*id).map(|s| s as usize)
+    }
+
     #[inline]
     pub fn contains_key(&self, id: &TaskId) -> bool {
         self.slot(*id).is_some()

@@ -20,7 +20,6 @@ use hetsched_core::policy::{
 };
 use hetsched_core::task::{QueueId, TaskId};
 use hetsched_core::Result;
-use rustc_hash::FxHashMap;
 
 pub struct Cfs {
     name: String,
@@ -28,8 +27,8 @@ pub struct Cfs {
     min_granularity_ns: u64,
     balance_ns: u64,
     loads: Option<LoadIndex>,
-    /// Every live task's scheduling entity.
-    entities: FxHashMap<TaskId, Entity>,
+    /// Every live task's scheduling entity, by the task's slot ([`View::slot`]).
+    entities: Vec<Entity>,
     min_vruntime: Vec<u64>,
     /// Sum of weights of the tasks queued on or running on each unit.
     weight: Vec<u64>,
@@ -38,6 +37,7 @@ pub struct Cfs {
 
 /// What cfs keeps per task: its weighted virtual runtime and its weight (copied from the
 /// task, so that accounting does not look the task up in the view every time).
+#[derive(Clone, Copy, Default)]
 struct Entity {
     vruntime: u64,
     weight: u64,
@@ -55,7 +55,7 @@ impl Cfs {
             min_granularity_ns,
             balance_ns,
             loads: None,
-            entities: FxHashMap::default(),
+            entities: Vec::new(),
             min_vruntime: Vec::new(),
             weight: Vec::new(),
             exec_start: Vec::new(),
@@ -76,8 +76,8 @@ impl Cfs {
     }
 
     /// Moves a queued task's accounting from unit `from` to unit `to`.
-    fn transfer(&mut self, t: TaskId, from: UnitId, to: UnitId) {
-        let e = self.entities.get_mut(&t).unwrap();
+    fn transfer(&mut self, view: &View, t: TaskId, from: UnitId, to: UnitId) {
+        let e = &mut self.entities[view.slot(t)];
         let loads = self.loads.as_mut().unwrap();
         loads.add(from, -1);
         loads.add(to, 1);
@@ -91,7 +91,7 @@ impl Cfs {
     fn leftmost(&self, view: &View, unit: UnitId) -> Option<(u64, TaskId)> {
         view.queue(unit)
             .iter()
-            .map(|t| (self.entities[t].vruntime, *t))
+            .map(|&t| (self.entities[view.slot(t)].vruntime, t))
             .min_by_key(|&(v, _)| v)
     }
 }
@@ -111,7 +111,11 @@ impl Policy for Cfs {
         let weight = t.weight.max(1) as u64;
         self.weight[u as usize] += weight;
         let vruntime = self.min_vruntime[u as usize];
-        self.entities.insert(task, Entity { vruntime, weight });
+        let slot = view.slot(task);
+        if slot >= self.entities.len() {
+            self.entities.resize(slot + 1, Entity::default());
+        }
+        self.entities[slot] = Entity { vruntime, weight };
         SubmitDecision::Enqueue(QueueId::Unit(u))
     }
 
@@ -134,13 +138,13 @@ impl Policy for Cfs {
         let Some(&t) = view.queue(from).iter().find(|&&t| view.can_run(t, unit)) else {
             return PickDecision::Idle;
         };
-        self.transfer(t, from, unit);
+        self.transfer(view, t, from, unit);
         PickDecision::Steal { from, task: t }
     }
 
-    fn time_slice(&mut self, _view: &View, unit: UnitId, task: TaskId) -> Option<u64> {
+    fn time_slice(&mut self, view: &View, unit: UnitId, task: TaskId) -> Option<u64> {
         let total = self.weight[unit as usize].max(1);
-        let slice = self.latency_ns * self.entities[&task].weight / total;
+        let slice = self.latency_ns * self.entities[view.slot(task)].weight / total;
         Some(slice.max(self.min_granularity_ns))
     }
 
@@ -148,7 +152,7 @@ impl Policy for Cfs {
         let now = view.now_ns();
         let ran = now - self.exec_start[unit as usize];
         self.exec_start[unit as usize] = now;
-        let e = self.entities.get_mut(&task).unwrap();
+        let e = &mut self.entities[view.slot(task)];
         e.vruntime += ran * 1024 / e.weight;
         let curr = e.vruntime;
         match self.leftmost(view, unit) {
@@ -165,11 +169,9 @@ impl Policy for Cfs {
         }
     }
 
-    fn complete(&mut self, _view: &View, task: TaskId, unit: UnitId) {
+    fn complete(&mut self, view: &View, task: TaskId, unit: UnitId) {
         self.loads.as_mut().unwrap().add(unit, -1);
-        if let Some(e) = self.entities.remove(&task) {
-            self.weight[unit as usize] -= e.weight;
-        }
+        self.weight[unit as usize] -= self.entities[view.slot(task)].weight;
     }
 
     fn tick_interval(&self) -> Option<u64> {
@@ -202,7 +204,7 @@ impl Policy for Cfs {
                 else {
                     break;
                 };
-                self.transfer(t, from, to);
+                self.transfer(view, t, from, to);
                 actions.push(TickAction::Migrate { task: t, to });
             }
         }
