@@ -90,7 +90,8 @@ impl TaskStore {
         if let Some(s) = self.slot(id) {
             return self.slots[s as usize].1.replace(entry);
         }
-        let s = self.fill_slot(id, entry);
+        let s = self.free_slot(id);
+        self.slots[s as usize].1 = Some(entry);
         self.len += 1;
         self.index(id, s);
         None
@@ -101,30 +102,28 @@ impl TaskStore {
     /// copied when it arrives). A staged task is not live: look-ups do not find it.
     #[inline]
     pub fn stage(&mut self, task: crate::task::Task) -> Staged {
-        let id = task.id;
-        let entry = TaskEntry {
+        let s = self.free_slot(task.id);
+        // Built in the slot: the 200-byte task is copied once, not through a temporary.
+        self.slots[s as usize].1 = Some(TaskEntry {
             task,
             placement: crate::task::Placement::Queued(crate::task::QueueId::Central),
             remaining_ns: 0,
             runs: 0,
             run_ns: 0,
-        };
-        Staged(self.fill_slot(id, entry))
+        });
+        Staged(s)
     }
 
-    /// Puts `entry` into a free slot (or a new one) and returns the slot.
+    /// A free slot (reused, or a new one) for task `id`; its entry is `None`.
     #[inline]
-    fn fill_slot(&mut self, id: TaskId, entry: TaskEntry) -> u32 {
+    fn free_slot(&mut self, id: TaskId) -> u32 {
         match self.free.pop() {
             Some(s) => {
-                // In place: no temporary tuple to copy the entry through.
-                let slot = &mut self.slots[s as usize];
-                slot.0 = id;
-                slot.1 = Some(entry);
+                self.slots[s as usize].0 = id;
                 s
             }
             None => {
-                self.slots.push((id, Some(entry)));
+                self.slots.push((id, None));
                 (self.slots.len() - 1) as u32
             }
         }

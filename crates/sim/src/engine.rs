@@ -87,6 +87,9 @@ struct Segment {
 
 struct Sim<'a, R: Recorder + ?Sized> {
     machine: &'a Machine,
+    /// Each unit's type, by unit id: 1 KiB for 1,024 units stays in cache, where the
+    /// machine's units are far apart.
+    kinds: Vec<UnitType>,
     speed: SpeedModel,
     config: &'a Config,
     rec: &'a mut R,
@@ -134,6 +137,7 @@ where
     }
     let mut sim = Sim {
         machine,
+        kinds: machine.units.iter().map(|u| u.kind).collect(),
         speed: SpeedModel::new(machine),
         config,
         rec,
@@ -264,13 +268,14 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         });
     }
 
+    #[inline]
     fn unit_kind(&self, unit: UnitId) -> UnitType {
-        self.machine.units[unit as usize].kind
+        self.kinds[unit as usize]
     }
 
     /// Whether `unit` exists and a task of this affinity can run on it.
     fn fits(&self, affinity: &Affinity, unit: UnitId) -> bool {
-        (unit as usize) < self.machine.units.len() && affinity.runs_on(self.unit_kind(unit))
+        (unit as usize) < self.kinds.len() && affinity.runs_on(self.unit_kind(unit))
     }
 
     fn misplaced(who: &str, task: TaskId, unit: UnitId) -> Error {
@@ -449,7 +454,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         self.idle.remove(u);
         self.emit(task, EventKind::Start { unit: u, from });
         let node = self.draw(u, task, 1.0);
-        self.segment(policy, u, task, self.now + copy_in)?;
+        self.segment(policy, u, task, self.now + copy_in, None)?;
         if let Some(n) = node {
             self.replan_node(n, Some(u));
         }
@@ -537,18 +542,22 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         }
     }
 
-    /// Schedules the next segment of `task` on `u`, computing from `from_ns`.
+    /// Schedules the next segment of `task` on `u`, computing from `from_ns` at `factor`
+    /// unit ns per reference ns if known (else the speed model's).
     fn segment<P: Policy + ?Sized>(
         &mut self,
         policy: &mut P,
         u: UnitId,
         task: TaskId,
         from_ns: u64,
+        factor: Option<f64>,
     ) -> Result<()> {
         let kind = self.unit_kind(u);
-        let sigma = self.sigma(self.segs[u as usize].bandwidth_node);
         let entry = &self.tasks[&task];
-        let factor = self.speed.ns_per_work_s_shared(&entry.task, u, sigma) * 1e-9;
+        let factor = factor.unwrap_or_else(|| {
+            let sigma = self.sigma(self.segs[u as usize].bandwidth_node);
+            self.speed.ns_per_work_s_shared(&entry.task, u, sigma) * 1e-9
+        });
         let need = SpeedModel::compute_ns(entry.remaining_ns, factor);
         let slice = if kind == UnitType::Cpu {
             policy.time_slice(&self.view(), u, task)
@@ -627,7 +636,11 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             return self.pick(policy, u).map(|_| ());
         }
         match policy.checkpoint(&self.view(), task, u) {
-            CheckpointDecision::Continue => self.segment(policy, u, task, self.now),
+            CheckpointDecision::Continue => {
+                // Same task on the same unit: the rate holds unless bandwidth is shared.
+                let factor = seg.bandwidth_node.is_none().then_some(seg.factor);
+                self.segment(policy, u, task, self.now, factor)
+            }
             CheckpointDecision::Yield => {
                 self.vacate(u, task);
                 self.emit(task, EventKind::Stop { unit: u });
