@@ -67,6 +67,18 @@ impl TaskStore {
         self.slot(*id).map(|s| s as usize)
     }
 
+    /// The entry in slot `slot` of a live task (from [`Self::slot_of`]), without the
+    /// index look-up: for an engine that remembers where its running tasks are.
+    #[inline]
+    pub fn at_slot(&self, slot: usize) -> &TaskEntry {
+        self.slots[slot].1.as_ref().expect("a live slot")
+    }
+
+    #[inline]
+    pub fn at_slot_mut(&mut self, slot: usize) -> &mut TaskEntry {
+        self.slots[slot].1.as_mut().expect("a live slot")
+    }
+
     #[inline]
     pub fn contains_key(&self, id: &TaskId) -> bool {
         self.slot(*id).is_some()
