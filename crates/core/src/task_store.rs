@@ -115,8 +115,12 @@ impl TaskStore {
     #[inline]
     pub fn stage(&mut self, task: crate::task::Task) -> Staged {
         let s = self.free_slot(task.id);
-        // Built in the slot: the 200-byte task is copied once, not through a temporary.
-        self.slots[s as usize].1 = Some(TaskEntry {
+        // Built in the slot: a free slot holds `None`, and saying so lets the compiler
+        // copy the 200-byte task straight in rather than through a temporary.
+        let slot = &mut self.slots[s as usize].1;
+        debug_assert!(slot.is_none());
+        *slot = None;
+        *slot = Some(TaskEntry {
             task,
             placement: crate::task::Placement::Queued(crate::task::QueueId::Central),
             remaining_ns: 0,
