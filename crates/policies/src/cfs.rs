@@ -29,10 +29,19 @@ pub struct Cfs {
     loads: Option<LoadIndex>,
     /// Every live task's scheduling entity, by the task's slot ([`View::slot`]).
     entities: Vec<Entity>,
-    min_vruntime: Vec<u64>,
-    /// Sum of weights of the tasks queued on or running on each unit.
-    weight: Vec<u64>,
-    exec_start: Vec<u64>,
+    /// Each unit's run queue accounting, together so that an event on a unit touches
+    /// one cache line of it.
+    rqs: Vec<RunQueue>,
+}
+
+/// What cfs keeps per unit.
+#[derive(Clone, Copy, Default)]
+struct RunQueue {
+    min_vruntime: u64,
+    /// Sum of weights of the tasks queued on or running on the unit.
+    weight: u64,
+    /// When the running task's current stretch began.
+    exec_start: u64,
 }
 
 /// What cfs keeps per task: its weighted virtual runtime and its weight (copied from the
@@ -56,9 +65,7 @@ impl Cfs {
             balance_ns,
             loads: None,
             entities: Vec::new(),
-            min_vruntime: Vec::new(),
-            weight: Vec::new(),
-            exec_start: Vec::new(),
+            rqs: Vec::new(),
         })
     }
 
@@ -67,12 +74,10 @@ impl Cfs {
         let n = view.units().len();
         match &mut self.loads {
             None => self.loads = Some(LoadIndex::new(view)),
-            Some(loads) if self.weight.len() < n => loads.cover(view),
+            Some(loads) if self.rqs.len() < n => loads.cover(view),
             Some(_) => return,
         }
-        self.min_vruntime.resize(n, 0);
-        self.weight.resize(n, 0);
-        self.exec_start.resize(n, 0);
+        self.rqs.resize(n, RunQueue::default());
     }
 
     /// Moves a queued task's accounting from unit `from` to unit `to`.
@@ -81,10 +86,11 @@ impl Cfs {
         let loads = self.loads.as_mut().unwrap();
         loads.add(from, -1);
         loads.add(to, 1);
-        self.weight[from as usize] -= e.weight;
-        self.weight[to as usize] += e.weight;
-        e.vruntime = e.vruntime.saturating_sub(self.min_vruntime[from as usize])
-            + self.min_vruntime[to as usize];
+        let (from, to) = (from as usize, to as usize);
+        self.rqs[from].weight -= e.weight;
+        self.rqs[to].weight += e.weight;
+        e.vruntime =
+            e.vruntime.saturating_sub(self.rqs[from].min_vruntime) + self.rqs[to].min_vruntime;
     }
 
     /// The queued task with the least vruntime on `unit` (ties: nearest the head).
@@ -109,8 +115,9 @@ impl Policy for Cfs {
         };
         self.loads.as_mut().unwrap().add(u, 1);
         let weight = t.weight.max(1) as u64;
-        self.weight[u as usize] += weight;
-        let vruntime = self.min_vruntime[u as usize];
+        let rq = &mut self.rqs[u as usize];
+        rq.weight += weight;
+        let vruntime = rq.min_vruntime;
         let slot = view.slot(task);
         if slot >= self.entities.len() {
             self.entities.resize(slot + 1, Entity::default());
@@ -121,14 +128,14 @@ impl Policy for Cfs {
 
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
         self.init(view);
-        self.exec_start[unit as usize] = view.now_ns();
+        self.rqs[unit as usize].exec_start = view.now_ns();
         if let Some((v, t)) = self.leftmost(view, unit) {
-            let m = &mut self.min_vruntime[unit as usize];
+            let m = &mut self.rqs[unit as usize].min_vruntime;
             *m = (*m).max(v);
             return PickDecision::Run(t);
         }
         // New-idle balance: pull from the unit of this type with the most tasks.
-        let kind = view.unit(unit).kind;
+        let kind = self.loads.as_ref().unwrap().kind(unit);
         let Some((load, from)) = self.loads.as_ref().unwrap().most(kind) else {
             return PickDecision::Idle;
         };
@@ -143,26 +150,26 @@ impl Policy for Cfs {
     }
 
     fn time_slice(&mut self, view: &View, unit: UnitId, task: TaskId) -> Option<u64> {
-        let total = self.weight[unit as usize].max(1);
+        let total = self.rqs[unit as usize].weight.max(1);
         let slice = self.latency_ns * self.entities[view.slot(task)].weight / total;
         Some(slice.max(self.min_granularity_ns))
     }
 
     fn checkpoint(&mut self, view: &View, task: TaskId, unit: UnitId) -> CheckpointDecision {
         let now = view.now_ns();
-        let ran = now - self.exec_start[unit as usize];
-        self.exec_start[unit as usize] = now;
+        let ran = now - self.rqs[unit as usize].exec_start;
+        self.rqs[unit as usize].exec_start = now;
         let e = &mut self.entities[view.slot(task)];
         e.vruntime += ran * 1024 / e.weight;
         let curr = e.vruntime;
         match self.leftmost(view, unit) {
             Some((left, _)) if left <= curr => {
-                let m = &mut self.min_vruntime[unit as usize];
+                let m = &mut self.rqs[unit as usize].min_vruntime;
                 *m = (*m).max(left.min(curr));
                 CheckpointDecision::Yield
             }
             _ => {
-                let m = &mut self.min_vruntime[unit as usize];
+                let m = &mut self.rqs[unit as usize].min_vruntime;
                 *m = (*m).max(curr);
                 CheckpointDecision::Continue
             }
@@ -171,7 +178,7 @@ impl Policy for Cfs {
 
     fn complete(&mut self, view: &View, task: TaskId, unit: UnitId) {
         self.loads.as_mut().unwrap().add(unit, -1);
-        self.weight[unit as usize] -= self.entities[view.slot(task)].weight;
+        self.rqs[unit as usize].weight -= self.entities[view.slot(task)].weight;
     }
 
     fn tick_interval(&self) -> Option<u64> {
