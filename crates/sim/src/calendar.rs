@@ -139,6 +139,14 @@ impl Calendar {
         self.buckets[b].swap_remove(pos);
         self.cur = time(key) >> self.shift;
         self.len -= 1;
+        // The buckets are too narrow for the gaps now (a year's walk came up empty):
+        // widen them at once so that a year spans this gap, rather than walking empty
+        // years until the next retune.
+        let year = (time(key).saturating_sub(self.last_ns) / self.buckets.len() as u64).max(1);
+        let shift = year.next_power_of_two().trailing_zeros() + 1;
+        if shift > self.shift {
+            self.rebuild(self.buckets.len(), shift);
+        }
         Some(key)
     }
 
