@@ -103,14 +103,10 @@ pub struct SimBench {
     repeat: u32,
 }
 
-/// CPU seconds this thread has used (user + system, from `/proc/thread-self/stat`,
-/// clock ticks of 1/100 s), if readable: on a shared machine wall time overstates.
-fn thread_cpu_s() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / 100.0)
+/// CPU seconds this thread has used (nanosecond clock): on a shared machine wall time
+/// overstates, and runs of a few tenths of a second need more than 1/100 s ticks.
+fn thread_cpu_s() -> f64 {
+    hetsched_sig::bench::thread_cpu_seconds()
 }
 
 /// Peak resident memory of this process in KiB (Linux `VmHWM`), if readable.
@@ -120,16 +116,13 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// CPU seconds (this thread's, else wall) and wall seconds `f` takes, and its result.
+/// CPU seconds (this thread's) and wall seconds `f` takes, and its result.
 fn timed<T>(f: impl FnOnce() -> T) -> (f64, f64, T) {
     let start = Instant::now();
     let cpu0 = thread_cpu_s();
     let out = f();
     let wall = start.elapsed().as_secs_f64();
-    let cpu = match (cpu0, thread_cpu_s()) {
-        (Some(a), Some(b)) if b > a => b - a,
-        _ => wall,
-    };
+    let cpu = thread_cpu_s() - cpu0;
     (cpu, wall, out)
 }
 

@@ -156,6 +156,16 @@ impl<'a> View<'a> {
     pub fn task(&self, id: TaskId) -> &'a Task {
         &self.tasks[&id].task
     }
+    /// A live task's slot in the engine's task store: unique among live tasks, reused
+    /// once the task ends, and below the most tasks live at once (plus one). Policies
+    /// keep per-task state in a `Vec` indexed by it, cheaper than a map by id on every
+    /// event; the state of an ended task's slot is stale until the next submit there.
+    #[inline]
+    pub fn slot(&self, id: TaskId) -> usize {
+        self.tasks
+            .slot_of(&id)
+            .unwrap_or_else(|| panic!("task {id} is not live"))
+    }
     #[inline]
     pub fn entry(&self, id: TaskId) -> Option<&'a TaskEntry> {
         self.tasks.get(&id)

@@ -60,6 +60,25 @@ impl TaskStore {
         }
     }
 
+    /// The slot of a live task: unique among live tasks, reused once it ends, and below
+    /// the most tasks live (or staged) at once, so it can index a dense `Vec`.
+    #[inline]
+    pub fn slot_of(&self, id: &TaskId) -> Option<usize> {
+        self.slot(*id).map(|s| s as usize)
+    }
+
+    /// The entry in slot `slot` of a live task (from [`Self::slot_of`]), without the
+    /// index look-up: for an engine that remembers where its running tasks are.
+    #[inline]
+    pub fn at_slot(&self, slot: usize) -> &TaskEntry {
+        self.slots[slot].1.as_ref().expect("a live slot")
+    }
+
+    #[inline]
+    pub fn at_slot_mut(&mut self, slot: usize) -> &mut TaskEntry {
+        self.slots[slot].1.as_mut().expect("a live slot")
+    }
+
     #[inline]
     pub fn contains_key(&self, id: &TaskId) -> bool {
         self.slot(*id).is_some()
@@ -83,7 +102,8 @@ impl TaskStore {
         if let Some(s) = self.slot(id) {
             return self.slots[s as usize].1.replace(entry);
         }
-        let s = self.fill_slot(id, entry);
+        let s = self.free_slot(id);
+        self.slots[s as usize].1 = Some(entry);
         self.len += 1;
         self.index(id, s);
         None
@@ -94,30 +114,32 @@ impl TaskStore {
     /// copied when it arrives). A staged task is not live: look-ups do not find it.
     #[inline]
     pub fn stage(&mut self, task: crate::task::Task) -> Staged {
-        let id = task.id;
-        let entry = TaskEntry {
+        let s = self.free_slot(task.id);
+        // Built in the slot: a free slot holds `None`, and saying so lets the compiler
+        // copy the 200-byte task straight in rather than through a temporary.
+        let slot = &mut self.slots[s as usize].1;
+        debug_assert!(slot.is_none());
+        *slot = None;
+        *slot = Some(TaskEntry {
             task,
             placement: crate::task::Placement::Queued(crate::task::QueueId::Central),
             remaining_ns: 0,
             runs: 0,
             run_ns: 0,
-        };
-        Staged(self.fill_slot(id, entry))
+        });
+        Staged(s)
     }
 
-    /// Puts `entry` into a free slot (or a new one) and returns the slot.
+    /// A free slot (reused, or a new one) for task `id`; its entry is `None`.
     #[inline]
-    fn fill_slot(&mut self, id: TaskId, entry: TaskEntry) -> u32 {
+    fn free_slot(&mut self, id: TaskId) -> u32 {
         match self.free.pop() {
             Some(s) => {
-                // In place: no temporary tuple to copy the entry through.
-                let slot = &mut self.slots[s as usize];
-                slot.0 = id;
-                slot.1 = Some(entry);
+                self.slots[s as usize].0 = id;
                 s
             }
             None => {
-                self.slots.push((id, Some(entry)));
+                self.slots.push((id, None));
                 (self.slots.len() - 1) as u32
             }
         }

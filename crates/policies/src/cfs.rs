@@ -20,7 +20,6 @@ use hetsched_core::policy::{
 };
 use hetsched_core::task::{QueueId, TaskId};
 use hetsched_core::Result;
-use rustc_hash::FxHashMap;
 
 pub struct Cfs {
     name: String,
@@ -28,16 +27,26 @@ pub struct Cfs {
     min_granularity_ns: u64,
     balance_ns: u64,
     loads: Option<LoadIndex>,
-    /// Every live task's scheduling entity.
-    entities: FxHashMap<TaskId, Entity>,
-    min_vruntime: Vec<u64>,
-    /// Sum of weights of the tasks queued on or running on each unit.
-    weight: Vec<u64>,
-    exec_start: Vec<u64>,
+    /// Every live task's scheduling entity, by the task's slot ([`View::slot`]).
+    entities: Vec<Entity>,
+    /// Each unit's run queue accounting, together so that an event on a unit touches
+    /// one cache line of it.
+    rqs: Vec<RunQueue>,
+}
+
+/// What cfs keeps per unit.
+#[derive(Clone, Copy, Default)]
+struct RunQueue {
+    min_vruntime: u64,
+    /// Sum of weights of the tasks queued on or running on the unit.
+    weight: u64,
+    /// When the running task's current stretch began.
+    exec_start: u64,
 }
 
 /// What cfs keeps per task: its weighted virtual runtime and its weight (copied from the
 /// task, so that accounting does not look the task up in the view every time).
+#[derive(Clone, Copy, Default)]
 struct Entity {
     vruntime: u64,
     weight: u64,
@@ -55,10 +64,8 @@ impl Cfs {
             min_granularity_ns,
             balance_ns,
             loads: None,
-            entities: FxHashMap::default(),
-            min_vruntime: Vec::new(),
-            weight: Vec::new(),
-            exec_start: Vec::new(),
+            entities: Vec::new(),
+            rqs: Vec::new(),
         })
     }
 
@@ -67,31 +74,30 @@ impl Cfs {
         let n = view.units().len();
         match &mut self.loads {
             None => self.loads = Some(LoadIndex::new(view)),
-            Some(loads) if self.weight.len() < n => loads.cover(view),
+            Some(loads) if self.rqs.len() < n => loads.cover(view),
             Some(_) => return,
         }
-        self.min_vruntime.resize(n, 0);
-        self.weight.resize(n, 0);
-        self.exec_start.resize(n, 0);
+        self.rqs.resize(n, RunQueue::default());
     }
 
     /// Moves a queued task's accounting from unit `from` to unit `to`.
-    fn transfer(&mut self, t: TaskId, from: UnitId, to: UnitId) {
-        let e = self.entities.get_mut(&t).unwrap();
+    fn transfer(&mut self, view: &View, t: TaskId, from: UnitId, to: UnitId) {
+        let e = &mut self.entities[view.slot(t)];
         let loads = self.loads.as_mut().unwrap();
         loads.add(from, -1);
         loads.add(to, 1);
-        self.weight[from as usize] -= e.weight;
-        self.weight[to as usize] += e.weight;
-        e.vruntime = e.vruntime.saturating_sub(self.min_vruntime[from as usize])
-            + self.min_vruntime[to as usize];
+        let (from, to) = (from as usize, to as usize);
+        self.rqs[from].weight -= e.weight;
+        self.rqs[to].weight += e.weight;
+        e.vruntime =
+            e.vruntime.saturating_sub(self.rqs[from].min_vruntime) + self.rqs[to].min_vruntime;
     }
 
     /// The queued task with the least vruntime on `unit` (ties: nearest the head).
     fn leftmost(&self, view: &View, unit: UnitId) -> Option<(u64, TaskId)> {
         view.queue(unit)
             .iter()
-            .map(|t| (self.entities[t].vruntime, *t))
+            .map(|&t| (self.entities[view.slot(t)].vruntime, t))
             .min_by_key(|&(v, _)| v)
     }
 }
@@ -109,22 +115,27 @@ impl Policy for Cfs {
         };
         self.loads.as_mut().unwrap().add(u, 1);
         let weight = t.weight.max(1) as u64;
-        self.weight[u as usize] += weight;
-        let vruntime = self.min_vruntime[u as usize];
-        self.entities.insert(task, Entity { vruntime, weight });
+        let rq = &mut self.rqs[u as usize];
+        rq.weight += weight;
+        let vruntime = rq.min_vruntime;
+        let slot = view.slot(task);
+        if slot >= self.entities.len() {
+            self.entities.resize(slot + 1, Entity::default());
+        }
+        self.entities[slot] = Entity { vruntime, weight };
         SubmitDecision::Enqueue(QueueId::Unit(u))
     }
 
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
         self.init(view);
-        self.exec_start[unit as usize] = view.now_ns();
+        self.rqs[unit as usize].exec_start = view.now_ns();
         if let Some((v, t)) = self.leftmost(view, unit) {
-            let m = &mut self.min_vruntime[unit as usize];
+            let m = &mut self.rqs[unit as usize].min_vruntime;
             *m = (*m).max(v);
             return PickDecision::Run(t);
         }
         // New-idle balance: pull from the unit of this type with the most tasks.
-        let kind = view.unit(unit).kind;
+        let kind = self.loads.as_ref().unwrap().kind(unit);
         let Some((load, from)) = self.loads.as_ref().unwrap().most(kind) else {
             return PickDecision::Idle;
         };
@@ -134,42 +145,40 @@ impl Policy for Cfs {
         let Some(&t) = view.queue(from).iter().find(|&&t| view.can_run(t, unit)) else {
             return PickDecision::Idle;
         };
-        self.transfer(t, from, unit);
+        self.transfer(view, t, from, unit);
         PickDecision::Steal { from, task: t }
     }
 
-    fn time_slice(&mut self, _view: &View, unit: UnitId, task: TaskId) -> Option<u64> {
-        let total = self.weight[unit as usize].max(1);
-        let slice = self.latency_ns * self.entities[&task].weight / total;
+    fn time_slice(&mut self, view: &View, unit: UnitId, task: TaskId) -> Option<u64> {
+        let total = self.rqs[unit as usize].weight.max(1);
+        let slice = self.latency_ns * self.entities[view.slot(task)].weight / total;
         Some(slice.max(self.min_granularity_ns))
     }
 
     fn checkpoint(&mut self, view: &View, task: TaskId, unit: UnitId) -> CheckpointDecision {
         let now = view.now_ns();
-        let ran = now - self.exec_start[unit as usize];
-        self.exec_start[unit as usize] = now;
-        let e = self.entities.get_mut(&task).unwrap();
+        let ran = now - self.rqs[unit as usize].exec_start;
+        self.rqs[unit as usize].exec_start = now;
+        let e = &mut self.entities[view.slot(task)];
         e.vruntime += ran * 1024 / e.weight;
         let curr = e.vruntime;
         match self.leftmost(view, unit) {
             Some((left, _)) if left <= curr => {
-                let m = &mut self.min_vruntime[unit as usize];
+                let m = &mut self.rqs[unit as usize].min_vruntime;
                 *m = (*m).max(left.min(curr));
                 CheckpointDecision::Yield
             }
             _ => {
-                let m = &mut self.min_vruntime[unit as usize];
+                let m = &mut self.rqs[unit as usize].min_vruntime;
                 *m = (*m).max(curr);
                 CheckpointDecision::Continue
             }
         }
     }
 
-    fn complete(&mut self, _view: &View, task: TaskId, unit: UnitId) {
+    fn complete(&mut self, view: &View, task: TaskId, unit: UnitId) {
         self.loads.as_mut().unwrap().add(unit, -1);
-        if let Some(e) = self.entities.remove(&task) {
-            self.weight[unit as usize] -= e.weight;
-        }
+        self.rqs[unit as usize].weight -= self.entities[view.slot(task)].weight;
     }
 
     fn tick_interval(&self) -> Option<u64> {
@@ -202,7 +211,7 @@ impl Policy for Cfs {
                 else {
                     break;
                 };
-                self.transfer(t, from, to);
+                self.transfer(view, t, from, to);
                 actions.push(TickAction::Migrate { task: t, to });
             }
         }

@@ -113,6 +113,12 @@ impl LoadIndex {
         }
     }
 
+    /// The type of unit `u` (a compact copy of the machine's).
+    #[inline]
+    pub fn kind(&self, u: UnitId) -> UnitType {
+        self.kinds[u as usize]
+    }
+
     pub fn load(&self, u: UnitId) -> u32 {
         self.load[u as usize]
     }

@@ -69,6 +69,8 @@ enum Next {
 /// event (kept here so as not to look the task up again).
 #[derive(Clone, Copy, Debug, Default)]
 struct Segment {
+    /// The task store slot of the unit's task (saves the id look-up on every run end).
+    slot: usize,
     /// Sequence number of the run end scheduled for this segment (0: none, e.g. it was
     /// cut short by a tick migration).
     run_end: u64,
@@ -87,6 +89,9 @@ struct Segment {
 
 struct Sim<'a, R: Recorder + ?Sized> {
     machine: &'a Machine,
+    /// Each unit's type, by unit id: 1 KiB for 1,024 units stays in cache, where the
+    /// machine's units are far apart.
+    kinds: Vec<UnitType>,
     speed: SpeedModel,
     config: &'a Config,
     rec: &'a mut R,
@@ -134,6 +139,7 @@ where
     }
     let mut sim = Sim {
         machine,
+        kinds: machine.units.iter().map(|u| u.kind).collect(),
         speed: SpeedModel::new(machine),
         config,
         rec,
@@ -264,13 +270,14 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         });
     }
 
+    #[inline]
     fn unit_kind(&self, unit: UnitId) -> UnitType {
-        self.machine.units[unit as usize].kind
+        self.kinds[unit as usize]
     }
 
     /// Whether `unit` exists and a task of this affinity can run on it.
     fn fits(&self, affinity: &Affinity, unit: UnitId) -> bool {
-        (unit as usize) < self.machine.units.len() && affinity.runs_on(self.unit_kind(unit))
+        (unit as usize) < self.kinds.len() && affinity.runs_on(self.unit_kind(unit))
     }
 
     fn misplaced(who: &str, task: TaskId, unit: UnitId) -> Error {
@@ -431,7 +438,8 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         from: QueueId,
     ) -> Result<()> {
         let kind = self.unit_kind(u);
-        let e = self.tasks.get_mut(&task).unwrap();
+        let slot = self.tasks.slot_of(&task).expect("a picked task is live");
+        let e = self.tasks.at_slot_mut(slot);
         if !e.task.affinity.runs_on(kind) {
             return Err(Self::misplaced("pick", task, u));
         }
@@ -439,6 +447,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         e.runs += 1;
         let copy_in = self.speed.copy_in_ns(&e.task, u);
         let seg = &mut self.segs[u as usize];
+        seg.slot = slot;
         seg.bandwidth_node = Self::bandwidth_node(self.machine, &self.node_bandwidth, u, &e.task);
         seg.memory_bound = e.task.memory_bound;
         self.running[u as usize] = Some(Running {
@@ -449,7 +458,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         self.idle.remove(u);
         self.emit(task, EventKind::Start { unit: u, from });
         let node = self.draw(u, task, 1.0);
-        self.segment(policy, u, task, self.now + copy_in)?;
+        self.segment(policy, u, task, self.now + copy_in, None)?;
         if let Some(n) = node {
             self.replan_node(n, Some(u));
         }
@@ -481,7 +490,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     fn draw(&mut self, u: UnitId, task: TaskId, sign: f64) -> Option<u32> {
         let node = self.segs[u as usize].bandwidth_node?;
         let d = &mut self.node_demand[node as usize];
-        *d = (*d + sign * self.tasks[&task].task.mem_bandwidth).max(0.0);
+        let entry = self.tasks.at_slot(self.segs[u as usize].slot);
+        debug_assert_eq!(entry.task.id, task);
+        *d = (*d + sign * entry.task.mem_bandwidth).max(0.0);
         Some(node)
     }
 
@@ -516,7 +527,8 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
                 continue;
             }
             let elapsed = (self.now - seg.compute_from_ns).min(seg.compute_ns);
-            let e = self.tasks.get_mut(&task).unwrap();
+            let e = self.tasks.at_slot_mut(seg.slot);
+            debug_assert_eq!(e.task.id, task);
             let done = ((elapsed as f64 / seg.factor).floor() as u64)
                 .min(e.remaining_ns.saturating_sub(1));
             e.remaining_ns -= done;
@@ -537,18 +549,23 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         }
     }
 
-    /// Schedules the next segment of `task` on `u`, computing from `from_ns`.
+    /// Schedules the next segment of `task` on `u`, computing from `from_ns` at `factor`
+    /// unit ns per reference ns if known (else the speed model's).
     fn segment<P: Policy + ?Sized>(
         &mut self,
         policy: &mut P,
         u: UnitId,
         task: TaskId,
         from_ns: u64,
+        factor: Option<f64>,
     ) -> Result<()> {
         let kind = self.unit_kind(u);
-        let sigma = self.sigma(self.segs[u as usize].bandwidth_node);
-        let entry = &self.tasks[&task];
-        let factor = self.speed.ns_per_work_s_shared(&entry.task, u, sigma) * 1e-9;
+        let entry = self.tasks.at_slot(self.segs[u as usize].slot);
+        debug_assert_eq!(entry.task.id, task);
+        let factor = factor.unwrap_or_else(|| {
+            let sigma = self.sigma(self.segs[u as usize].bandwidth_node);
+            self.speed.ns_per_work_s_shared(&entry.task, u, sigma) * 1e-9
+        });
         let need = SpeedModel::compute_ns(entry.remaining_ns, factor);
         let slice = if kind == UnitType::Cpu {
             policy.time_slice(&self.view(), u, task)
@@ -581,7 +598,8 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     /// of the rest when the segment finishes it).
     fn credit(&mut self, u: UnitId, task: TaskId, compute_ns: u64) {
         let seg = self.segs[u as usize];
-        let e = self.tasks.get_mut(&task).unwrap();
+        let e = self.tasks.at_slot_mut(seg.slot);
+        debug_assert_eq!(e.task.id, task);
         let done = if seg.finishes && compute_ns == seg.compute_ns {
             e.remaining_ns
         } else {
@@ -599,7 +617,8 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             .map_or(self.now, |r| r.since_ns);
         self.busy_ns[u as usize] += self.now - self.busy_from[u as usize].max(self.last_tick);
         self.segs[u as usize].run_end = 0;
-        let e = self.tasks.get_mut(&task).unwrap();
+        let e = self.tasks.at_slot_mut(self.segs[u as usize].slot);
+        debug_assert_eq!(e.task.id, task);
         e.run_ns += self.now - since;
         if let Some(n) = node {
             self.replan_node(n, None);
@@ -619,7 +638,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         if seg.finishes {
             self.vacate(u, task);
             self.summary.completed += 1;
-            self.summary.work_completed_ns += self.tasks[&task].task.work_ns();
+            self.summary.work_completed_ns += self.tasks.at_slot(seg.slot).task.work_ns();
             self.emit(task, EventKind::Complete { unit: u });
             // `complete` still sees the task; then it is gone.
             policy.complete(&self.view(), task, u);
@@ -627,7 +646,11 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             return self.pick(policy, u).map(|_| ());
         }
         match policy.checkpoint(&self.view(), task, u) {
-            CheckpointDecision::Continue => self.segment(policy, u, task, self.now),
+            CheckpointDecision::Continue => {
+                // Same task on the same unit: the rate holds unless bandwidth is shared.
+                let factor = seg.bandwidth_node.is_none().then_some(seg.factor);
+                self.segment(policy, u, task, self.now, factor)
+            }
             CheckpointDecision::Yield => {
                 self.vacate(u, task);
                 self.emit(task, EventKind::Stop { unit: u });

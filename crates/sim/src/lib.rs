@@ -2,6 +2,7 @@
 //! reports and traces.
 
 pub mod bench;
+pub mod calendar;
 pub mod engine;
 pub mod report;
 pub mod run_ends;
