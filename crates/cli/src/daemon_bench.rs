@@ -31,6 +31,15 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
+/// "p50 X us, p99 Y us" of sorted microseconds.
+fn p50_p99(sorted_us: &[f64]) -> String {
+    format!(
+        "p50 {:.1} us, p99 {:.1} us",
+        percentile(sorted_us, 0.5),
+        percentile(sorted_us, 0.99)
+    )
+}
+
 pub fn run(args: DaemonBench) -> Result<()> {
     let text = format!(
         "name = \"bench\"\n[[package]]\ncores = {}\n",
@@ -142,30 +151,25 @@ pub fn run(args: DaemonBench) -> Result<()> {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(
-        "alloc+free round trip: p50 {:.1} us, p99 {:.1} us over {} (goal p99 <= 20 us)",
-        percentile(&us, 0.5),
-        percentile(&us, 0.99),
+        "alloc+free round trip: {} over {} (goal p99 <= 20 us)",
+        p50_p99(&us),
         us.len()
     );
     println!(
-        "  the same with the compact encoding on the socket: p50 {:.1} us, p99 {:.1} us",
-        percentile(&socket_us, 0.5),
-        percentile(&socket_us, 0.99)
+        "  the same with the compact encoding on the socket: {}",
+        p50_p99(&socket_us)
     );
     println!(
-        "  the same with every message JSON on the socket: p50 {:.1} us, p99 {:.1} us",
-        percentile(&json_us, 0.5),
-        percentile(&json_us, 0.99)
+        "  the same with every message JSON on the socket: {}",
+        p50_p99(&json_us)
     );
     println!(
-        "  floor on this machine: bare socket request+reply between two threads p50 {:.1} us, p99 {:.1} us (alloc+free is two of them)",
-        percentile(&floor, 0.5),
-        percentile(&floor, 0.99)
+        "  floor on this machine: bare socket request+reply between two threads {} (alloc+free is two of them)",
+        p50_p99(&floor)
     );
     println!(
-        "  floor with both sides polling (as the client and daemon do): p50 {:.1} us, p99 {:.1} us",
-        percentile(&polled_floor, 0.5),
-        percentile(&polled_floor, 0.99)
+        "  floor with both sides polling (as the client and daemon do): {}",
+        p50_p99(&polled_floor)
     );
     println!("in-slice re-request: {rereq_ns:.2} ns (goal <= 100 ns)");
     println!(
