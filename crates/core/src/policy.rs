@@ -204,4 +204,9 @@ pub trait Policy {
     fn tick(&mut self, _view: &View, _samples: &[Sample]) -> Vec<TickAction> {
         Vec::new()
     }
+    /// Whether `tick` reads its samples. Building them is a pass over every unit per
+    /// tick; a policy that balances by its own counts says `false` and gets none.
+    fn wants_samples(&self) -> bool {
+        true
+    }
 }

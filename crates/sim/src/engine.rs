@@ -103,8 +103,10 @@ struct Sim<'a, R: Recorder + ?Sized> {
     segs: Vec<Segment>,
     tasks: TaskStore,
     idle: UnitSet,
+    /// Busy time per unit since the last sampled tick, and since when each has run.
     busy_ns: Vec<u64>,
     busy_from: Vec<u64>,
+    /// The last tick that took samples.
     last_tick: u64,
     /// Reused for every tick's samples.
     samples: Vec<Sample>,
@@ -678,18 +680,20 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     fn tick<P: Policy + ?Sized>(&mut self, policy: &mut P) -> Result<()> {
         let mut samples = std::mem::take(&mut self.samples);
         samples.clear();
-        let (now, last_tick) = (self.now, self.last_tick);
-        let units = self.running.iter().zip(&self.busy_ns).zip(&self.busy_from);
-        samples.extend(units.zip(&self.segs).enumerate().map(
-            |(u, (((running, &busy), &from), seg))| Sample {
-                unit: u as UnitId,
-                task: running.map(|r| r.task),
-                busy_ns: busy + running.map_or(0, |_| now - from.max(last_tick)),
-                memory_bound: running.map(|_| seg.memory_bound),
-            },
-        ));
-        self.busy_ns.iter_mut().for_each(|b| *b = 0);
-        self.last_tick = self.now;
+        if policy.wants_samples() {
+            let (now, last_tick) = (self.now, self.last_tick);
+            let units = self.running.iter().zip(&self.busy_ns).zip(&self.busy_from);
+            samples.extend(units.zip(&self.segs).enumerate().map(
+                |(u, (((running, &busy), &from), seg))| Sample {
+                    unit: u as UnitId,
+                    task: running.map(|r| r.task),
+                    busy_ns: busy + running.map_or(0, |_| now - from.max(last_tick)),
+                    memory_bound: running.map(|_| seg.memory_bound),
+                },
+            ));
+            self.busy_ns.iter_mut().for_each(|b| *b = 0);
+            self.last_tick = self.now;
+        }
         let actions = policy.tick(&self.view(), &samples);
         self.samples = samples;
         for TickAction::Migrate { task, to } in actions {

@@ -235,6 +235,8 @@ fn accelerators_stop_only_at_checkpoints_which_cost_time() {
 struct MoveOnce {
     checkpoint_moved: bool,
     tick_moved: bool,
+    /// Each tick's time and samples.
+    ticks: Vec<(u64, Vec<Sample>)>,
 }
 
 impl Policy for MoveOnce {
@@ -262,7 +264,8 @@ impl Policy for MoveOnce {
     fn tick_interval(&self) -> Option<u64> {
         Some(250 * MS)
     }
-    fn tick(&mut self, view: &View, _: &[Sample]) -> Vec<TickAction> {
+    fn tick(&mut self, view: &View, samples: &[Sample]) -> Vec<TickAction> {
+        self.ticks.push((view.now_ns(), samples.to_vec()));
         match view.running(1) {
             Some(r) if !self.tick_moved => {
                 self.tick_moved = true;
@@ -285,6 +288,7 @@ fn checkpoint_and_tick_migrations_move_running_tasks_and_conserve_work() {
     let mut p = MoveOnce {
         checkpoint_moved: false,
         tick_moved: false,
+        ticks: Vec::new(),
     };
     let mut rec = Record::new(
         "move-once",
@@ -312,6 +316,27 @@ fn checkpoint_and_tick_migrations_move_running_tasks_and_conserve_work() {
         .collect();
     assert_eq!(starts, vec![(0, 0), (100 * MS, 1), (250 * MS, 0)]);
     assert_eq!(rec.metrics().migrations, 2);
+    // Samples: busy time since the previous tick. At 250 ms u0 was busy 0..100 ms and
+    // u1 100..250 ms (still running the task); from then on u0 runs it, u1 is idle; the
+    // tick at 1 s comes after the run end at 1 s (run ends first at equal times).
+    let sample = |unit, task: Option<u64>, busy_ns| Sample {
+        unit,
+        task,
+        busy_ns,
+        memory_bound: task.map(|_| 0.0),
+    };
+    let expected: Vec<(u64, Vec<Sample>)> = [250, 500, 750, 1000]
+        .into_iter()
+        .map(|t| {
+            let samples = match t {
+                250 => vec![sample(0, None, 100 * MS), sample(1, Some(0), 150 * MS)],
+                1000 => vec![sample(0, None, 250 * MS), sample(1, None, 0)],
+                _ => vec![sample(0, Some(0), 250 * MS), sample(1, None, 0)],
+            };
+            (t * MS, samples)
+        })
+        .collect();
+    assert_eq!(p.ticks, expected);
 }
 
 /// Two cores on one NUMA node of 10 GB/s; tasks half memory-bound drawing 10 GB/s each.
