@@ -121,7 +121,9 @@ pub enum Placement {
 pub struct TaskEntry {
     pub task: Task,
     pub placement: Placement,
-    /// Reference nanoseconds of work still to do (integer, so that runs are exact).
+    /// Reference nanoseconds of work still to do (integer, so that runs are exact). The
+    /// simulator keeps a running task's count with its unit and writes it back here when
+    /// the task leaves the unit.
     pub remaining_ns: u64,
     /// Number of run segments started so far.
     pub runs: u32,
