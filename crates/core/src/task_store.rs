@@ -20,12 +20,21 @@ const NONE: u32 = u32::MAX;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Staged(u32);
 
+/// An id and its entry (`None` when the slot is free), aligned to cache lines so that
+/// an entry spans as few of them as its size allows.
+#[derive(Clone, Debug)]
+#[repr(align(64))]
+struct Slot {
+    id: TaskId,
+    entry: Option<TaskEntry>,
+}
+
 /// Live tasks by id. The API follows a map's (`insert`, `get`, `remove`...).
 #[derive(Clone, Debug, Default)]
 pub struct TaskStore {
     /// The slab: an id and its entry, `None` when the slot is free. Only slots the
     /// index points to are live (a staged task's slot is not, yet).
-    slots: Vec<(TaskId, Option<TaskEntry>)>,
+    slots: Vec<Slot>,
     free: Vec<u32>,
     /// `window[i]`: the slot of task `base + i`, or `NONE`.
     window: VecDeque<u32>,
@@ -71,12 +80,12 @@ impl TaskStore {
     /// index look-up: for an engine that remembers where its running tasks are.
     #[inline]
     pub fn at_slot(&self, slot: usize) -> &TaskEntry {
-        self.slots[slot].1.as_ref().expect("a live slot")
+        self.slots[slot].entry.as_ref().expect("a live slot")
     }
 
     #[inline]
     pub fn at_slot_mut(&mut self, slot: usize) -> &mut TaskEntry {
-        self.slots[slot].1.as_mut().expect("a live slot")
+        self.slots[slot].entry.as_mut().expect("a live slot")
     }
 
     #[inline]
@@ -87,23 +96,23 @@ impl TaskStore {
     #[inline]
     pub fn get(&self, id: &TaskId) -> Option<&TaskEntry> {
         self.slot(*id)
-            .and_then(|s| self.slots[s as usize].1.as_ref())
+            .and_then(|s| self.slots[s as usize].entry.as_ref())
     }
 
     #[inline]
     pub fn get_mut(&mut self, id: &TaskId) -> Option<&mut TaskEntry> {
         self.slot(*id)
-            .and_then(|s| self.slots[s as usize].1.as_mut())
+            .and_then(|s| self.slots[s as usize].entry.as_mut())
     }
 
     /// Adds a live task (replacing and returning the entry of the same id, if any).
     #[inline]
     pub fn insert(&mut self, id: TaskId, entry: TaskEntry) -> Option<TaskEntry> {
         if let Some(s) = self.slot(id) {
-            return self.slots[s as usize].1.replace(entry);
+            return self.slots[s as usize].entry.replace(entry);
         }
         let s = self.free_slot(id);
-        self.slots[s as usize].1 = Some(entry);
+        self.slots[s as usize].entry = Some(entry);
         self.len += 1;
         self.index(id, s);
         None
@@ -117,7 +126,7 @@ impl TaskStore {
         let s = self.free_slot(task.id);
         // Built in the slot: a free slot holds `None`, and saying so lets the compiler
         // copy the 200-byte task straight in rather than through a temporary.
-        let slot = &mut self.slots[s as usize].1;
+        let slot = &mut self.slots[s as usize].entry;
         debug_assert!(slot.is_none());
         *slot = None;
         *slot = Some(TaskEntry {
@@ -135,11 +144,11 @@ impl TaskStore {
     fn free_slot(&mut self, id: TaskId) -> u32 {
         match self.free.pop() {
             Some(s) => {
-                self.slots[s as usize].0 = id;
+                self.slots[s as usize].id = id;
                 s
             }
             None => {
-                self.slots.push((id, None));
+                self.slots.push(Slot { id, entry: None });
                 (self.slots.len() - 1) as u32
             }
         }
@@ -148,19 +157,25 @@ impl TaskStore {
     /// A staged task.
     #[inline]
     pub fn staged(&self, s: Staged) -> &TaskEntry {
-        self.slots[s.0 as usize].1.as_ref().expect("staged slot")
+        self.slots[s.0 as usize]
+            .entry
+            .as_ref()
+            .expect("staged slot")
     }
 
     #[inline]
     pub fn staged_mut(&mut self, s: Staged) -> &mut TaskEntry {
-        self.slots[s.0 as usize].1.as_mut().expect("staged slot")
+        self.slots[s.0 as usize]
+            .entry
+            .as_mut()
+            .expect("staged slot")
     }
 
     /// Makes a staged task live. Its id must not be live already (check with
     /// [`contains_key`](Self::contains_key)).
     #[inline]
     pub fn admit(&mut self, s: Staged) {
-        let id = self.slots[s.0 as usize].0;
+        let id = self.slots[s.0 as usize].id;
         debug_assert!(!self.contains_key(&id), "task {id} is live already");
         self.len += 1;
         self.index(id, s.0);
@@ -168,7 +183,7 @@ impl TaskStore {
 
     /// Drops a staged task that never became live.
     pub fn unstage(&mut self, s: Staged) {
-        self.slots[s.0 as usize].1 = None;
+        self.slots[s.0 as usize].entry = None;
         self.free.push(s.0);
     }
 
@@ -222,7 +237,7 @@ impl TaskStore {
     #[inline]
     pub fn remove(&mut self, id: &TaskId) -> Option<TaskEntry> {
         let s = self.unindex(id)?;
-        self.slots[s as usize].1.take()
+        self.slots[s as usize].entry.take()
     }
 
     /// Forgets where `id` lives and frees its slot (whose entry the caller clears).
@@ -255,7 +270,7 @@ impl TaskStore {
         let Some(s) = self.unindex(id) else {
             return false;
         };
-        self.slots[s as usize].1 = None;
+        self.slots[s as usize].entry = None;
         true
     }
 
@@ -264,8 +279,8 @@ impl TaskStore {
         self.slots
             .iter()
             .enumerate()
-            .filter(|&(s, (id, _))| self.slot(*id) == Some(s as u32))
-            .filter_map(|(_, (id, e))| e.as_ref().map(|e| (id, e)))
+            .filter(|&(s, slot)| self.slot(slot.id) == Some(s as u32))
+            .filter_map(|(_, slot)| slot.entry.as_ref().map(|e| (&slot.id, e)))
     }
 
     /// Slab slots (used or free) plus index entries: what memory is proportional to.
