@@ -2,13 +2,17 @@
 CARGO ?= cargo
 HETSCHED = target/release/hetsched
 
-.PHONY: deps build demo test lint fmt bench
+.PHONY: deps build demo test lint fmt bench pgo
 
 deps:
 	@bash scripts/deps.sh
 
 build: deps
 	$(CARGO) build --release --bin hetsched
+
+# A profile-guided build of the same code (target/pgo/release/hetsched), for benchmarks.
+pgo: deps
+	bash scripts/pgo-build.sh
 
 demo: build
 	$(HETSCHED) demo
