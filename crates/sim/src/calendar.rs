@@ -123,8 +123,14 @@ impl Calendar {
             self.buckets[b].keys[count] = key;
             self.counts[b] += 1;
         } else {
-            self.spill.push(Reverse(key));
+            self.spill_key(key);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn spill_key(&mut self, key: u128) {
+        self.spill.push(Reverse(key));
     }
 
     /// The smallest key.
@@ -258,6 +264,8 @@ impl Calendar {
     /// mean gap between pops (rounded down to a power of two), rebuilding if either moved:
     /// a pop looks at one or two buckets and a key or two. (Rounded up, buckets near the
     /// front held twice the keys: more keys compared per pop, and more spilled.)
+    #[cold]
+    #[inline(never)]
     fn retune(&mut self) {
         let gap = (self.last_ns - self.window_start_ns) / self.pops as u64;
         self.pops = 0;
@@ -274,6 +282,8 @@ impl Calendar {
     }
 
     /// Re-buckets every key into `n` buckets of width `2^shift`.
+    #[cold]
+    #[inline(never)]
     fn rebuild(&mut self, n: usize, shift: u32) {
         let mut keys: Vec<u128> = self.spill.drain().map(|Reverse(k)| k).collect();
         for (bucket, &count) in self.buckets.iter().zip(&self.counts) {
