@@ -43,6 +43,7 @@ impl RunEnds {
 
     /// Schedules a run end on `unit` (below [`Self::MAX_UNITS`]) at `t_ns`; returns its
     /// sequence number.
+    #[inline]
     pub fn push(&mut self, t_ns: u64, unit: u32) -> u64 {
         debug_assert!((unit as usize) < Self::MAX_UNITS);
         self.seq += 1;
@@ -52,10 +53,12 @@ impl RunEnds {
     }
 
     /// Time of the earliest run end.
+    #[inline]
     pub fn next_ns(&mut self) -> Option<u64> {
         self.queue.peek().map(|k| (k >> 64) as u64)
     }
 
+    #[inline]
     pub fn pop(&mut self) -> Option<RunEnd> {
         self.queue.pop().map(|key| RunEnd {
             key,
