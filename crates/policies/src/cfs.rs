@@ -26,7 +26,7 @@ pub struct Cfs {
     latency_ns: u64,
     min_granularity_ns: u64,
     balance_ns: u64,
-    loads: Option<LoadIndex>,
+    loads: LoadIndex,
     /// Every live task's scheduling entity, by the task's slot ([`View::slot`]).
     entities: Vec<Entity>,
     /// Each unit's run queue accounting, together so that an event on a unit touches
@@ -34,14 +34,34 @@ pub struct Cfs {
     rqs: Vec<RunQueue>,
 }
 
+/// No task (ids are assigned from 0 in arrival order).
+const NO_TASK: TaskId = TaskId::MAX;
+
 /// What cfs keeps per unit.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct RunQueue {
     min_vruntime: u64,
     /// Sum of weights of the tasks queued on or running on the unit.
     weight: u64,
     /// When the running task's current stretch began.
     exec_start: u64,
+    /// The task this policy last started on the unit (`NO_TASK` when idle) and its
+    /// slot: the engine then asks about that task (slice, checkpoint, completion), and
+    /// the slot spares a look-up in the view each time.
+    curr: TaskId,
+    curr_slot: usize,
+}
+
+impl Default for RunQueue {
+    fn default() -> RunQueue {
+        RunQueue {
+            min_vruntime: 0,
+            weight: 0,
+            exec_start: 0,
+            curr: NO_TASK,
+            curr_slot: 0,
+        }
+    }
 }
 
 /// What cfs keeps per task: its weighted virtual runtime and its weight (copied from the
@@ -63,42 +83,65 @@ impl Cfs {
             latency_ns,
             min_granularity_ns,
             balance_ns,
-            loads: None,
+            loads: LoadIndex::empty(),
             entities: Vec::new(),
             rqs: Vec::new(),
         })
     }
 
-    /// Sizes the per-unit state, also for units added since the last call.
+    /// Sizes the per-unit state for units added since the last call (a length check on
+    /// the hot path).
+    #[inline]
     fn init(&mut self, view: &View) {
-        let n = view.units().len();
-        match &mut self.loads {
-            None => self.loads = Some(LoadIndex::new(view)),
-            Some(loads) if self.rqs.len() < n => loads.cover(view),
-            Some(_) => return,
+        if self.rqs.len() < view.units().len() {
+            self.grow(view);
         }
-        self.rqs.resize(n, RunQueue::default());
     }
 
-    /// Moves a queued task's accounting from unit `from` to unit `to`.
-    fn transfer(&mut self, view: &View, t: TaskId, from: UnitId, to: UnitId) {
-        let e = &mut self.entities[view.slot(t)];
-        let loads = self.loads.as_mut().unwrap();
-        loads.add(from, -1);
-        loads.add(to, 1);
+    #[cold]
+    fn grow(&mut self, view: &View) {
+        self.loads.cover(view);
+        self.rqs.resize(view.units().len(), RunQueue::default());
+    }
+
+    /// The slot of `task`, which runs on `unit`.
+    #[inline]
+    fn running_slot(&self, view: &View, unit: UnitId, task: TaskId) -> usize {
+        let rq = &self.rqs[unit as usize];
+        if rq.curr == task {
+            rq.curr_slot
+        } else {
+            view.slot(task)
+        }
+    }
+
+    /// Moves a queued task's accounting from unit `from` to unit `to`; returns its slot.
+    fn transfer(&mut self, view: &View, t: TaskId, from: UnitId, to: UnitId) -> usize {
+        let slot = view.slot(t);
+        let e = &mut self.entities[slot];
+        self.loads.dec(from);
+        self.loads.inc(to);
         let (from, to) = (from as usize, to as usize);
         self.rqs[from].weight -= e.weight;
         self.rqs[to].weight += e.weight;
         e.vruntime =
             e.vruntime.saturating_sub(self.rqs[from].min_vruntime) + self.rqs[to].min_vruntime;
+        slot
     }
 
-    /// The queued task with the least vruntime on `unit` (ties: nearest the head).
-    fn leftmost(&self, view: &View, unit: UnitId) -> Option<(u64, TaskId)> {
-        view.queue(unit)
-            .iter()
-            .map(|&t| (self.entities[view.slot(t)].vruntime, t))
-            .min_by_key(|&(v, _)| v)
+    /// The queued task with the least vruntime on `unit` (ties: nearest the head), with
+    /// its slot.
+    #[inline]
+    fn leftmost(&self, view: &View, unit: UnitId) -> Option<(u64, TaskId, usize)> {
+        let mut best: Option<(u64, TaskId, usize)> = None;
+        for &t in view.queue(unit) {
+            let slot = view.slot(t);
+            let v = self.entities[slot].vruntime;
+            if best.is_none_or(|(b, _, _)| v < b) {
+                best = Some((v, t, slot));
+            }
+        }
+        best
     }
 }
 
@@ -110,10 +153,10 @@ impl Policy for Cfs {
     fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
         self.init(view);
         let t = view.task(task);
-        let Some(u) = self.loads.as_ref().unwrap().least(&t.affinity) else {
+        let Some(u) = self.loads.least(&t.affinity) else {
             return SubmitDecision::Reject("no unit can run it".into());
         };
-        self.loads.as_mut().unwrap().add(u, 1);
+        self.loads.inc(u);
         let weight = t.weight.max(1) as u64;
         let rq = &mut self.rqs[u as usize];
         rq.weight += weight;
@@ -128,48 +171,68 @@ impl Policy for Cfs {
 
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
         self.init(view);
-        self.rqs[unit as usize].exec_start = view.now_ns();
-        if let Some((v, t)) = self.leftmost(view, unit) {
-            let m = &mut self.rqs[unit as usize].min_vruntime;
-            *m = (*m).max(v);
+        let leftmost = self.leftmost(view, unit);
+        let rq = &mut self.rqs[unit as usize];
+        rq.exec_start = view.now_ns();
+        if let Some((v, t, slot)) = leftmost {
+            rq.min_vruntime = rq.min_vruntime.max(v);
+            (rq.curr, rq.curr_slot) = (t, slot);
             return PickDecision::Run(t);
         }
-        // New-idle balance: pull from the unit of this type with the most tasks.
-        let kind = self.loads.as_ref().unwrap().kind(unit);
-        let Some((load, from)) = self.loads.as_ref().unwrap().most(kind) else {
+        rq.curr = NO_TASK;
+        // New-idle balance: pull from the unit of this type with the most tasks (the
+        // highest load alone rules out most cases without finding that unit).
+        let kind = self.loads.kind(unit);
+        if self.loads.most_load(kind) < 2 {
+            return PickDecision::Idle;
+        }
+        let Some((_, from)) = self.loads.most(kind) else {
             return PickDecision::Idle;
         };
-        if load < 2 || from == unit {
+        if from == unit {
             return PickDecision::Idle;
         }
         let Some(&t) = view.queue(from).iter().find(|&&t| view.can_run(t, unit)) else {
             return PickDecision::Idle;
         };
-        self.transfer(view, t, from, unit);
+        let slot = self.transfer(view, t, from, unit);
+        let rq = &mut self.rqs[unit as usize];
+        (rq.curr, rq.curr_slot) = (t, slot);
         PickDecision::Steal { from, task: t }
     }
 
     fn time_slice(&mut self, view: &View, unit: UnitId, task: TaskId) -> Option<u64> {
+        let weight = self.entities[self.running_slot(view, unit, task)].weight;
         let total = self.rqs[unit as usize].weight.max(1);
-        let slice = self.latency_ns * self.entities[view.slot(task)].weight / total;
+        // Alone on its unit (the usual case), a task gets the whole latency: no division.
+        let slice = if weight == total {
+            self.latency_ns
+        } else {
+            self.latency_ns * weight / total
+        };
         Some(slice.max(self.min_granularity_ns))
     }
 
     fn checkpoint(&mut self, view: &View, task: TaskId, unit: UnitId) -> CheckpointDecision {
         let now = view.now_ns();
-        let ran = now - self.rqs[unit as usize].exec_start;
-        self.rqs[unit as usize].exec_start = now;
-        let e = &mut self.entities[view.slot(task)];
+        let slot = self.running_slot(view, unit, task);
+        let rq = &mut self.rqs[unit as usize];
+        let ran = now - rq.exec_start;
+        rq.exec_start = now;
+        let e = &mut self.entities[slot];
         e.vruntime += ran * 1024 / e.weight;
         let curr = e.vruntime;
-        match self.leftmost(view, unit) {
-            Some((left, _)) if left <= curr => {
-                let m = &mut self.rqs[unit as usize].min_vruntime;
+        let floor = match self.leftmost(view, unit) {
+            Some((left, _, _)) if left <= curr => Some(left),
+            _ => None,
+        };
+        let m = &mut self.rqs[unit as usize].min_vruntime;
+        match floor {
+            Some(left) => {
                 *m = (*m).max(left.min(curr));
                 CheckpointDecision::Yield
             }
-            _ => {
-                let m = &mut self.rqs[unit as usize].min_vruntime;
+            None => {
                 *m = (*m).max(curr);
                 CheckpointDecision::Continue
             }
@@ -177,8 +240,11 @@ impl Policy for Cfs {
     }
 
     fn complete(&mut self, view: &View, task: TaskId, unit: UnitId) {
-        self.loads.as_mut().unwrap().add(unit, -1);
-        self.rqs[unit as usize].weight -= self.entities[view.slot(task)].weight;
+        let slot = self.running_slot(view, unit, task);
+        self.loads.dec(unit);
+        let rq = &mut self.rqs[unit as usize];
+        rq.weight -= self.entities[slot].weight;
+        rq.curr = NO_TASK;
     }
 
     fn tick_interval(&self) -> Option<u64> {
@@ -196,7 +262,7 @@ impl Policy for Cfs {
         for kind in UnitType::ALL {
             // Each move narrows the gap; stop when no queued task can move.
             for _ in 0..view.units().len() {
-                let loads = self.loads.as_ref().unwrap();
+                let loads = &self.loads;
                 let (Some((hi, from)), Some((lo, to))) = (loads.most(kind), loads.least_of(kind))
                 else {
                     break;

@@ -3,26 +3,39 @@
 //!
 //! Each unit type keeps its units grouped by load (one bit set per load level) and its
 //! lowest and highest non-empty level. Counts change by one at a time, so both levels
-//! move by at most one step per change: an update is O(1), and a query is the first
-//! member of one bit set (O(units / 64) words at worst). This is on the path of every
-//! submit and completion, hence no ordered tree.
+//! move by at most one step per change: an update is O(1). Each level also marks its
+//! non-empty words in a summary, so a query (the first member of one level) reads one
+//! summary word and one set word up to 4,096 units. This is on the path of every submit
+//! and completion, hence no ordered tree.
 
 use hetsched_core::machine::UnitType;
 use hetsched_core::policy::{UnitId, View};
 use hetsched_core::task::Affinity;
-use hetsched_core::unit_set::UnitSet;
 
 pub struct LoadIndex {
-    load: Vec<u32>,
-    kinds: Vec<UnitType>,
+    /// Per unit: its load and type, side by side so that an update reads one record.
+    units: Vec<UnitLoad>,
     levels: [Levels; 4],
+}
+
+#[derive(Clone, Copy)]
+struct UnitLoad {
+    load: u32,
+    kind: UnitType,
 }
 
 /// The units of one type by load.
 #[derive(Default)]
 struct Levels {
-    /// `at[l]`: the units with load `l` (sets sized for every unit id).
-    at: Vec<UnitSet>,
+    /// Words of one level's bit set (sets are sized for every unit id).
+    words: usize,
+    /// Words of one level's summary: `words / 64`, rounded up.
+    summary_words: usize,
+    /// Level `l`'s members: `bits[l * words..][..words]`.
+    bits: Vec<u64>,
+    /// Level `l`'s non-empty words: bit `w % 64` of `summary[l * summary_words + w / 64]`
+    /// is set when word `w` of the level's set has a member.
+    summary: Vec<u64>,
     /// `count[l]`: how many units have load `l`.
     count: Vec<u32>,
     /// The lowest and highest load of a unit of this type (when it has units).
@@ -32,11 +45,19 @@ struct Levels {
 }
 
 impl Levels {
-    /// Units `0..n` of `kinds` of type `kind`, with their loads.
-    fn build(kind: UnitType, kinds: &[UnitType], load: &[u32]) -> Levels {
-        let mut levels = Levels::default();
-        for u in (0..kinds.len() as UnitId).filter(|&u| kinds[u as usize] == kind) {
-            levels.place(u, load[u as usize], kinds.len());
+    /// Units `0..n` of type `kind`, with their loads.
+    fn build(kind: UnitType, units: &[UnitLoad]) -> Levels {
+        let words = units.len().div_ceil(64);
+        let mut levels = Levels {
+            words,
+            summary_words: words.div_ceil(64),
+            ..Levels::default()
+        };
+        for (u, rec) in units.iter().enumerate().filter(|(_, r)| r.kind == kind) {
+            while levels.count.len() <= rec.load as usize {
+                levels.grow();
+            }
+            levels.insert(rec.load, u as UnitId);
             levels.units += 1;
         }
         if levels.units > 0 {
@@ -46,36 +67,74 @@ impl Levels {
         levels
     }
 
-    fn place(&mut self, u: UnitId, l: u32, n: usize) {
-        while self.at.len() <= l as usize {
-            self.at.push(UnitSet::empty(n));
-            self.count.push(0);
-        }
-        self.at[l as usize].insert(u);
+    /// Adds an empty level above the highest.
+    #[cold]
+    fn grow(&mut self) {
+        self.bits.resize(self.bits.len() + self.words, 0);
+        self.summary
+            .resize(self.summary.len() + self.summary_words, 0);
+        self.count.push(0);
+    }
+
+    #[inline]
+    fn insert(&mut self, l: u32, u: UnitId) {
+        let w = u as usize / 64;
+        self.bits[l as usize * self.words + w] |= 1 << (u % 64);
+        self.summary[l as usize * self.summary_words + w / 64] |= 1 << (w % 64);
         self.count[l as usize] += 1;
     }
 
-    /// Unit `u` goes from load `old` to `new`.
-    fn shift(&mut self, u: UnitId, old: u32, new: u32, n: usize) {
-        self.at[old as usize].remove(u);
-        self.count[old as usize] -= 1;
-        self.place(u, new, n);
-        self.least = self.least.min(new);
-        self.most = self.most.max(new);
-        while self.count[self.least as usize] == 0 {
-            self.least += 1;
+    #[inline]
+    fn remove(&mut self, l: u32, u: UnitId) {
+        let w = u as usize / 64;
+        let word = &mut self.bits[l as usize * self.words + w];
+        *word &= !(1 << (u % 64));
+        if *word == 0 {
+            self.summary[l as usize * self.summary_words + w / 64] &= !(1 << (w % 64));
         }
-        while self.count[self.most as usize] == 0 {
-            self.most -= 1;
+        self.count[l as usize] -= 1;
+    }
+
+    /// Unit `u` goes from load `old` to `old + 1`.
+    #[inline]
+    fn up(&mut self, u: UnitId, old: u32) {
+        let new = old + 1;
+        if new as usize == self.count.len() {
+            self.grow();
+        }
+        self.remove(old, u);
+        self.insert(new, u);
+        self.most = self.most.max(new);
+        // The lowest level emptied: `u` is now alone on the next one.
+        if self.least == old && self.count[old as usize] == 0 {
+            self.least = new;
         }
     }
 
-    /// `l` and the lowest-id unit with load `l`.
+    /// Unit `u` goes from load `old` (> 0) to `old - 1`.
+    #[inline]
+    fn down(&mut self, u: UnitId, old: u32) {
+        let new = old - 1;
+        self.remove(old, u);
+        self.insert(new, u);
+        self.least = self.least.min(new);
+        if self.most == old && self.count[old as usize] == 0 {
+            self.most = new;
+        }
+    }
+
+    /// `l` and the lowest-id unit with load `l` (a non-empty level, or none when the
+    /// type has no units).
+    #[inline]
     fn first_at(&self, l: u32) -> Option<(u32, UnitId)> {
         if self.units == 0 {
             return None;
         }
-        Some((l, self.at[l as usize].first_from(0)?))
+        let summary = &self.summary[l as usize * self.summary_words..][..self.summary_words];
+        let (i, s) = summary.iter().enumerate().find(|(_, &s)| s != 0)?;
+        let w = i * 64 + s.trailing_zeros() as usize;
+        let word = self.bits[l as usize * self.words + w];
+        Some((l, (w * 64) as UnitId + word.trailing_zeros()))
     }
 }
 
@@ -86,50 +145,69 @@ impl LoadIndex {
         index
     }
 
-    fn empty() -> LoadIndex {
+    /// An index of no units (see [`Self::cover`]).
+    pub fn empty() -> LoadIndex {
         LoadIndex {
-            load: Vec::new(),
-            kinds: Vec::new(),
+            units: Vec::new(),
             levels: Default::default(),
         }
+    }
+
+    /// How many units the index covers.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.units.len()
+    }
+
+    /// Whether the index covers no units.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.units.is_empty()
     }
 
     /// Takes in units added since (live, units can be added; ids never change).
     pub fn cover(&mut self, view: &View) {
         let units = view.units();
-        if self.load.len() < units.len() {
-            self.extend(units[self.load.len()..].iter().map(|u| u.kind));
+        if self.units.len() < units.len() {
+            self.extend(units[self.units.len()..].iter().map(|u| u.kind));
         }
     }
 
     /// Adds units of these types (ids following the known ones), idle.
     fn extend(&mut self, kinds: impl Iterator<Item = UnitType>) {
-        for kind in kinds {
-            self.load.push(0);
-            self.kinds.push(kind);
-        }
+        self.units
+            .extend(kinds.map(|kind| UnitLoad { load: 0, kind }));
         for kind in UnitType::ALL {
-            self.levels[kind as usize] = Levels::build(kind, &self.kinds, &self.load);
+            self.levels[kind as usize] = Levels::build(kind, &self.units);
         }
     }
 
     /// The type of unit `u` (a compact copy of the machine's).
     #[inline]
     pub fn kind(&self, u: UnitId) -> UnitType {
-        self.kinds[u as usize]
+        self.units[u as usize].kind
     }
 
+    #[inline]
     pub fn load(&self, u: UnitId) -> u32 {
-        self.load[u as usize]
+        self.units[u as usize].load
     }
 
-    pub fn add(&mut self, u: UnitId, delta: i32) {
-        let old = self.load[u as usize];
-        let new = (old as i64 + delta as i64).max(0) as u32;
-        if new != old {
-            self.load[u as usize] = new;
-            let n = self.load.len();
-            self.levels[self.kinds[u as usize] as usize].shift(u, old, new, n);
+    /// One more task on unit `u`.
+    #[inline]
+    pub fn inc(&mut self, u: UnitId) {
+        let rec = &mut self.units[u as usize];
+        rec.load += 1;
+        self.levels[rec.kind as usize].up(u, rec.load - 1);
+    }
+
+    /// One task less on unit `u` (none at 0).
+    #[inline]
+    pub fn dec(&mut self, u: UnitId) {
+        let rec = &mut self.units[u as usize];
+        if rec.load > 0 {
+            rec.load -= 1;
+            self.levels[rec.kind as usize].down(u, rec.load + 1);
         }
     }
 
@@ -141,6 +219,13 @@ impl LoadIndex {
             .filter_map(|k| self.least_of(k))
             .min()
             .map(|(_, u)| u)
+    }
+
+    /// The highest load of a unit of a type (0 when it has none): cheaper than
+    /// [`Self::most`] when only the load matters.
+    #[inline]
+    pub fn most_load(&self, kind: UnitType) -> u32 {
+        self.levels[kind as usize].most
     }
 
     /// The most-loaded unit of a type (ties: lowest id).
@@ -176,31 +261,69 @@ mod tests {
         (least, most)
     }
 
-    #[test]
-    fn least_and_most_match_brute_force_under_random_changes_and_added_units() {
-        let mut rng = ChaCha8Rng::seed_from_u64(7);
+    /// Starting with units below `preload` at load 1, applies `steps` random ±1 changes
+    /// to units chosen by `choose` (three units added every 1,000 steps) and checks every
+    /// query against brute force after each.
+    fn exercise(
+        mut kinds: Vec<UnitType>,
+        preload: u32,
+        steps: usize,
+        mut choose: impl FnMut(&mut ChaCha8Rng, usize) -> u32,
+    ) {
         let pool = [UnitType::ALL[0], UnitType::ALL[1]];
-        let mut kinds: Vec<UnitType> = (0..13).map(|i| pool[i % 3 / 2]).collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
         let mut index = LoadIndex::empty();
         index.extend(kinds.iter().copied());
         let mut load = vec![0u32; kinds.len()];
-        for step in 0..5000 {
+        for u in 0..preload {
+            index.inc(u);
+            load[u as usize] = 1;
+        }
+        for step in 0..steps {
             if step % 1000 == 999 {
                 let added = [pool[1], pool[0], pool[1]];
                 index.extend(added.iter().copied());
                 kinds.extend(added);
                 load.resize(kinds.len(), 0);
             }
-            let u = rng.random_range(0..kinds.len() as u32);
-            let delta = if rng.random_bool(0.55) { 1 } else { -1 };
-            index.add(u, delta);
-            load[u as usize] = (load[u as usize] as i64 + delta as i64).max(0) as u32;
+            let u = choose(&mut rng, kinds.len());
+            if rng.random_bool(0.55) {
+                index.inc(u);
+                load[u as usize] += 1;
+            } else {
+                index.dec(u);
+                load[u as usize] = load[u as usize].saturating_sub(1);
+            }
             for kind in UnitType::ALL {
                 let (least, most) = naive(&load, &kinds, kind);
                 assert_eq!(index.least_of(kind), least, "step {step}");
                 assert_eq!(index.most(kind), most, "step {step}");
+                assert_eq!(
+                    index.most_load(kind),
+                    most.map_or(0, |m| m.0),
+                    "step {step}"
+                );
             }
             assert_eq!(index.load(u), load[u as usize]);
+            assert_eq!(index.kind(u), kinds[u as usize]);
         }
+    }
+
+    #[test]
+    fn least_and_most_match_brute_force_under_random_changes_and_added_units() {
+        let pool = [UnitType::ALL[0], UnitType::ALL[1]];
+        let kinds = (0..13).map(|i| pool[i % 3 / 2]).collect();
+        exercise(kinds, 0, 5000, |rng, n| rng.random_range(0..n as u32));
+    }
+
+    #[test]
+    fn queries_find_members_past_the_first_summary_word() {
+        // 4,200 units: two summary words per level. All but the highest 150 ids stay at
+        // load 1 and changes fall on those, so the extreme levels' members sit in the
+        // last set words, on both sides of the summary words' boundary (set word 64).
+        let kinds = vec![UnitType::ALL[0]; 4200];
+        exercise(kinds, 4050, 3000, |rng, n| {
+            rng.random_range(n as u32 - 150..n as u32)
+        });
     }
 }
