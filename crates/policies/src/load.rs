@@ -16,6 +16,8 @@ pub struct LoadIndex {
     /// Per unit: its load and type, side by side so that an update reads one record.
     units: Vec<UnitLoad>,
     levels: [Levels; 4],
+    /// The types that have units, in [`UnitType::ALL`] order.
+    present: Vec<UnitType>,
 }
 
 #[derive(Clone, Copy)]
@@ -27,17 +29,16 @@ struct UnitLoad {
 /// The units of one type by load.
 #[derive(Default)]
 struct Levels {
-    /// Words of one level's bit set (sets are sized for every unit id).
-    words: usize,
-    /// Words of one level's summary: `words / 64`, rounded up.
+    /// Words of one level's summary: a bit per word of its set, so `set words / 64`
+    /// rounded up.
     summary_words: usize,
-    /// Level `l`'s members: `bits[l * words..][..words]`.
-    bits: Vec<u64>,
-    /// Level `l`'s non-empty words: bit `w % 64` of `summary[l * summary_words + w / 64]`
-    /// is set when word `w` of the level's set has a member.
-    summary: Vec<u64>,
-    /// `count[l]`: how many units have load `l`.
-    count: Vec<u32>,
+    /// Words of one level's row: its summary, then its set (sized for every unit id).
+    stride: usize,
+    /// Level `l`'s row is `rows[l * stride..][..stride]`. Summary bit `w % 64` of
+    /// summary word `w / 64` is set when set word `w` has a member.
+    rows: Vec<u64>,
+    /// Number of levels (the highest load ever seen + 1).
+    len: u32,
     /// The lowest and highest load of a unit of this type (when it has units).
     least: u32,
     most: u32,
@@ -48,21 +49,23 @@ impl Levels {
     /// Units `0..n` of type `kind`, with their loads.
     fn build(kind: UnitType, units: &[UnitLoad]) -> Levels {
         let words = units.len().div_ceil(64);
+        let summary_words = words.div_ceil(64);
         let mut levels = Levels {
-            words,
-            summary_words: words.div_ceil(64),
+            summary_words,
+            stride: summary_words + words,
             ..Levels::default()
         };
         for (u, rec) in units.iter().enumerate().filter(|(_, r)| r.kind == kind) {
-            while levels.count.len() <= rec.load as usize {
+            while levels.len <= rec.load {
                 levels.grow();
             }
             levels.insert(rec.load, u as UnitId);
             levels.units += 1;
         }
         if levels.units > 0 {
-            levels.least = levels.count.iter().position(|&c| c > 0).unwrap_or(0) as u32;
-            levels.most = levels.count.iter().rposition(|&c| c > 0).unwrap_or(0) as u32;
+            let nonempty: Vec<u32> = (0..levels.len).filter(|&l| !levels.is_empty(l)).collect();
+            levels.least = nonempty[0];
+            levels.most = nonempty[nonempty.len() - 1];
         }
         levels
     }
@@ -70,43 +73,49 @@ impl Levels {
     /// Adds an empty level above the highest.
     #[cold]
     fn grow(&mut self) {
-        self.bits.resize(self.bits.len() + self.words, 0);
-        self.summary
-            .resize(self.summary.len() + self.summary_words, 0);
-        self.count.push(0);
+        self.rows.resize(self.rows.len() + self.stride, 0);
+        self.len += 1;
+    }
+
+    #[inline]
+    fn is_empty(&self, l: u32) -> bool {
+        let row = l as usize * self.stride;
+        self.rows[row..row + self.summary_words]
+            .iter()
+            .all(|&s| s == 0)
     }
 
     #[inline]
     fn insert(&mut self, l: u32, u: UnitId) {
+        let row = l as usize * self.stride;
         let w = u as usize / 64;
-        self.bits[l as usize * self.words + w] |= 1 << (u % 64);
-        self.summary[l as usize * self.summary_words + w / 64] |= 1 << (w % 64);
-        self.count[l as usize] += 1;
+        self.rows[row + self.summary_words + w] |= 1 << (u % 64);
+        self.rows[row + w / 64] |= 1 << (w % 64);
     }
 
     #[inline]
     fn remove(&mut self, l: u32, u: UnitId) {
+        let row = l as usize * self.stride;
         let w = u as usize / 64;
-        let word = &mut self.bits[l as usize * self.words + w];
+        let word = &mut self.rows[row + self.summary_words + w];
         *word &= !(1 << (u % 64));
         if *word == 0 {
-            self.summary[l as usize * self.summary_words + w / 64] &= !(1 << (w % 64));
+            self.rows[row + w / 64] &= !(1 << (w % 64));
         }
-        self.count[l as usize] -= 1;
     }
 
     /// Unit `u` goes from load `old` to `old + 1`.
     #[inline]
     fn up(&mut self, u: UnitId, old: u32) {
         let new = old + 1;
-        if new as usize == self.count.len() {
+        if new == self.len {
             self.grow();
         }
         self.remove(old, u);
         self.insert(new, u);
         self.most = self.most.max(new);
         // The lowest level emptied: `u` is now alone on the next one.
-        if self.least == old && self.count[old as usize] == 0 {
+        if self.least == old && self.is_empty(old) {
             self.least = new;
         }
     }
@@ -118,23 +127,29 @@ impl Levels {
         self.remove(old, u);
         self.insert(new, u);
         self.least = self.least.min(new);
-        if self.most == old && self.count[old as usize] == 0 {
+        if self.most == old && self.is_empty(old) {
             self.most = new;
         }
     }
 
-    /// `l` and the lowest-id unit with load `l` (a non-empty level, or none when the
-    /// type has no units).
+    /// The lowest-id unit with load `l`, a non-empty level.
+    #[inline]
+    fn first(&self, l: u32) -> UnitId {
+        let row = &self.rows[l as usize * self.stride..][..self.stride];
+        let (summary, set) = row.split_at(self.summary_words);
+        let i = summary
+            .iter()
+            .position(|&s| s != 0)
+            .expect("a non-empty level");
+        let w = i * 64 + summary[i].trailing_zeros() as usize;
+        (w * 64) as UnitId + set[w].trailing_zeros()
+    }
+
+    /// `l` and the lowest-id unit with load `l`, a non-empty level (none when the type
+    /// has no units).
     #[inline]
     fn first_at(&self, l: u32) -> Option<(u32, UnitId)> {
-        if self.units == 0 {
-            return None;
-        }
-        let summary = &self.summary[l as usize * self.summary_words..][..self.summary_words];
-        let (i, s) = summary.iter().enumerate().find(|(_, &s)| s != 0)?;
-        let w = i * 64 + s.trailing_zeros() as usize;
-        let word = self.bits[l as usize * self.words + w];
-        Some((l, (w * 64) as UnitId + word.trailing_zeros()))
+        (self.units > 0).then(|| (l, self.first(l)))
     }
 }
 
@@ -150,6 +165,7 @@ impl LoadIndex {
         LoadIndex {
             units: Vec::new(),
             levels: Default::default(),
+            present: Vec::new(),
         }
     }
 
@@ -180,6 +196,10 @@ impl LoadIndex {
         for kind in UnitType::ALL {
             self.levels[kind as usize] = Levels::build(kind, &self.units);
         }
+        self.present = UnitType::ALL
+            .into_iter()
+            .filter(|&k| self.levels[k as usize].units > 0)
+            .collect();
     }
 
     /// The type of unit `u` (a compact copy of the machine's).
@@ -212,13 +232,17 @@ impl LoadIndex {
     }
 
     /// The least-loaded unit of a type the task can run on (ties: lowest id).
+    #[inline]
     pub fn least(&self, affinity: &Affinity) -> Option<UnitId> {
-        UnitType::ALL
-            .into_iter()
-            .filter(|&k| affinity.runs_on(k))
-            .filter_map(|k| self.least_of(k))
-            .min()
-            .map(|(_, u)| u)
+        let mut best: Option<(u32, UnitId)> = None;
+        for &kind in self.present.iter().filter(|&&k| affinity.runs_on(k)) {
+            let levels = &self.levels[kind as usize];
+            let candidate = (levels.least, levels.first(levels.least));
+            if best.is_none_or(|b| candidate < b) {
+                best = Some(candidate);
+            }
+        }
+        best.map(|(_, u)| u)
     }
 
     /// The highest load of a unit of a type (0 when it has none): cheaper than
@@ -244,6 +268,7 @@ impl LoadIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hetsched_core::task::PerUnitType;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -294,6 +319,7 @@ mod tests {
                 index.dec(u);
                 load[u as usize] = load[u as usize].saturating_sub(1);
             }
+            let mut least_by_kind = Vec::new();
             for kind in UnitType::ALL {
                 let (least, most) = naive(&load, &kinds, kind);
                 assert_eq!(index.least_of(kind), least, "step {step}");
@@ -303,6 +329,18 @@ mod tests {
                     most.map_or(0, |m| m.0),
                     "step {step}"
                 );
+                least_by_kind.push(least);
+            }
+            // Placement over the types a task runs on: the least-loaded of those units.
+            for mask in 1..16usize {
+                let affinity = PerUnitType([0, 1, 2, 3].map(|i| (mask >> i & 1) as f64));
+                let best = UnitType::ALL
+                    .into_iter()
+                    .filter(|&k| affinity.runs_on(k))
+                    .filter_map(|k| least_by_kind[k as usize])
+                    .min()
+                    .map(|(_, u)| u);
+                assert_eq!(index.least(&affinity), best, "step {step}, types {mask:b}");
             }
             assert_eq!(index.load(u), load[u as usize]);
             assert_eq!(index.kind(u), kinds[u as usize]);
@@ -325,5 +363,30 @@ mod tests {
         exercise(kinds, 4050, 3000, |rng, n| {
             rng.random_range(n as u32 - 150..n as u32)
         });
+    }
+
+    #[test]
+    fn a_level_emptied_in_one_summary_word_is_found_in_the_next() {
+        // 4,200 units: 66 set words, two summary words per level (set word 64 is the
+        // first of the second).
+        let cpu = UnitType::Cpu;
+        let mut index = LoadIndex::empty();
+        index.extend(std::iter::repeat_n(cpu, 4200));
+        (0..4200)
+            .filter(|&u| u != 4100 && u != 4190)
+            .for_each(|u| index.inc(u));
+        assert_eq!(index.least_of(cpu), Some((0, 4100)));
+        index.inc(4100);
+        assert_eq!(index.least_of(cpu), Some((0, 4190)));
+        index.inc(4190);
+        index.inc(4190);
+        assert_eq!(index.most(cpu), Some((2, 4190)));
+        index.inc(4100);
+        assert_eq!(index.most(cpu), Some((2, 4100)));
+        index.dec(4100);
+        assert_eq!(index.most(cpu), Some((2, 4190)));
+        assert_eq!(index.least_of(cpu), Some((1, 0)));
+        index.dec(4190);
+        assert_eq!((index.most(cpu), index.most_load(cpu)), (Some((1, 0)), 1));
     }
 }
