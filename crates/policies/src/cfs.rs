@@ -185,10 +185,9 @@ impl Policy for Cfs {
     fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
         self.init(view);
         let t = view.task(task);
-        let Some(u) = self.loads.least(&t.affinity) else {
+        let Some(u) = self.loads.place(&t.affinity) else {
             return SubmitDecision::Reject("no unit can run it".into());
         };
-        self.loads.inc(u);
         let weight = t.weight.max(1) as u64;
         let rq = &mut self.rqs[u as usize];
         rq.weight += weight;

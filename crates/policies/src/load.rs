@@ -93,15 +93,21 @@ impl Levels {
         self.rows[row + w / 64] |= 1 << (w % 64);
     }
 
+    /// Removes `u` from level `l`; returns whether the level may have emptied (the
+    /// summary word that covered `u` is now zero), so that callers check the whole
+    /// level only then.
     #[inline]
-    fn remove(&mut self, l: u32, u: UnitId) {
+    fn remove(&mut self, l: u32, u: UnitId) -> bool {
         let row = l as usize * self.stride;
         let w = u as usize / 64;
         let word = &mut self.rows[row + self.summary_words + w];
         *word &= !(1 << (u % 64));
-        if *word == 0 {
-            self.rows[row + w / 64] &= !(1 << (w % 64));
+        if *word != 0 {
+            return false;
         }
+        let summary = &mut self.rows[row + w / 64];
+        *summary &= !(1 << (w % 64));
+        *summary == 0
     }
 
     /// Unit `u` goes from load `old` to `old + 1`.
@@ -111,11 +117,11 @@ impl Levels {
         if new == self.len {
             self.grow();
         }
-        self.remove(old, u);
+        let emptied = self.remove(old, u) && self.is_empty(old);
         self.insert(new, u);
         self.most = self.most.max(new);
         // The lowest level emptied: `u` is now alone on the next one.
-        if self.least == old && self.is_empty(old) {
+        if self.least == old && emptied {
             self.least = new;
         }
     }
@@ -124,10 +130,10 @@ impl Levels {
     #[inline]
     fn down(&mut self, u: UnitId, old: u32) {
         let new = old - 1;
-        self.remove(old, u);
+        let emptied = self.remove(old, u) && self.is_empty(old);
         self.insert(new, u);
         self.least = self.least.min(new);
-        if self.most == old && self.is_empty(old) {
+        if self.most == old && emptied {
             self.most = new;
         }
     }
@@ -167,18 +173,6 @@ impl LoadIndex {
             levels: Default::default(),
             present: Vec::new(),
         }
-    }
-
-    /// How many units the index covers.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.units.len()
-    }
-
-    /// Whether the index covers no units.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.units.is_empty()
     }
 
     /// Takes in units added since (live, units can be added; ids never change).
@@ -232,17 +226,32 @@ impl LoadIndex {
     }
 
     /// The least-loaded unit of a type the task can run on (ties: lowest id).
-    #[inline]
     pub fn least(&self, affinity: &Affinity) -> Option<UnitId> {
-        let mut best: Option<(u32, UnitId)> = None;
+        self.least_entry(affinity).map(|(_, u, _)| u)
+    }
+
+    /// One more task on the least-loaded unit of a type the task can run on (ties:
+    /// lowest id), which it returns: [`Self::least`] and [`Self::inc`] in one pass.
+    #[inline]
+    pub fn place(&mut self, affinity: &Affinity) -> Option<UnitId> {
+        let (load, u, kind) = self.least_entry(affinity)?;
+        self.units[u as usize].load += 1;
+        self.levels[kind as usize].up(u, load);
+        Some(u)
+    }
+
+    /// The least-loaded unit of a type the task can run on: its load, id and type.
+    #[inline]
+    fn least_entry(&self, affinity: &Affinity) -> Option<(u32, UnitId, UnitType)> {
+        let mut best: Option<(u32, UnitId, UnitType)> = None;
         for &kind in self.present.iter().filter(|&&k| affinity.runs_on(k)) {
             let levels = &self.levels[kind as usize];
-            let candidate = (levels.least, levels.first(levels.least));
-            if best.is_none_or(|b| candidate < b) {
-                best = Some(candidate);
+            let (load, u) = (levels.least, levels.first(levels.least));
+            if best.is_none_or(|b| (load, u) < (b.0, b.1)) {
+                best = Some((load, u, kind));
             }
         }
-        best.map(|(_, u)| u)
+        best
     }
 
     /// The highest load of a unit of a type (0 when it has none): cheaper than
@@ -312,7 +321,18 @@ mod tests {
                 load.resize(kinds.len(), 0);
             }
             let u = choose(&mut rng, kinds.len());
-            if rng.random_bool(0.55) {
+            if rng.random_bool(0.1) {
+                // A placement: on the least-loaded unit of the task's types.
+                let mask = rng.random_range(1..16usize);
+                let affinity = PerUnitType([0, 1, 2, 3].map(|i| (mask >> i & 1) as f64));
+                let best = (0..kinds.len() as u32)
+                    .filter(|&v| affinity.runs_on(kinds[v as usize]))
+                    .min_by_key(|&v| (load[v as usize], v));
+                assert_eq!(index.place(&affinity), best, "step {step}, types {mask:b}");
+                if let Some(v) = best {
+                    load[v as usize] += 1;
+                }
+            } else if rng.random_bool(0.55) {
                 index.inc(u);
                 load[u as usize] += 1;
             } else {

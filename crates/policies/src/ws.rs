@@ -28,11 +28,8 @@ impl Policy for WorkStealing {
     }
     fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
         let loads = self.loads(view);
-        match loads.least(&view.task(task).affinity) {
-            Some(u) => {
-                loads.inc(u);
-                SubmitDecision::Enqueue(QueueId::Unit(u))
-            }
+        match loads.place(&view.task(task).affinity) {
+            Some(u) => SubmitDecision::Enqueue(QueueId::Unit(u)),
             None => SubmitDecision::Reject("no unit can run it".into()),
         }
     }
