@@ -12,7 +12,7 @@
 //!
 //! Parameters: `latency_ms` (6), `min_granularity_ms` (0.75), `balance_ms` (4; 0 = off).
 
-use crate::load::LoadIndex;
+use crate::load::{LoadIndex, UnitRecord};
 use crate::params::{ms_to_ns, Params};
 use hetsched_core::machine::UnitType;
 use hetsched_core::policy::{
@@ -27,18 +27,17 @@ pub struct Cfs {
     latency_ns: u64,
     min_granularity_ns: u64,
     balance_ns: u64,
-    loads: LoadIndex,
+    /// Each unit's run queue accounting, with its task count in the load index, so that
+    /// an event on a unit touches one cache line of it.
+    rqs: LoadIndex<RunQueue>,
     /// Every live task's scheduling entity, by the task's slot ([`View::slot`]).
     entities: Vec<Entity>,
-    /// Each unit's run queue accounting, together so that an event on a unit touches
-    /// one cache line of it.
-    rqs: Vec<RunQueue>,
 }
 
 /// No task (ids are assigned from 0 in arrival order).
 const NO_TASK: TaskId = TaskId::MAX;
 
-/// What cfs keeps per unit: one cache line (records of 56 bytes would straddle two).
+/// What cfs keeps per unit: one cache line (records of 61 bytes would straddle two).
 #[derive(Clone, Copy)]
 #[repr(align(64))]
 struct RunQueue {
@@ -55,10 +54,15 @@ struct RunQueue {
     curr: TaskId,
     curr_slot: usize,
     curr_entity: Entity,
+    /// Tasks queued on or running on the unit (the load index keeps it).
+    load: u32,
+    kind: UnitType,
 }
 
-impl Default for RunQueue {
-    fn default() -> RunQueue {
+const _: () = assert!(std::mem::size_of::<RunQueue>() == 64);
+
+impl UnitRecord for RunQueue {
+    fn idle(kind: UnitType) -> RunQueue {
         RunQueue {
             min_vruntime: 0,
             weight: 0,
@@ -66,7 +70,21 @@ impl Default for RunQueue {
             curr: NO_TASK,
             curr_slot: 0,
             curr_entity: Entity::default(),
+            load: 0,
+            kind,
         }
+    }
+    #[inline]
+    fn kind(&self) -> UnitType {
+        self.kind
+    }
+    #[inline]
+    fn load(&self) -> u32 {
+        self.load
+    }
+    #[inline]
+    fn load_mut(&mut self) -> &mut u32 {
+        &mut self.load
     }
 }
 
@@ -89,9 +107,8 @@ impl Cfs {
             latency_ns,
             min_granularity_ns,
             balance_ns,
-            loads: LoadIndex::empty(),
+            rqs: LoadIndex::empty(),
             entities: Vec::new(),
-            rqs: Vec::new(),
         })
     }
 
@@ -106,17 +123,16 @@ impl Cfs {
 
     #[cold]
     fn grow(&mut self, view: &View) {
-        self.loads.cover(view);
-        self.rqs.resize(view.units().len(), RunQueue::default());
+        self.rqs.cover(view);
     }
 
     /// The run queue of `unit`, with `task` (which runs there) as its current task.
     #[inline]
     fn running(&mut self, view: &View, unit: UnitId, task: TaskId) -> &mut RunQueue {
-        if self.rqs[unit as usize].curr != task {
+        if self.rqs.unit(unit).curr != task {
             self.adopt(view, unit, task);
         }
-        &mut self.rqs[unit as usize]
+        self.rqs.unit_mut(unit)
     }
 
     /// Makes `task` the current task of `unit`: for an engine that started a task this
@@ -129,23 +145,23 @@ impl Cfs {
 
     #[inline]
     fn set_curr(&mut self, unit: UnitId, task: TaskId, slot: usize) {
-        let rq = &mut self.rqs[unit as usize];
+        let entity = self.entities[slot];
+        let rq = self.rqs.unit_mut(unit);
         rq.curr = task;
         rq.curr_slot = slot;
-        rq.curr_entity = self.entities[slot];
+        rq.curr_entity = entity;
     }
 
     /// Moves a queued task's accounting from unit `from` to unit `to`; returns its slot.
     fn transfer(&mut self, view: &View, t: TaskId, from: UnitId, to: UnitId) -> usize {
         let slot = view.slot(t);
         let e = &mut self.entities[slot];
-        self.loads.dec(from);
-        self.loads.inc(to);
-        let (from, to) = (from as usize, to as usize);
-        self.rqs[from].weight -= e.weight;
-        self.rqs[to].weight += e.weight;
-        e.vruntime =
-            e.vruntime.saturating_sub(self.rqs[from].min_vruntime) + self.rqs[to].min_vruntime;
+        self.rqs.dec(from);
+        self.rqs.inc(to);
+        self.rqs.unit_mut(from).weight -= e.weight;
+        self.rqs.unit_mut(to).weight += e.weight;
+        e.vruntime = e.vruntime.saturating_sub(self.rqs.unit(from).min_vruntime)
+            + self.rqs.unit(to).min_vruntime;
         slot
     }
 
@@ -186,11 +202,11 @@ impl Policy for Cfs {
     fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
         self.init(view);
         let t = view.task(task);
-        let Some(u) = self.loads.place(&t.affinity) else {
+        let Some(u) = self.rqs.place(&t.affinity) else {
             return SubmitDecision::Reject("no unit can run it".into());
         };
         let weight = t.weight.max(1) as u64;
-        let rq = &mut self.rqs[u as usize];
+        let rq = self.rqs.unit_mut(u);
         rq.weight += weight;
         let vruntime = rq.min_vruntime;
         let slot = view.slot(task);
@@ -204,7 +220,7 @@ impl Policy for Cfs {
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
         self.init(view);
         let leftmost = self.leftmost(view, unit);
-        let rq = &mut self.rqs[unit as usize];
+        let rq = self.rqs.unit_mut(unit);
         rq.exec_start = view.now_ns();
         if let Some((v, t, slot)) = leftmost {
             rq.min_vruntime = rq.min_vruntime.max(v);
@@ -214,11 +230,11 @@ impl Policy for Cfs {
         rq.curr = NO_TASK;
         // New-idle balance: pull from the unit of this type with the most tasks (the
         // highest load alone rules out most cases without finding that unit).
-        let kind = self.loads.kind(unit);
-        if self.loads.most_load(kind) < 2 {
+        let kind = rq.kind;
+        if self.rqs.most_load(kind) < 2 {
             return PickDecision::Idle;
         }
-        let Some((_, from)) = self.loads.most(kind) else {
+        let Some((_, from)) = self.rqs.most(kind) else {
             return PickDecision::Idle;
         };
         if from == unit {
@@ -257,7 +273,7 @@ impl Policy for Cfs {
             Some((left, _, _)) if left <= curr => Some(left),
             _ => None,
         };
-        let m = &mut self.rqs[unit as usize].min_vruntime;
+        let m = &mut self.rqs.unit_mut(unit).min_vruntime;
         match floor {
             Some(left) => {
                 *m = (*m).max(left.min(curr));
@@ -274,7 +290,7 @@ impl Policy for Cfs {
         let rq = self.running(view, unit, task);
         rq.weight -= rq.curr_entity.weight;
         rq.curr = NO_TASK;
-        self.loads.dec(unit);
+        self.rqs.dec(unit);
     }
 
     fn tick_interval(&self) -> Option<u64> {
@@ -292,7 +308,7 @@ impl Policy for Cfs {
         for kind in UnitType::ALL {
             // Each move narrows the gap; stop when no queued task can move.
             for _ in 0..view.units().len() {
-                let loads = &self.loads;
+                let loads = &self.rqs;
                 let (Some((hi, from)), Some((lo, to))) = (loads.most(kind), loads.least_of(kind))
                 else {
                     break;

@@ -7,23 +7,56 @@
 //! non-empty words in a summary, so a query (the first member of one level) reads one
 //! summary word and one set word up to 4,096 units. This is on the path of every submit
 //! and completion, hence no ordered tree.
+//!
+//! The index keeps one record per unit holding its type and load; a policy can make
+//! that record its own per-unit state ([`UnitRecord`]), so that an event on a unit
+//! reads one cache line for both.
 
 use hetsched_core::machine::UnitType;
 use hetsched_core::policy::{UnitId, View};
 use hetsched_core::task::Affinity;
 
-pub struct LoadIndex {
-    /// Per unit: its load and type, side by side so that an update reads one record.
-    units: Vec<UnitLoad>,
+pub struct LoadIndex<R: UnitRecord = UnitLoad> {
+    /// Per unit: its record (load, type and the policy's state).
+    units: Vec<R>,
     levels: [Levels; 4],
     /// The types that have units, in [`UnitType::ALL`] order.
     present: Vec<UnitType>,
 }
 
+/// A unit's record in a [`LoadIndex`]: its type and load (which only the index
+/// changes), and whatever else the policy keeps per unit.
+pub trait UnitRecord: Clone {
+    /// The record of an idle unit of type `kind`.
+    fn idle(kind: UnitType) -> Self;
+    fn kind(&self) -> UnitType;
+    fn load(&self) -> u32;
+    fn load_mut(&mut self) -> &mut u32;
+}
+
+/// A unit's type and load alone.
 #[derive(Clone, Copy)]
-struct UnitLoad {
+pub struct UnitLoad {
     load: u32,
     kind: UnitType,
+}
+
+impl UnitRecord for UnitLoad {
+    fn idle(kind: UnitType) -> UnitLoad {
+        UnitLoad { load: 0, kind }
+    }
+    #[inline]
+    fn kind(&self) -> UnitType {
+        self.kind
+    }
+    #[inline]
+    fn load(&self) -> u32 {
+        self.load
+    }
+    #[inline]
+    fn load_mut(&mut self) -> &mut u32 {
+        &mut self.load
+    }
 }
 
 /// The units of one type by load.
@@ -47,7 +80,7 @@ struct Levels {
 
 impl Levels {
     /// Units `0..n` of type `kind`, with their loads.
-    fn build(kind: UnitType, units: &[UnitLoad]) -> Levels {
+    fn build<R: UnitRecord>(kind: UnitType, units: &[R]) -> Levels {
         let words = units.len().div_ceil(64);
         let summary_words = words.div_ceil(64);
         let mut levels = Levels {
@@ -55,11 +88,11 @@ impl Levels {
             stride: summary_words + words,
             ..Levels::default()
         };
-        for (u, rec) in units.iter().enumerate().filter(|(_, r)| r.kind == kind) {
-            while levels.len <= rec.load {
+        for (u, rec) in units.iter().enumerate().filter(|(_, r)| r.kind() == kind) {
+            while levels.len <= rec.load() {
                 levels.grow();
             }
-            levels.insert(rec.load, u as UnitId);
+            levels.insert(rec.load(), u as UnitId);
             levels.units += 1;
         }
         if levels.units > 0 {
@@ -159,15 +192,15 @@ impl Levels {
     }
 }
 
-impl LoadIndex {
-    pub fn new(view: &View) -> LoadIndex {
+impl<R: UnitRecord> LoadIndex<R> {
+    pub fn new(view: &View) -> LoadIndex<R> {
         let mut index = LoadIndex::empty();
         index.cover(view);
         index
     }
 
     /// An index of no units (see [`Self::cover`]).
-    pub fn empty() -> LoadIndex {
+    pub fn empty() -> LoadIndex<R> {
         LoadIndex {
             units: Vec::new(),
             levels: Default::default(),
@@ -185,8 +218,7 @@ impl LoadIndex {
 
     /// Adds units of these types (ids following the known ones), idle.
     fn extend(&mut self, kinds: impl Iterator<Item = UnitType>) {
-        self.units
-            .extend(kinds.map(|kind| UnitLoad { load: 0, kind }));
+        self.units.extend(kinds.map(R::idle));
         for kind in UnitType::ALL {
             self.levels[kind as usize] = Levels::build(kind, &self.units);
         }
@@ -196,32 +228,57 @@ impl LoadIndex {
             .collect();
     }
 
+    /// How many units the index covers.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.units.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.units.is_empty()
+    }
+
+    /// Unit `u`'s record.
+    #[inline]
+    pub fn unit(&self, u: UnitId) -> &R {
+        &self.units[u as usize]
+    }
+
+    /// Unit `u`'s record, to change the policy's part of it (not its load or type).
+    #[inline]
+    pub fn unit_mut(&mut self, u: UnitId) -> &mut R {
+        &mut self.units[u as usize]
+    }
+
     /// The type of unit `u` (a compact copy of the machine's).
     #[inline]
     pub fn kind(&self, u: UnitId) -> UnitType {
-        self.units[u as usize].kind
+        self.units[u as usize].kind()
     }
 
     #[inline]
     pub fn load(&self, u: UnitId) -> u32 {
-        self.units[u as usize].load
+        self.units[u as usize].load()
     }
 
     /// One more task on unit `u`.
     #[inline]
     pub fn inc(&mut self, u: UnitId) {
         let rec = &mut self.units[u as usize];
-        rec.load += 1;
-        self.levels[rec.kind as usize].up(u, rec.load - 1);
+        let old = *rec.load_mut();
+        *rec.load_mut() = old + 1;
+        self.levels[rec.kind() as usize].up(u, old);
     }
 
     /// One task less on unit `u` (none at 0).
     #[inline]
     pub fn dec(&mut self, u: UnitId) {
         let rec = &mut self.units[u as usize];
-        if rec.load > 0 {
-            rec.load -= 1;
-            self.levels[rec.kind as usize].down(u, rec.load + 1);
+        let old = rec.load();
+        if old > 0 {
+            *rec.load_mut() = old - 1;
+            self.levels[rec.kind() as usize].down(u, old);
         }
     }
 
@@ -235,7 +292,7 @@ impl LoadIndex {
     #[inline]
     pub fn place(&mut self, affinity: &Affinity) -> Option<UnitId> {
         let (load, u, kind) = self.least_entry(affinity)?;
-        self.units[u as usize].load += 1;
+        *self.units[u as usize].load_mut() = load + 1;
         self.levels[kind as usize].up(u, load);
         Some(u)
     }
@@ -306,7 +363,7 @@ mod tests {
     ) {
         let pool = [UnitType::ALL[0], UnitType::ALL[1]];
         let mut rng = ChaCha8Rng::seed_from_u64(7);
-        let mut index = LoadIndex::empty();
+        let mut index = LoadIndex::<UnitLoad>::empty();
         index.extend(kinds.iter().copied());
         let mut load = vec![0u32; kinds.len()];
         for u in 0..preload {
@@ -390,7 +447,7 @@ mod tests {
         // 4,200 units: 66 set words, two summary words per level (set word 64 is the
         // first of the second).
         let cpu = UnitType::Cpu;
-        let mut index = LoadIndex::empty();
+        let mut index = LoadIndex::<UnitLoad>::empty();
         index.extend(std::iter::repeat_n(cpu, 4200));
         (0..4200)
             .filter(|&u| u != 4100 && u != 4190)
