@@ -50,7 +50,9 @@ struct RunQueue {
     /// and a copy of its entity. The engine asks about that task on each slice,
     /// checkpoint and completion; the copy spares a look-up in the view and a read of
     /// the entity (another cache line) each time. Only `checkpoint` changes a running
-    /// task's entity, and it writes both.
+    /// task's entity, and it writes both. (A live engine may `submit` again a task it
+    /// took off its unit, resetting its entity; it runs again only through `pick`,
+    /// which copies afresh.)
     curr: TaskId,
     curr_slot: usize,
     curr_entity: Entity,
@@ -180,6 +182,8 @@ impl Cfs {
         }
     }
 
+    /// [`Self::leftmost`] over a longer queue (out of line: rare, and it keeps the
+    /// short path small enough to inline).
     #[inline(never)]
     fn leftmost_of(&self, view: &View, queue: &VecDeque<TaskId>) -> Option<(u64, TaskId, usize)> {
         let mut best: Option<(u64, TaskId, usize)> = None;

@@ -16,6 +16,8 @@ use hetsched_core::machine::UnitType;
 use hetsched_core::policy::{UnitId, View};
 use hetsched_core::task::Affinity;
 
+/// Per-unit records with their loads, and each type's units by load (see the module
+/// documentation).
 pub struct LoadIndex<R: UnitRecord = UnitLoad> {
     /// Per unit: its record (load, type and the policy's state).
     units: Vec<R>,
