@@ -12,7 +12,7 @@
 //!
 //! Parameters: `latency_ms` (6), `min_granularity_ms` (0.75), `balance_ms` (4; 0 = off).
 
-use crate::load::LoadIndex;
+use crate::load::{LoadIndex, UnitRecord};
 use crate::params::{ms_to_ns, Params};
 use hetsched_core::machine::UnitType;
 use hetsched_core::policy::{
@@ -20,28 +20,74 @@ use hetsched_core::policy::{
 };
 use hetsched_core::task::{QueueId, TaskId};
 use hetsched_core::Result;
+use std::collections::VecDeque;
 
 pub struct Cfs {
     name: String,
     latency_ns: u64,
     min_granularity_ns: u64,
     balance_ns: u64,
-    loads: Option<LoadIndex>,
+    /// Each unit's run queue accounting, with its task count in the load index, so that
+    /// an event on a unit touches one cache line of it.
+    rqs: LoadIndex<RunQueue>,
     /// Every live task's scheduling entity, by the task's slot ([`View::slot`]).
     entities: Vec<Entity>,
-    /// Each unit's run queue accounting, together so that an event on a unit touches
-    /// one cache line of it.
-    rqs: Vec<RunQueue>,
 }
 
-/// What cfs keeps per unit.
-#[derive(Clone, Copy, Default)]
+/// No task (ids are assigned from 0 in arrival order).
+const NO_TASK: TaskId = TaskId::MAX;
+
+/// What cfs keeps per unit: one cache line (records of 61 bytes would straddle two).
+#[derive(Clone, Copy)]
+#[repr(align(64))]
 struct RunQueue {
     min_vruntime: u64,
     /// Sum of weights of the tasks queued on or running on the unit.
     weight: u64,
     /// When the running task's current stretch began.
     exec_start: u64,
+    /// The task this policy last started on the unit (`NO_TASK` when idle), its slot
+    /// and a copy of its entity. The engine asks about that task on each slice,
+    /// checkpoint and completion; the copy spares a look-up in the view and a read of
+    /// the entity (another cache line) each time. Only `checkpoint` changes a running
+    /// task's entity, and it writes both. (A live engine may `submit` again a task it
+    /// took off its unit, resetting its entity; it runs again only through `pick`,
+    /// which copies afresh.)
+    curr: TaskId,
+    curr_slot: usize,
+    curr_entity: Entity,
+    /// Tasks queued on or running on the unit (the load index keeps it).
+    load: u32,
+    kind: UnitType,
+}
+
+const _: () = assert!(std::mem::size_of::<RunQueue>() == 64);
+
+impl UnitRecord for RunQueue {
+    fn idle(kind: UnitType) -> RunQueue {
+        RunQueue {
+            min_vruntime: 0,
+            weight: 0,
+            exec_start: 0,
+            curr: NO_TASK,
+            curr_slot: 0,
+            curr_entity: Entity::default(),
+            load: 0,
+            kind,
+        }
+    }
+    #[inline]
+    fn kind(&self) -> UnitType {
+        self.kind
+    }
+    #[inline]
+    fn load(&self) -> u32 {
+        self.load
+    }
+    #[inline]
+    fn load_mut(&mut self) -> &mut u32 {
+        &mut self.load
+    }
 }
 
 /// What cfs keeps per task: its weighted virtual runtime and its weight (copied from the
@@ -63,42 +109,92 @@ impl Cfs {
             latency_ns,
             min_granularity_ns,
             balance_ns,
-            loads: None,
+            rqs: LoadIndex::empty(),
             entities: Vec::new(),
-            rqs: Vec::new(),
         })
     }
 
-    /// Sizes the per-unit state, also for units added since the last call.
+    /// Sizes the per-unit state for units added since the last call (a length check on
+    /// the hot path).
+    #[inline]
     fn init(&mut self, view: &View) {
-        let n = view.units().len();
-        match &mut self.loads {
-            None => self.loads = Some(LoadIndex::new(view)),
-            Some(loads) if self.rqs.len() < n => loads.cover(view),
-            Some(_) => return,
+        if self.rqs.len() < view.units().len() {
+            self.grow(view);
         }
-        self.rqs.resize(n, RunQueue::default());
     }
 
-    /// Moves a queued task's accounting from unit `from` to unit `to`.
-    fn transfer(&mut self, view: &View, t: TaskId, from: UnitId, to: UnitId) {
-        let e = &mut self.entities[view.slot(t)];
-        let loads = self.loads.as_mut().unwrap();
-        loads.add(from, -1);
-        loads.add(to, 1);
-        let (from, to) = (from as usize, to as usize);
-        self.rqs[from].weight -= e.weight;
-        self.rqs[to].weight += e.weight;
-        e.vruntime =
-            e.vruntime.saturating_sub(self.rqs[from].min_vruntime) + self.rqs[to].min_vruntime;
+    #[cold]
+    fn grow(&mut self, view: &View) {
+        self.rqs.cover(view);
     }
 
-    /// The queued task with the least vruntime on `unit` (ties: nearest the head).
-    fn leftmost(&self, view: &View, unit: UnitId) -> Option<(u64, TaskId)> {
-        view.queue(unit)
-            .iter()
-            .map(|&t| (self.entities[view.slot(t)].vruntime, t))
-            .min_by_key(|&(v, _)| v)
+    /// The run queue of `unit`, with `task` (which runs there) as its current task.
+    #[inline]
+    fn running(&mut self, view: &View, unit: UnitId, task: TaskId) -> &mut RunQueue {
+        if self.rqs.unit(unit).curr != task {
+            self.adopt(view, unit, task);
+        }
+        self.rqs.unit_mut(unit)
+    }
+
+    /// Makes `task` the current task of `unit`: for an engine that started a task this
+    /// policy did not pick there.
+    #[cold]
+    fn adopt(&mut self, view: &View, unit: UnitId, task: TaskId) {
+        let slot = view.slot(task);
+        self.set_curr(unit, task, slot);
+    }
+
+    #[inline]
+    fn set_curr(&mut self, unit: UnitId, task: TaskId, slot: usize) {
+        let entity = self.entities[slot];
+        let rq = self.rqs.unit_mut(unit);
+        rq.curr = task;
+        rq.curr_slot = slot;
+        rq.curr_entity = entity;
+    }
+
+    /// Moves a queued task's accounting from unit `from` to unit `to`; returns its slot.
+    fn transfer(&mut self, view: &View, t: TaskId, from: UnitId, to: UnitId) -> usize {
+        let slot = view.slot(t);
+        let e = &mut self.entities[slot];
+        self.rqs.dec(from);
+        self.rqs.inc(to);
+        self.rqs.unit_mut(from).weight -= e.weight;
+        self.rqs.unit_mut(to).weight += e.weight;
+        e.vruntime = e.vruntime.saturating_sub(self.rqs.unit(from).min_vruntime)
+            + self.rqs.unit(to).min_vruntime;
+        slot
+    }
+
+    /// The queued task with the least vruntime on `unit` (ties: nearest the head), with
+    /// its slot. Queues are mostly empty or of one task: those skip the loop.
+    #[inline]
+    fn leftmost(&self, view: &View, unit: UnitId) -> Option<(u64, TaskId, usize)> {
+        let queue = view.queue(unit);
+        match queue.len() {
+            0 => None,
+            1 => {
+                let slot = view.slot(queue[0]);
+                Some((self.entities[slot].vruntime, queue[0], slot))
+            }
+            _ => self.leftmost_of(view, queue),
+        }
+    }
+
+    /// [`Self::leftmost`] over a longer queue (out of line: rare, and it keeps the
+    /// short path small enough to inline).
+    #[inline(never)]
+    fn leftmost_of(&self, view: &View, queue: &VecDeque<TaskId>) -> Option<(u64, TaskId, usize)> {
+        let mut best: Option<(u64, TaskId, usize)> = None;
+        for &t in queue {
+            let slot = view.slot(t);
+            let v = self.entities[slot].vruntime;
+            if best.is_none_or(|(b, _, _)| v < b) {
+                best = Some((v, t, slot));
+            }
+        }
+        best
     }
 }
 
@@ -110,12 +206,11 @@ impl Policy for Cfs {
     fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
         self.init(view);
         let t = view.task(task);
-        let Some(u) = self.loads.as_ref().unwrap().least(&t.affinity) else {
+        let Some(u) = self.rqs.place(&t.affinity) else {
             return SubmitDecision::Reject("no unit can run it".into());
         };
-        self.loads.as_mut().unwrap().add(u, 1);
         let weight = t.weight.max(1) as u64;
-        let rq = &mut self.rqs[u as usize];
+        let rq = self.rqs.unit_mut(u);
         rq.weight += weight;
         let vruntime = rq.min_vruntime;
         let slot = view.slot(task);
@@ -128,48 +223,67 @@ impl Policy for Cfs {
 
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
         self.init(view);
-        self.rqs[unit as usize].exec_start = view.now_ns();
-        if let Some((v, t)) = self.leftmost(view, unit) {
-            let m = &mut self.rqs[unit as usize].min_vruntime;
-            *m = (*m).max(v);
+        let leftmost = self.leftmost(view, unit);
+        let rq = self.rqs.unit_mut(unit);
+        rq.exec_start = view.now_ns();
+        if let Some((v, t, slot)) = leftmost {
+            rq.min_vruntime = rq.min_vruntime.max(v);
+            self.set_curr(unit, t, slot);
             return PickDecision::Run(t);
         }
-        // New-idle balance: pull from the unit of this type with the most tasks.
-        let kind = self.loads.as_ref().unwrap().kind(unit);
-        let Some((load, from)) = self.loads.as_ref().unwrap().most(kind) else {
+        rq.curr = NO_TASK;
+        // New-idle balance: pull from the unit of this type with the most tasks (the
+        // highest load alone rules out most cases without finding that unit).
+        let kind = rq.kind;
+        if self.rqs.most_load(kind) < 2 {
+            return PickDecision::Idle;
+        }
+        let Some((_, from)) = self.rqs.most(kind) else {
             return PickDecision::Idle;
         };
-        if load < 2 || from == unit {
+        if from == unit {
             return PickDecision::Idle;
         }
         let Some(&t) = view.queue(from).iter().find(|&&t| view.can_run(t, unit)) else {
             return PickDecision::Idle;
         };
-        self.transfer(view, t, from, unit);
+        let slot = self.transfer(view, t, from, unit);
+        self.set_curr(unit, t, slot);
         PickDecision::Steal { from, task: t }
     }
 
     fn time_slice(&mut self, view: &View, unit: UnitId, task: TaskId) -> Option<u64> {
-        let total = self.rqs[unit as usize].weight.max(1);
-        let slice = self.latency_ns * self.entities[view.slot(task)].weight / total;
+        let rq = self.running(view, unit, task);
+        let (weight, total) = (rq.curr_entity.weight, rq.weight.max(1));
+        // Alone on its unit (the usual case), a task gets the whole latency: no division.
+        let slice = if weight == total {
+            self.latency_ns
+        } else {
+            self.latency_ns * weight / total
+        };
         Some(slice.max(self.min_granularity_ns))
     }
 
     fn checkpoint(&mut self, view: &View, task: TaskId, unit: UnitId) -> CheckpointDecision {
         let now = view.now_ns();
-        let ran = now - self.rqs[unit as usize].exec_start;
-        self.rqs[unit as usize].exec_start = now;
-        let e = &mut self.entities[view.slot(task)];
+        let rq = self.running(view, unit, task);
+        let ran = now - rq.exec_start;
+        rq.exec_start = now;
+        let e = &mut rq.curr_entity;
         e.vruntime += ran * 1024 / e.weight;
-        let curr = e.vruntime;
-        match self.leftmost(view, unit) {
-            Some((left, _)) if left <= curr => {
-                let m = &mut self.rqs[unit as usize].min_vruntime;
+        let (curr, slot) = (e.vruntime, rq.curr_slot);
+        self.entities[slot].vruntime = curr;
+        let floor = match self.leftmost(view, unit) {
+            Some((left, _, _)) if left <= curr => Some(left),
+            _ => None,
+        };
+        let m = &mut self.rqs.unit_mut(unit).min_vruntime;
+        match floor {
+            Some(left) => {
                 *m = (*m).max(left.min(curr));
                 CheckpointDecision::Yield
             }
-            _ => {
-                let m = &mut self.rqs[unit as usize].min_vruntime;
+            None => {
                 *m = (*m).max(curr);
                 CheckpointDecision::Continue
             }
@@ -177,8 +291,10 @@ impl Policy for Cfs {
     }
 
     fn complete(&mut self, view: &View, task: TaskId, unit: UnitId) {
-        self.loads.as_mut().unwrap().add(unit, -1);
-        self.rqs[unit as usize].weight -= self.entities[view.slot(task)].weight;
+        let rq = self.running(view, unit, task);
+        rq.weight -= rq.curr_entity.weight;
+        rq.curr = NO_TASK;
+        self.rqs.dec(unit);
     }
 
     fn tick_interval(&self) -> Option<u64> {
@@ -196,7 +312,7 @@ impl Policy for Cfs {
         for kind in UnitType::ALL {
             // Each move narrows the gap; stop when no queued task can move.
             for _ in 0..view.units().len() {
-                let loads = self.loads.as_ref().unwrap();
+                let loads = &self.rqs;
                 let (Some((hi, from)), Some((lo, to))) = (loads.most(kind), loads.least_of(kind))
                 else {
                     break;

@@ -28,11 +28,8 @@ impl Policy for WorkStealing {
     }
     fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
         let loads = self.loads(view);
-        match loads.least(&view.task(task).affinity) {
-            Some(u) => {
-                loads.add(u, 1);
-                SubmitDecision::Enqueue(QueueId::Unit(u))
-            }
+        match loads.place(&view.task(task).affinity) {
+            Some(u) => SubmitDecision::Enqueue(QueueId::Unit(u)),
             None => SubmitDecision::Reject("no unit can run it".into()),
         }
     }
@@ -53,14 +50,14 @@ impl Policy for WorkStealing {
         match best {
             Some((_, from, task)) => {
                 let loads = self.loads(view);
-                loads.add(from, -1);
-                loads.add(unit, 1);
+                loads.dec(from);
+                loads.inc(unit);
                 PickDecision::Steal { from, task }
             }
             None => PickDecision::Idle,
         }
     }
     fn complete(&mut self, view: &View, _task: TaskId, unit: UnitId) {
-        self.loads(view).add(unit, -1);
+        self.loads(view).dec(unit);
     }
 }
