@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds a profile-guided (PGO) release of `hetsched`: an instrumented build runs the
 # simulator's own workloads (a smaller `bench sim` under cfs and fcfs, and every example
-# scenario under every policy), then the release build is optimised with that profile. The code is the same
-# as `cargo build --release`; the compiler lays out branches and inlines by measured use.
+# scenario under every policy), then the release build is optimised with that profile.
+# The code is the same as `cargo build --release`'s; the compiler lays out branches and
+# inlines by measured use.
 # Output: target/pgo/release/hetsched. Needs the llvm-tools rustup component (installed
 # here if missing) for llvm-profdata.
 set -euo pipefail
@@ -13,6 +14,12 @@ profdata="$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-profdata"
 if [ ! -x "$profdata" ]; then
   rustup component add llvm-tools >&2
 fi
+
+# With whole-program optimisation: profile-guided indirect-call promotion turns the
+# engine's hot `dyn Policy` calls into direct ones, and only LTO inlines those across the
+# sim and policies crates (without LTO, PGO gave about a third of the gain; see
+# docs/simulator.md, "Benchmark").
+export CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
 
 root=$(pwd)/target/pgo
 rm -rf "$root/profiles"
