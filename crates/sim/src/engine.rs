@@ -3,7 +3,7 @@
 //! `hetsched_core::policy` called in the situations it documents.
 //!
 //! At equal times, run ends are handled before arrivals, and arrivals before ticks. Run
-//! ends wait in a heap ([`RunEnds`]); the one pending arrival and the one pending tick
+//! ends wait in a calendar queue ([`RunEnds`]); the one pending arrival and the one pending tick
 //! wait beside it.
 //! Arrivals are pulled lazily from an iterator and finished tasks are dropped, so memory
 //! grows with live tasks, not with the length of the run (unless the recorder keeps
