@@ -3,8 +3,8 @@
 //! `hetsched_core::policy` called in the situations it documents.
 //!
 //! At equal times, run ends are handled before arrivals, and arrivals before ticks. Run
-//! ends wait in a calendar queue ([`RunEnds`]); the one pending arrival and the one pending tick
-//! wait beside it.
+//! ends wait in a calendar queue ([`RunEnds`]); the one pending arrival and the one
+//! pending tick wait beside it.
 //! Arrivals are pulled lazily from an iterator and finished tasks are dropped, so memory
 //! grows with live tasks, not with the length of the run (unless the recorder keeps
 //! events).
