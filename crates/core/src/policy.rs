@@ -17,7 +17,8 @@
 //!   checkpoint cost); never when the task finishes first;
 //! - `complete` once per finished task, after its unit became free and before the unit's
 //!   next `pick`;
-//! - `tick` every `tick_interval` while tasks are live, with counter samples.
+//! - `tick` every `tick_interval` while tasks are live, with counter samples (none for a
+//!   policy whose `wants_samples` is false).
 //!
 //! Units are never removed from the view and their ids never change, but a live engine
 //! may add units (the daemon's control API): a policy must accept unit ids above those
