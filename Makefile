@@ -2,7 +2,7 @@
 CARGO ?= cargo
 HETSCHED = target/release/hetsched
 
-.PHONY: deps build demo test lint fmt bench pgo
+.PHONY: deps build demo test fmt pgo
 
 deps:
 	@bash scripts/deps.sh
