@@ -12,7 +12,7 @@
 //!
 //! Parameters: `latency_ms` (6), `min_granularity_ms` (0.75), `balance_ms` (4; 0 = off).
 
-use crate::load::{LoadIndex, UnitRecord};
+use crate::load::{LoadIndex, UnitLoad, UnitRecord};
 use crate::params::{ms_to_ns, Params};
 use hetsched_core::machine::UnitType;
 use hetsched_core::policy::{
@@ -56,9 +56,8 @@ struct RunQueue {
     curr: TaskId,
     curr_slot: usize,
     curr_entity: Entity,
-    /// Tasks queued on or running on the unit (the load index keeps it).
-    load: u32,
-    kind: UnitType,
+    /// The unit's type, and its tasks queued or running (the load index keeps it).
+    unit: UnitLoad,
 }
 
 const _: () = assert!(std::mem::size_of::<RunQueue>() == 64);
@@ -72,21 +71,16 @@ impl UnitRecord for RunQueue {
             curr: NO_TASK,
             curr_slot: 0,
             curr_entity: Entity::default(),
-            load: 0,
-            kind,
+            unit: UnitLoad::idle(kind),
         }
     }
     #[inline]
-    fn kind(&self) -> UnitType {
-        self.kind
+    fn unit(&self) -> &UnitLoad {
+        &self.unit
     }
     #[inline]
-    fn load(&self) -> u32 {
-        self.load
-    }
-    #[inline]
-    fn load_mut(&mut self) -> &mut u32 {
-        &mut self.load
+    fn unit_mut(&mut self) -> &mut UnitLoad {
+        &mut self.unit
     }
 }
 
@@ -234,7 +228,7 @@ impl Policy for Cfs {
         rq.curr = NO_TASK;
         // New-idle balance: pull from the unit of this type with the most tasks (the
         // highest load alone rules out most cases without finding that unit).
-        let kind = rq.kind;
+        let kind = rq.unit.kind();
         if self.rqs.most_load(kind) < 2 {
             return PickDecision::Idle;
         }

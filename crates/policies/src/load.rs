@@ -31,33 +31,42 @@ pub struct LoadIndex<R: UnitRecord = UnitLoad> {
 pub trait UnitRecord: Clone {
     /// The record of an idle unit of type `kind`.
     fn idle(kind: UnitType) -> Self;
-    fn kind(&self) -> UnitType;
-    fn load(&self) -> u32;
-    fn load_mut(&mut self) -> &mut u32;
+    fn unit(&self) -> &UnitLoad;
+    fn unit_mut(&mut self) -> &mut UnitLoad;
 }
 
-/// A unit's type and load alone.
+/// A unit's type and load.
 #[derive(Clone, Copy)]
 pub struct UnitLoad {
     load: u32,
     kind: UnitType,
 }
 
-impl UnitRecord for UnitLoad {
-    fn idle(kind: UnitType) -> UnitLoad {
+impl UnitLoad {
+    pub fn idle(kind: UnitType) -> UnitLoad {
         UnitLoad { load: 0, kind }
     }
     #[inline]
-    fn kind(&self) -> UnitType {
+    pub fn kind(&self) -> UnitType {
         self.kind
     }
     #[inline]
-    fn load(&self) -> u32 {
+    pub fn load(&self) -> u32 {
         self.load
     }
+}
+
+impl UnitRecord for UnitLoad {
+    fn idle(kind: UnitType) -> UnitLoad {
+        UnitLoad::idle(kind)
+    }
     #[inline]
-    fn load_mut(&mut self) -> &mut u32 {
-        &mut self.load
+    fn unit(&self) -> &UnitLoad {
+        self
+    }
+    #[inline]
+    fn unit_mut(&mut self) -> &mut UnitLoad {
+        self
     }
 }
 
@@ -90,11 +99,15 @@ impl Levels {
             stride: summary_words + words,
             ..Levels::default()
         };
-        for (u, rec) in units.iter().enumerate().filter(|(_, r)| r.kind() == kind) {
-            while levels.len <= rec.load() {
+        for (u, rec) in units
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.unit().kind == kind)
+        {
+            while levels.len <= rec.unit().load {
                 levels.grow();
             }
-            levels.insert(rec.load(), u as UnitId);
+            levels.insert(rec.unit().load, u as UnitId);
             levels.units += 1;
         }
         if levels.units > 0 {
@@ -257,31 +270,31 @@ impl<R: UnitRecord> LoadIndex<R> {
     /// The type of unit `u` (a compact copy of the machine's).
     #[inline]
     pub fn kind(&self, u: UnitId) -> UnitType {
-        self.units[u as usize].kind()
+        self.units[u as usize].unit().kind
     }
 
     #[inline]
     pub fn load(&self, u: UnitId) -> u32 {
-        self.units[u as usize].load()
+        self.units[u as usize].unit().load
     }
 
     /// One more task on unit `u`.
     #[inline]
     pub fn inc(&mut self, u: UnitId) {
         let rec = &mut self.units[u as usize];
-        let old = *rec.load_mut();
-        *rec.load_mut() = old + 1;
-        self.levels[rec.kind() as usize].up(u, old);
+        let old = rec.unit().load;
+        rec.unit_mut().load = old + 1;
+        self.levels[rec.unit().kind as usize].up(u, old);
     }
 
     /// One task less on unit `u` (none at 0).
     #[inline(always)]
     pub fn dec(&mut self, u: UnitId) {
         let rec = &mut self.units[u as usize];
-        let old = rec.load();
+        let old = rec.unit().load;
         if old > 0 {
-            *rec.load_mut() = old - 1;
-            self.levels[rec.kind() as usize].down(u, old);
+            rec.unit_mut().load = old - 1;
+            self.levels[rec.unit().kind as usize].down(u, old);
         }
     }
 
@@ -295,7 +308,7 @@ impl<R: UnitRecord> LoadIndex<R> {
     #[inline]
     pub fn place(&mut self, affinity: &Affinity) -> Option<UnitId> {
         let (load, u, kind) = self.least_entry(affinity)?;
-        *self.units[u as usize].load_mut() = load + 1;
+        self.units[u as usize].unit_mut().load = load + 1;
         self.levels[kind as usize].up(u, load);
         Some(u)
     }
