@@ -38,7 +38,7 @@ pub fn run(which: Bench) -> Result<()> {
 #[derive(Args)]
 pub struct TopologyBench {
     /// Machine to load (any `--machine` source).
-    #[arg(long, default_value = "../shared/topologies/xml/192em64t-24n8c2t.xml")]
+    #[arg(long, default_value = "tests/data/topologies/xml/192em64t-24n8c2t.xml")]
     machine: String,
     /// Number of timed loads (after one warm-up load).
     #[arg(long, default_value_t = 20)]

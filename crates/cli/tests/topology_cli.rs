@@ -5,9 +5,9 @@ use common::{assert_input_error, hetsched};
 
 use std::path::PathBuf;
 
-fn shared(rel: &str) -> String {
+fn data(rel: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/topologies")
+        .join("../../tests/data/topologies")
         .join(rel)
         .to_str()
         .unwrap()
@@ -19,7 +19,7 @@ fn json_has_the_documented_keys() {
     let out = hetsched(&[
         "topology",
         "--machine",
-        &shared("sysfs/20em64t-hybrid-1p6c2t+2ca4co1t.tar.bz2"),
+        &data("sysfs/20em64t-hybrid-1p6c2t+2ca4co1t.tar.bz2"),
         "--json",
     ]);
     assert!(
@@ -141,7 +141,7 @@ fn bad_machines_are_clear_errors_with_exit_2() {
     );
 
     assert_input_error(
-        &hetsched(&["topology", "--machine", &shared("xml/nvidiaDGX2.xml")]),
+        &hetsched(&["topology", "--machine", &data("xml/nvidiaDGX2.xml")]),
         &["nvidiaDGX2.xml", "version 3.0"],
     );
     // clap's own usage errors exit 2 as well.

@@ -1,5 +1,5 @@
 //! Discovery against real machines: hwloc's regression dumps and XML exports in
-//! `../shared/topologies/`, compared with the expected lstopo output that ships with
+//! `tests/data/topologies/` (copied from hwloc's test suite), compared with the expected lstopo output that ships with
 //! each (their meaning: counts and sizes, not their text — they come from a newer lstopo).
 
 use hetsched_core::machine::{CacheKind, Machine, UnitGranularity, UnitType};
@@ -7,8 +7,8 @@ use hetsched_core::Error;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-fn shared() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/topologies")
+fn topologies() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/topologies")
 }
 
 /// What an expected file says: counts of PUs, cores, NUMA nodes, CPU kinds, and the
@@ -157,7 +157,7 @@ fn expected_for(archive: &std::path::Path) -> Expected {
 }
 
 fn dumps() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(shared().join("sysfs"))
+    let mut v: Vec<PathBuf> = std::fs::read_dir(topologies().join("sysfs"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.to_str().unwrap().ends_with(".tar.bz2"))
@@ -171,7 +171,7 @@ fn every_sysfs_dump_matches_its_expected_output() {
     let all = dumps();
     assert!(
         all.len() >= 6,
-        "expected the six dumps of shared/topologies/sysfs, found {all:?}"
+        "expected the six dumps of tests/data/topologies/sysfs, found {all:?}"
     );
     for archive in all {
         let m = hetsched_topology::load(archive.to_str().unwrap(), UnitGranularity::Pu)
@@ -193,7 +193,7 @@ fn every_sysfs_dump_matches_its_expected_output() {
 
 #[test]
 fn raptor_lake_has_two_kinds_with_p_cores_faster() {
-    let archive = shared().join("sysfs/20em64t-hybrid-1p6c2t+2ca4co1t.tar.bz2");
+    let archive = topologies().join("sysfs/20em64t-hybrid-1p6c2t+2ca4co1t.tar.bz2");
     let m = hetsched_topology::load(archive.to_str().unwrap(), UnitGranularity::Pu).unwrap();
     assert_eq!(m.cpu_kinds.len(), 2);
     let cores_of = |kind: u32| {
@@ -222,7 +222,7 @@ fn raptor_lake_has_two_kinds_with_p_cores_faster() {
 #[test]
 fn pci_locality_env_from_test_file_is_honoured() {
     // The .test file places PCI buses 00-09 near the 1st package and 40-46 near the 2nd.
-    let archive = shared().join("sysfs/40intel64-2g2n4c+pcilocality.tar.bz2");
+    let archive = topologies().join("sysfs/40intel64-2g2n4c+pcilocality.tar.bz2");
     let m = hetsched_topology::load(archive.to_str().unwrap(), UnitGranularity::Pu).unwrap();
     let eth0 = m
         .io_devices
@@ -242,7 +242,7 @@ fn pci_locality_env_from_test_file_is_honoured() {
 #[test]
 fn every_v2_xml_loads_with_its_pu_count() {
     let mut seen = 0;
-    for entry in std::fs::read_dir(shared().join("xml")).unwrap() {
+    for entry in std::fs::read_dir(topologies().join("xml")).unwrap() {
         let path = entry.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap();
         let result = hetsched_topology::load(path.to_str().unwrap(), UnitGranularity::Pu);
@@ -272,7 +272,7 @@ fn every_v2_xml_loads_with_its_pu_count() {
 #[test]
 fn gpus_and_numa_distances_come_through() {
     let m = hetsched_topology::load(
-        shared()
+        topologies()
             .join("xml/power8gpudistances.xml")
             .to_str()
             .unwrap(),
@@ -358,7 +358,7 @@ fn every_preset_loads() {
 
 #[test]
 fn an_extracted_dump_directory_loads_like_its_archive() {
-    let archive = shared().join("sysfs/16amd64-8n2c.tar.bz2");
+    let archive = topologies().join("sysfs/16amd64-8n2c.tar.bz2");
     let dump = hetsched_topology::sysfs_dump::extract(&archive).unwrap();
     // The archive's single top-level directory, and the directory holding it, both work.
     for dir in [dump.root.clone(), dump.root.parent().unwrap().to_path_buf()] {
