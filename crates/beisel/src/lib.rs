@@ -1,4 +1,4 @@
-//! Beisel et al. (ASAP 2011) on the simulator: the paper's two applications as task
+//! Beisel et al. (CAOS 2012) on the simulator: the paper's two applications as task
 //! models (`workload`), its experiments (Figures 3–7) and the project demo
 //! (`experiments`), and their plots (`plot`).
 

@@ -1,4 +1,4 @@
-//! `affinity`: Beisel et al.'s heterogeneity-aware CFS extension (ASAP 2011, §II–III).
+//! `affinity`: Beisel et al.'s heterogeneity-aware CFS extension (CAOS 2012, §II–III).
 //!
 //! The authors' kernel patch (github.com/pc2/hetsched) is not available here; this
 //! follows the paper's text:

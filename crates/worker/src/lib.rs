@@ -1,4 +1,4 @@
-//! The worker programming model of Beisel et al. (ASAP 2011, Figure 2 / Listing 1).
+//! The worker programming model of Beisel et al. (CAOS 2012, Figure 2 / Listing 1).
 //!
 //! A worker ([`Worker`]) declares [`MetaInfo`] (a type affinity per compute-unit type,
 //! 0 = no implementation; memory to copy; checkpoint size) and, per unit type, an
