@@ -18,6 +18,7 @@ demo: build
 	$(HETSCHED) demo
 
 test: deps
+	bash scripts/check-standalone.sh
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) nextest run --workspace --no-fail-fast
