@@ -160,14 +160,16 @@ pub fn client(args: ClientArgs) -> Result<()> {
                         l.map_or("?".into(), |l| format!("{:.1}", l * 1e6))
                     ),
                 };
+                let running = u
+                    .running
+                    .map_or("idle".to_string(), |t| format!("running task {t}"));
                 println!(
-                    "{:>3} {:<8} {:<24} capacity {:>5} {} running {:?} queued {}{link}",
+                    "{:>3} {:<8} {:<24} capacity {:>5} {} {running:<18} queued {}{link}",
                     u.id,
                     u.kind.to_string(),
                     u.name,
                     u.capacity,
                     if u.online { "online " } else { "leaving" },
-                    u.running,
                     u.queued
                 );
             }

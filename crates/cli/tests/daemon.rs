@@ -899,3 +899,28 @@ fn beisel_live_runs_real_apps_under_both_policies() {
         .iter()
         .any(|e| e["ph"] == "X"));
 }
+
+/// `hetsched client units` says in words what runs on each unit (not Rust's `Some(0)`).
+#[test]
+fn client_units_names_the_running_task_or_idle() {
+    let d = Daemon::start(2, 0, "fcfs");
+    let mut holder = d.client();
+    let unit = holder.alloc(&meta(1.0, 0.0)).unwrap();
+    let out = Command::new(BIN)
+        .args(["client", "--socket", d.socket.to_str().unwrap(), "units"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(!text.contains("Some(") && !text.contains("None"), "{text}");
+    let (busy, idle) = if unit.id == 0 { (0, 1) } else { (1, 0) };
+    assert!(lines[busy].contains("running task "), "{text}");
+    assert!(lines[idle].contains(" idle "), "{text}");
+    holder.free(true).unwrap();
+}
