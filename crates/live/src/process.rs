@@ -1,0 +1,431 @@
+//! Control of an ordinary, unmodified program from outside: the daemon's way to
+//! schedule a process that does not link the client library and so never asks for a
+//! unit itself.
+//!
+//! A scheduling decision becomes an operation on the process:
+//! - a grant or a migration = the unit's CPU set, applied to *every* thread (one
+//!   `sched_setaffinity` per entry of `/proc/PID/task`, repeated until a pass finds no
+//!   new thread; threads started later inherit the set from their creator);
+//! - a yield = `SIGSTOP` to the process group, the next grant = `SIGCONT`;
+//! - on a machine with several NUMA nodes, memory on one node: `set_mempolicy(MPOL_BIND)`
+//!   in the child before `exec` (the policy survives `exec`), `migrate_pages` for a
+//!   running process (which moves its pages; its later allocations follow its CPUs,
+//!   Linux's default local policy, so bind it to that node's CPUs too). With one node
+//!   this is a no-op that says so.
+//!
+//! The program starts in its own process group so that signals reach its children and
+//! never the daemon; children that leave the group (`setsid`) escape the pause. Memory
+//! binding uses the raw system calls: hwloc (`hwlocality`) cannot set another process's
+//! policy on Linux, and nothing but a system call may run between `fork` and `exec`.
+//!
+//! The process is signalled only until it has been reaped (`wait`), so its pid can
+//! never name someone else's group. Dropping a [`Process`] that is still running kills
+//! its group and reaps it: no orphan outlives its handle.
+
+use hetsched_core::{Error, Result};
+use rustc_hash::FxHashSet;
+use rustix::process::{kill_process_group, Pid, Signal};
+use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::io;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus};
+
+/// Where a program may run and keep its memory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Binding {
+    /// OS CPU indices for all its threads (`None`: the daemon's own set).
+    pub cpus: Option<Vec<u32>>,
+    /// NUMA node (OS index) for its memory (`None`: the kernel's default policy).
+    pub memory_node: Option<u32>,
+}
+
+/// How a program ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Exit {
+    /// It called `exit` with this code.
+    Code(i32),
+    /// A signal with this number killed it.
+    Signal(i32),
+}
+
+impl From<ExitStatus> for Exit {
+    fn from(status: ExitStatus) -> Exit {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Exit::Code(code),
+            (None, Some(signal)) => Exit::Signal(signal),
+            // Neither happens after a blocking wait (stops are not reported).
+            (None, None) => unreachable!("wait reported neither an exit code nor a signal"),
+        }
+    }
+}
+
+impl fmt::Display for Exit {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Exit::Code(code) => write!(f, "exit code {code}"),
+            Exit::Signal(signal) => write!(f, "killed by signal {signal}"),
+        }
+    }
+}
+
+/// What a memory binding did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemoryBinding {
+    /// Memory is bound to (or was moved to) this node; `pages_not_moved` counts the
+    /// pages `migrate_pages` could not move (0 for a binding before `exec`).
+    Bound { node: u32, pages_not_moved: u64 },
+    /// This machine has one NUMA node: nothing to bind.
+    SingleNode,
+}
+
+impl fmt::Display for MemoryBinding {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            MemoryBinding::Bound {
+                node,
+                pages_not_moved,
+            } => write!(
+                f,
+                "memory bound to NUMA node {node} ({pages_not_moved} pages not moved)"
+            ),
+            MemoryBinding::SingleNode => {
+                f.write_str("this machine has one NUMA node: memory binding is a no-op")
+            }
+        }
+    }
+}
+
+/// A program started by the daemon, in its own process group.
+pub struct Process {
+    child: Child,
+    /// Set once the process has been reaped; no signal is sent after that.
+    exit: Option<Exit>,
+    memory: Option<MemoryBinding>,
+}
+
+impl Process {
+    /// Starts `command` (stdio, environment and arguments as the caller set them) in a
+    /// new process group, its threads on `binding.cpus` and its memory on
+    /// `binding.memory_node`. A program that cannot be executed (missing, not
+    /// executable) and a CPU or node this machine does not offer are input errors.
+    pub fn spawn(mut command: Command, binding: &Binding) -> Result<Process> {
+        let cpus = binding.cpus.as_deref().map(cpu_set).transpose()?;
+        let memory = binding.memory_node.map(memory_binding).transpose()?;
+        let mempolicy = match memory {
+            Some(MemoryBinding::Bound { node, .. }) => Some(NodeMask::of(&[node])),
+            _ => None,
+        };
+        command.process_group(0);
+        if cpus.is_some() || mempolicy.is_some() {
+            // SAFETY: the closure only makes system calls (async-signal-safe) on data
+            // built before the fork.
+            unsafe {
+                command.pre_exec(move || {
+                    if let Some(set) = &cpus {
+                        sched_setaffinity(None, set)?;
+                    }
+                    if let Some(mask) = &mempolicy {
+                        mask.set_mempolicy()?;
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let child = command.spawn().map_err(|e| {
+            let program = command.get_program().to_string_lossy();
+            let not_runnable = [libc::ENOENT, libc::EACCES, libc::ENOEXEC, libc::ENOTDIR];
+            match e.raw_os_error() {
+                Some(code) if not_runnable.contains(&code) => {
+                    Error::input(format!("command `{program}`: cannot execute it: {e}"))
+                }
+                _ => Error::runtime(format!("command `{program}`: cannot start it: {e}")),
+            }
+        })?;
+        Ok(Process {
+            child,
+            exit: None,
+            memory,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What `spawn` did with the binding's memory node (`None`: none was asked for).
+    pub fn memory(&self) -> Option<&MemoryBinding> {
+        self.memory.as_ref()
+    }
+
+    /// Moves every thread to `cpus` (a grant or a migration); returns how many threads
+    /// were set. Threads started meanwhile are caught by repeating the pass.
+    pub fn set_cpus(&self, cpus: &[u32]) -> Result<usize> {
+        let set = cpu_set(cpus)?;
+        self.check_running()?;
+        let tasks = format!("/proc/{}/task", self.pid());
+        let mut done = FxHashSet::default();
+        // A thread that exists after a pass was either set or started by a thread whose
+        // set it then inherited, unless its creator was set later in the same pass: a
+        // pass that finds no new thread ends it. A process that starts threads faster
+        // than this loop sets them keeps the newest ones on their creator's set.
+        for _ in 0..MAX_PASSES {
+            let entries = std::fs::read_dir(&tasks).map_err(|e| self.gone(e))?;
+            let tids: Vec<i32> = entries
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .filter(|&tid| tid > 0 && !done.contains(&tid))
+                .collect();
+            if tids.is_empty() {
+                break;
+            }
+            for tid in tids {
+                match sched_setaffinity(Pid::from_raw(tid), &set) {
+                    // A thread that ended since the listing needs no CPUs.
+                    Ok(()) | Err(rustix::io::Errno::SRCH) => {}
+                    Err(e) => {
+                        return Err(Error::runtime(format!(
+                            "process {}: thread {tid}: sched_setaffinity: {e}",
+                            self.pid()
+                        )))
+                    }
+                }
+                done.insert(tid);
+            }
+        }
+        Ok(done.len())
+    }
+
+    /// Moves the process's memory to `node` with `migrate_pages` (see the module doc:
+    /// its later allocations follow its CPUs).
+    pub fn bind_memory(&self, node: u32) -> Result<MemoryBinding> {
+        let binding = memory_binding(node)?;
+        self.check_running()?;
+        let MemoryBinding::Bound { .. } = binding else {
+            return Ok(binding);
+        };
+        let from = NodeMask::of(&numa_nodes());
+        let to = NodeMask::of(&[node]);
+        // SAFETY: both masks are `maxnode` bits long and outlive the call.
+        let moved = unsafe {
+            libc::syscall(
+                libc::SYS_migrate_pages,
+                self.pid() as libc::pid_t,
+                from.maxnode(),
+                from.words.as_ptr(),
+                to.words.as_ptr(),
+            )
+        };
+        if moved < 0 {
+            return Err(Error::runtime(format!(
+                "process {}: migrate_pages to node {node}: {}",
+                self.pid(),
+                io::Error::last_os_error()
+            )));
+        }
+        Ok(MemoryBinding::Bound {
+            node,
+            pages_not_moved: moved as u64,
+        })
+    }
+
+    /// Stops the whole process group (a yield).
+    pub fn pause(&self) -> Result<()> {
+        self.signal(Signal::STOP)
+    }
+
+    /// Lets a paused process group run again.
+    pub fn resume(&self) -> Result<()> {
+        self.signal(Signal::CONT)
+    }
+
+    /// Kills the whole process group; `wait` then reports the signal.
+    pub fn kill(&self) -> Result<()> {
+        self.signal(Signal::KILL)
+    }
+
+    /// Waits for the program to end.
+    pub fn wait(&mut self) -> Result<Exit> {
+        if let Some(exit) = self.exit {
+            return Ok(exit);
+        }
+        let status = self.child.wait().map_err(|e| self.gone(e))?;
+        Ok(*self.exit.insert(status.into()))
+    }
+
+    /// The program's end if it has ended, without waiting.
+    pub fn try_wait(&mut self) -> Result<Option<Exit>> {
+        if self.exit.is_none() {
+            let status = self.child.try_wait().map_err(|e| self.gone(e))?;
+            self.exit = status.map(Exit::from);
+        }
+        Ok(self.exit)
+    }
+
+    fn signal(&self, signal: Signal) -> Result<()> {
+        self.check_running()?;
+        let group = Pid::from_child(&self.child);
+        kill_process_group(group, signal).map_err(|e| {
+            Error::runtime(format!(
+                "process group {}: signal {}: {e}",
+                self.pid(),
+                signal.as_raw()
+            ))
+        })
+    }
+
+    fn check_running(&self) -> Result<()> {
+        match self.exit {
+            None => Ok(()),
+            Some(exit) => Err(Error::runtime(format!(
+                "process {} has ended ({exit})",
+                self.pid()
+            ))),
+        }
+    }
+
+    fn gone(&self, e: io::Error) -> Error {
+        Error::runtime(format!("process {}: {e}", self.pid()))
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if self.exit.is_none() {
+            let _ = self.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Passes of `set_cpus` over a process's threads.
+const MAX_PASSES: usize = 16;
+
+/// A CPU set from OS indices, each of which this daemon may use itself.
+fn cpu_set(cpus: &[u32]) -> Result<CpuSet> {
+    let allowed = sched_getaffinity(None)
+        .map_err(|e| Error::runtime(format!("sched_getaffinity of the daemon: {e}")))?;
+    let allowed_list = || {
+        let ids: Vec<u32> = (0..CpuSet::MAX_CPU)
+            .filter(|&c| allowed.is_set(c))
+            .map(|c| c as u32)
+            .collect();
+        ranges(&ids)
+    };
+    if cpus.is_empty() {
+        return Err(Error::input(format!(
+            "CPU set: expected at least one of the CPUs {}",
+            allowed_list()
+        )));
+    }
+    let mut set = CpuSet::new();
+    for &cpu in cpus {
+        if (cpu as usize) >= CpuSet::MAX_CPU || !allowed.is_set(cpu as usize) {
+            return Err(Error::input(format!(
+                "CPU {cpu}: expected one of the CPUs this daemon may use, {}",
+                allowed_list()
+            )));
+        }
+        set.set(cpu as usize);
+    }
+    Ok(set)
+}
+
+/// What binding memory to `node` means on this machine; an unknown node is bad input.
+fn memory_binding(node: u32) -> Result<MemoryBinding> {
+    let nodes = numa_nodes();
+    if !nodes.contains(&node) {
+        return Err(Error::input(format!(
+            "memory node {node}: expected one of this machine's NUMA nodes, {}",
+            ranges(&nodes)
+        )));
+    }
+    Ok(match nodes.len() {
+        1 => MemoryBinding::SingleNode,
+        _ => MemoryBinding::Bound {
+            node,
+            pages_not_moved: 0,
+        },
+    })
+}
+
+/// The online NUMA nodes (a kernel without NUMA support has one, node 0).
+pub fn numa_nodes() -> Vec<u32> {
+    std::fs::read_to_string("/sys/devices/system/node/online")
+        .ok()
+        .and_then(|s| parse_ranges(&s))
+        .filter(|nodes| !nodes.is_empty())
+        .unwrap_or_else(|| vec![0])
+}
+
+/// A kernel list such as `0-3,8` (sysfs and `/proc/PID/status` use them).
+fn parse_ranges(s: &str) -> Option<Vec<u32>> {
+    let mut ids = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        let (lo, hi): (u32, u32) = (lo.parse().ok()?, hi.parse().ok()?);
+        if lo > hi || hi - lo > 1 << 16 {
+            return None;
+        }
+        ids.extend(lo..=hi);
+    }
+    Some(ids)
+}
+
+/// The kernel's list form of sorted ids, e.g. `0-3,8`.
+fn ranges(ids: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        out.push(match j > i {
+            true => format!("{}-{}", ids[i], ids[j]),
+            false => ids[i].to_string(),
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+/// A node mask as the memory-policy system calls take it.
+struct NodeMask {
+    words: Vec<libc::c_ulong>,
+}
+
+impl NodeMask {
+    fn of(nodes: &[u32]) -> NodeMask {
+        let bits = libc::c_ulong::BITS;
+        let top = nodes.iter().max().map_or(0, |&n| n / bits);
+        let mut words = vec![0; top as usize + 1];
+        for &n in nodes {
+            words[(n / bits) as usize] |= 1 << (n % bits);
+        }
+        NodeMask { words }
+    }
+
+    /// The `maxnode` argument: the kernel reads one bit fewer than it is told.
+    fn maxnode(&self) -> libc::c_ulong {
+        (self.words.len() as libc::c_ulong) * libc::c_ulong::BITS as libc::c_ulong + 1
+    }
+
+    /// Binds the calling thread's future allocations (and those of what it `exec`s).
+    fn set_mempolicy(&self) -> io::Result<()> {
+        // SAFETY: the mask is `maxnode` bits long and outlives the call.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_set_mempolicy,
+                libc::MPOL_BIND,
+                self.words.as_ptr(),
+                self.maxnode(),
+            )
+        };
+        match r {
+            0 => Ok(()),
+            _ => Err(io::Error::last_os_error()),
+        }
+    }
+}
