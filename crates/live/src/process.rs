@@ -429,3 +429,255 @@ impl NodeMask {
         }
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    /// Polls `cond` until it holds; fails after a minute (a generous bound for a loaded
+    /// machine, not a measurement).
+    pub(crate) fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !cond() {
+            assert!(Instant::now() < deadline, "timed out waiting until {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The CPUs this test process may use.
+    pub(crate) fn allowed_cpus() -> Vec<u32> {
+        let set = sched_getaffinity(None).unwrap();
+        (0..CpuSet::MAX_CPU as u32)
+            .filter(|&c| set.is_set(c as usize))
+            .collect()
+    }
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.args(["-c", script]);
+        c
+    }
+
+    fn thread_cpus(pid: u32) -> Vec<Vec<u32>> {
+        let dir = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+        dir.filter_map(|e| {
+            let status = std::fs::read_to_string(e.ok()?.path().join("status")).ok()?;
+            let line = status
+                .lines()
+                .find(|l| l.starts_with("Cpus_allowed_list:"))?;
+            parse_ranges(line.split_once(':')?.1)
+        })
+        .collect()
+    }
+
+    /// The states (`R`, `S`, `T`...) of every process in process group `pgid`.
+    fn group_states(pgid: u32) -> Vec<char> {
+        let mut states = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                continue;
+            };
+            let Some((_, rest)) = stat.rsplit_once(')') else {
+                continue;
+            };
+            let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+            // Fields 3 (state) and 5 (process group), counted from 3.
+            if f.get(2).and_then(|g| g.parse().ok()) == Some(pgid) {
+                states.push(f[0].chars().next().unwrap());
+            }
+        }
+        states
+    }
+
+    const HELPER: &str = "HETSCHED_TEST_THREADS_HELPER";
+
+    /// Not a test: the multithreaded program `affinity_*` controls, run by re-executing
+    /// this test binary. It starts three threads, one more per line on its standard
+    /// input, and ends at the end of its input.
+    #[test]
+    #[ignore = "run by affinity_reaches_every_thread_including_later_ones as a child"]
+    fn threads_helper() {
+        if std::env::var_os(HELPER).is_none() {
+            return;
+        }
+        let park = || {
+            std::thread::spawn(|| loop {
+                std::thread::park()
+            });
+        };
+        (0..3).for_each(|_| park());
+        for _ in std::io::stdin().lines() {
+            park();
+        }
+    }
+
+    #[test]
+    fn affinity_reaches_every_thread_including_later_ones() {
+        let cpus = allowed_cpus();
+        let (first, last) = (cpus[0], *cpus.last().unwrap());
+        let mut helper = Command::new(std::env::current_exe().unwrap());
+        helper
+            .args(["--exact", "process::tests::threads_helper", "--ignored"])
+            .env(HELPER, "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null());
+        let binding = Binding {
+            cpus: Some(vec![first]),
+            memory_node: None,
+        };
+        let mut p = Process::spawn(helper, &binding).unwrap();
+        let pid = p.pid();
+        // The main thread and the helper's three (libtest may add one).
+        wait_until("the helper runs 4 threads", || thread_cpus(pid).len() >= 4);
+        assert!(thread_cpus(pid).iter().all(|c| c == &[first]));
+
+        let threads = thread_cpus(pid).len();
+        assert!(p.set_cpus(&[last]).unwrap() >= threads);
+        assert!(thread_cpus(pid).iter().all(|c| c == &[last]));
+
+        let mut stdin = p.child.stdin.take().unwrap();
+        writeln!(stdin).unwrap();
+        wait_until("the helper starts one more thread", || {
+            thread_cpus(pid).len() > threads
+        });
+        let all = thread_cpus(pid);
+        assert!(all.iter().all(|c| c == &[last]), "{all:?}");
+        drop(stdin);
+        assert_eq!(p.wait().unwrap(), Exit::Code(0));
+    }
+
+    #[test]
+    fn pause_stops_the_whole_group_and_resume_lets_it_run() {
+        let mut p =
+            Process::spawn(sh("sleep 1000 & sleep 1000; wait"), &Binding::default()).unwrap();
+        let pgid = p.pid();
+        wait_until("sh and its two sleeps run", || {
+            group_states(pgid).len() == 3
+        });
+        p.pause().unwrap();
+        wait_until("all three are stopped", || {
+            group_states(pgid).iter().all(|&s| s == 'T')
+        });
+        p.resume().unwrap();
+        wait_until("none is stopped", || {
+            group_states(pgid).iter().all(|&s| s != 'T')
+        });
+        p.kill().unwrap();
+        assert_eq!(p.wait().unwrap(), Exit::Signal(libc::SIGKILL));
+        wait_until("the group is gone", || group_states(pgid).is_empty());
+    }
+
+    #[test]
+    fn exit_codes_and_signals_are_reported() {
+        let run = |script| {
+            Process::spawn(sh(script), &Binding::default())
+                .unwrap()
+                .wait()
+        };
+        assert_eq!(run("exit 3").unwrap(), Exit::Code(3));
+        assert_eq!(run("exit 0").unwrap(), Exit::Code(0));
+        assert_eq!(run("kill -TERM $$").unwrap(), Exit::Signal(libc::SIGTERM));
+        assert_eq!(Exit::Signal(9).to_string(), "killed by signal 9");
+        assert_eq!(
+            serde_json::to_string(&Exit::Code(3)).unwrap(),
+            r#"{"code":3}"#
+        );
+    }
+
+    #[test]
+    fn an_ended_process_is_not_signalled_and_a_dropped_one_is_killed() {
+        let mut p = Process::spawn(sh("exit 0"), &Binding::default()).unwrap();
+        assert_eq!(p.wait().unwrap(), Exit::Code(0));
+        assert_eq!(p.try_wait().unwrap(), Some(Exit::Code(0)));
+        for err in [p.pause(), p.set_cpus(&allowed_cpus()).map(drop)] {
+            let msg = err.unwrap_err().to_string();
+            assert!(msg.contains("has ended (exit code 0)"), "{msg}");
+        }
+
+        let mut p = Process::spawn(sh("sleep 1000"), &Binding::default()).unwrap();
+        assert_eq!(p.try_wait().unwrap(), None);
+        let pid = p.pid();
+        drop(p);
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    }
+
+    #[test]
+    fn a_missing_program_or_a_bad_binding_is_an_input_error() {
+        let missing = Command::new("/nonexistent/hetsched-no-such-program");
+        let e = Process::spawn(missing, &Binding::default()).err().unwrap();
+        assert_eq!(e.exit_code(), 2);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("/nonexistent/hetsched-no-such-program"),
+            "{msg}"
+        );
+        assert!(!msg.contains('\n'), "{msg}");
+        let dir = Process::spawn(Command::new("/"), &Binding::default());
+        assert_eq!(dir.err().unwrap().exit_code(), 2);
+
+        let bad_cpu = CpuSet::MAX_CPU as u32 + 5;
+        for cpus in [vec![], vec![bad_cpu]] {
+            let binding = Binding {
+                cpus: Some(cpus),
+                memory_node: None,
+            };
+            let e = Process::spawn(sh("exit 0"), &binding).err().unwrap();
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.to_string().starts_with("CPU"), "{e}");
+        }
+        let binding = Binding {
+            cpus: None,
+            memory_node: Some(1 << 20),
+        };
+        let e = Process::spawn(sh("exit 0"), &binding).err().unwrap();
+        assert_eq!(e.exit_code(), 2);
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("memory node 1048576: expected one of"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn memory_binding_matches_the_number_of_numa_nodes() {
+        let nodes = numa_nodes();
+        let node = *nodes.last().unwrap();
+        let binding = Binding {
+            cpus: None,
+            memory_node: Some(node),
+        };
+        let mut p = Process::spawn(sh("sleep 1000"), &binding).unwrap();
+        let moved = p.bind_memory(node).unwrap();
+        if nodes.len() == 1 {
+            assert_eq!(p.memory(), Some(&MemoryBinding::SingleNode));
+            assert_eq!(moved, MemoryBinding::SingleNode);
+            assert!(moved
+                .to_string()
+                .contains("one NUMA node: memory binding is a no-op"));
+        } else {
+            assert!(matches!(p.memory(), Some(MemoryBinding::Bound { node: n, .. }) if *n == node));
+            assert!(matches!(moved, MemoryBinding::Bound { node: n, .. } if n == node));
+            let maps = std::fs::read_to_string(format!("/proc/{}/numa_maps", p.pid())).unwrap();
+            assert!(maps.contains(&format!("bind:{node}")), "{maps}");
+        }
+        p.kill().unwrap();
+        assert_eq!(p.wait().unwrap(), Exit::Signal(libc::SIGKILL));
+    }
+
+    #[test]
+    fn kernel_lists_parse_and_print() {
+        assert_eq!(parse_ranges("0-3,8\n"), Some(vec![0, 1, 2, 3, 8]));
+        assert_eq!(parse_ranges(""), Some(vec![]));
+        for bad in ["3-1", "x", "1-", "0-4294967295", "-1"] {
+            assert_eq!(parse_ranges(bad), None, "{bad}");
+        }
+        assert_eq!(ranges(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(ranges(&[]), "");
+        let mask = NodeMask::of(&[0, 65]);
+        assert_eq!(mask.words, vec![1, 2]);
+        assert_eq!(mask.maxnode(), 129);
+    }
+}

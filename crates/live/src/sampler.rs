@@ -318,3 +318,96 @@ fn thread_stats(pid: u32) -> Result<FxHashMap<i32, ThreadStat>> {
 fn gone(pid: u32, e: impl fmt::Display) -> Error {
     Error::runtime(format!("process {pid}: {e}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::tests::{allowed_cpus, wait_until};
+    use crate::process::{Binding, Process};
+    use std::process::Command;
+
+    fn busy_child() -> Process {
+        let mut c = Command::new("sh");
+        c.args(["-c", "while :; do :; done"]);
+        Process::spawn(c, &Binding::default()).unwrap()
+    }
+
+    /// What every sample must say on this machine, PMU or not.
+    fn assert_honest(sampler: &Sampler, s: &Sample) {
+        assert!(s.sources.proc);
+        assert_eq!(s.sources.perf, *sampler.pmu() == Pmu::Counting, "{s:?}");
+        let counters = [s.instructions, s.cycles, s.llc_misses];
+        if !s.sources.perf {
+            assert_eq!(counters, [None; 3], "no perf source, yet counters: {s:?}");
+        }
+        assert!(
+            s.run_delay_ns.is_some() && s.context_switches.is_some(),
+            "{s:?}"
+        );
+        assert!(allowed_cpus().contains(&s.cpu.unwrap()), "{s:?}");
+        assert_eq!(s.memory_bound, None);
+        let json = serde_json::to_value(s).unwrap();
+        assert_eq!(json["sources"]["perf"], s.sources.perf);
+        assert_eq!(json["instructions"].is_null(), s.instructions.is_none());
+    }
+
+    #[test]
+    fn a_busy_child_accumulates_cpu_time_from_honest_sources() {
+        let mut sampler = Sampler::new();
+        if let Pmu::Absent(why) = sampler.pmu() {
+            assert!(why.starts_with("perf_event_open(instructions): "), "{why}");
+            assert!(sampler
+                .pmu()
+                .to_string()
+                .starts_with("no hardware counters"));
+        }
+        let child = busy_child();
+        sampler.track(child.pid()).unwrap();
+        let (mut busy_ns, mut instructions, mut samples) = (0, 0, 0);
+        wait_until("the child has used 200 ms of CPU", || {
+            let s = sampler.sample(3, Some(7), child.pid()).unwrap();
+            assert_eq!((s.unit, s.task), (3, Some(7)));
+            assert_honest(&sampler, &s);
+            busy_ns += s.busy_ns;
+            instructions += s.instructions.unwrap_or(0);
+            samples += 1;
+            busy_ns >= 200_000_000
+        });
+        assert!(samples > 1, "CPU time must accumulate over several samples");
+        if sampler.pmu() == &Pmu::Counting {
+            assert!(instructions > 0);
+        }
+
+        // A stopped process runs nothing: zero is then a measurement, not a filler.
+        child.pause().unwrap();
+        let stat = format!("/proc/{}/stat", child.pid());
+        wait_until("the child is stopped", || {
+            let stat = std::fs::read_to_string(&stat).unwrap();
+            stat.rsplit_once(") ").unwrap().1.starts_with('T')
+        });
+        sampler.sample(3, Some(7), child.pid()).unwrap();
+        let s = sampler.sample(3, Some(7), child.pid()).unwrap();
+        assert_honest(&sampler, &s);
+        assert_eq!((s.busy_ns, s.context_switches), (0, Some(0)), "{s:?}");
+        if s.sources.perf {
+            assert_eq!(s.instructions, Some(0));
+        }
+    }
+
+    #[test]
+    fn untracked_and_ended_processes_are_errors() {
+        let mut sampler = Sampler::new();
+        let mut child = busy_child();
+        let pid = child.pid();
+        let e = sampler.sample(0, None, pid).unwrap_err();
+        assert!(e.to_string().contains("not sampled"), "{e}");
+        sampler.track(pid).unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(sampler.sample(0, None, pid).is_err());
+        assert!(sampler.track(pid).is_err());
+        sampler.untrack(pid);
+        let e = sampler.sample(0, None, pid).unwrap_err();
+        assert!(e.to_string().contains("not sampled"), "{e}");
+    }
+}
