@@ -165,18 +165,14 @@ impl Process {
     pub fn set_cpus(&self, cpus: &[u32]) -> Result<usize> {
         let set = cpu_set(cpus)?;
         self.check_running()?;
-        let tasks = format!("/proc/{}/task", self.pid());
         let mut done = FxHashSet::default();
-        // A thread that exists after a pass was either set or started by a thread whose
-        // set it then inherited, unless its creator was set later in the same pass: a
-        // pass that finds no new thread ends it. A process that starts threads faster
-        // than this loop sets them keeps the newest ones on their creator's set.
+        // A thread started by one not yet set inherits the old set and may be missing
+        // from the listing in progress: the next pass finds it. The passes end when one
+        // finds no new thread; a program that starts threads faster than they are set
+        // keeps its newest ones on their creator's old set until the next call.
         for _ in 0..MAX_PASSES {
-            let entries = std::fs::read_dir(&tasks).map_err(|e| self.gone(e))?;
-            let tids: Vec<i32> = entries
-                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .filter(|&tid| tid > 0 && !done.contains(&tid))
-                .collect();
+            let mut tids = thread_ids(self.pid()).map_err(|e| self.gone(e))?;
+            tids.retain(|tid| !done.contains(tid));
             if tids.is_empty() {
                 break;
             }
@@ -297,6 +293,15 @@ impl Drop for Process {
             let _ = self.child.wait();
         }
     }
+}
+
+/// The thread ids of process `pid`, from `/proc/PID/task`.
+pub(crate) fn thread_ids(pid: u32) -> io::Result<Vec<i32>> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/task"))?;
+    Ok(dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&tid| tid > 0)
+        .collect())
 }
 
 /// Passes of `set_cpus` over a process's threads.

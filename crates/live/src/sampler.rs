@@ -24,6 +24,7 @@
 //!   scaled by enabled / running time; one that never ran on the PMU during an interval
 //!   is `None`.
 
+use crate::process::thread_ids;
 use hetsched_core::policy::{Sample, Sources, UnitId};
 use hetsched_core::task::TaskId;
 use hetsched_core::{Error, Result};
@@ -174,34 +175,14 @@ impl Sampler {
             },
             ..Sample::default()
         };
-        if !threads.is_empty() {
-            let delta = |now: &ThreadStat, then: Option<&ThreadStat>| {
-                // A lower value than before is a new thread that reuses an old id.
-                let since = |f: fn(&ThreadStat) -> u64| {
-                    let prev = then.map_or(0, f);
-                    let cur = f(now);
-                    if cur >= prev {
-                        cur - prev
-                    } else {
-                        cur
-                    }
-                };
-                (
-                    since(|s| s.run_ns),
-                    since(|s| s.delay_ns),
-                    since(|s| s.switches),
-                )
-            };
-            let deltas: Vec<_> = threads
-                .iter()
-                .map(|(tid, now)| (delta(now, t.threads.get(tid)), now))
-                .collect();
-            sample.run_delay_ns = Some(deltas.iter().map(|((_, d, _), _)| d).sum());
-            sample.context_switches = Some(deltas.iter().map(|((_, _, s), _)| s).sum());
-            sample.cpu = deltas
-                .iter()
-                .max_by_key(|((run, _, _), now)| (*run, now.run_ns))
-                .and_then(|(_, now)| now.cpu);
+        let deltas: Vec<ThreadStat> = threads
+            .iter()
+            .map(|(tid, now)| now.since(t.threads.get(tid)))
+            .collect();
+        if !deltas.is_empty() {
+            sample.run_delay_ns = Some(deltas.iter().map(|d| d.delay_ns).sum());
+            sample.context_switches = Some(deltas.iter().map(|d| d.switches).sum());
+            sample.cpu = deltas.iter().max_by_key(|d| d.run_ns).and_then(|d| d.cpu);
         }
         if let Some(c) = &mut t.counters {
             if let Some(now) = c.read() {
@@ -223,6 +204,29 @@ impl Tracked {
     fn cpu_ns(&self, pid: u32) -> Result<u64> {
         let ts = clock_gettime(self.clock).map_err(|e| gone(pid, e))?;
         Ok(ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
+    }
+}
+
+impl ThreadStat {
+    /// The counts since `then`, this thread id's previous stat; counts below `then`'s
+    /// are a new thread that reuses the id, counted from zero.
+    fn since(&self, then: Option<&ThreadStat>) -> ThreadStat {
+        let then = match then {
+            Some(t)
+                if t.run_ns <= self.run_ns
+                    && t.delay_ns <= self.delay_ns
+                    && t.switches <= self.switches =>
+            {
+                *t
+            }
+            _ => ThreadStat::default(),
+        };
+        ThreadStat {
+            run_ns: self.run_ns - then.run_ns,
+            delay_ns: self.delay_ns - then.delay_ns,
+            switches: self.switches - then.switches,
+            cpu: self.cpu,
+        }
     }
 }
 
@@ -275,17 +279,10 @@ fn scaled(then: &Reading, now: &Reading) -> Option<u64> {
     }
 }
 
-fn thread_ids(pid: u32) -> Result<Vec<i32>> {
-    let dir = std::fs::read_dir(format!("/proc/{pid}/task")).map_err(|e| gone(pid, e))?;
-    Ok(dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect())
-}
-
 /// Every thread's `schedstat` and CPU; threads that end while being read are skipped.
 fn thread_stats(pid: u32) -> Result<FxHashMap<i32, ThreadStat>> {
     let mut stats = FxHashMap::default();
-    for tid in thread_ids(pid)? {
+    for tid in thread_ids(pid).map_err(|e| gone(pid, e))? {
         let read = |file| std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/{file}"));
         let Ok(schedstat) = read("schedstat") else {
             continue;
