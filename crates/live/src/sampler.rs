@@ -63,7 +63,8 @@ pub struct Sampler {
     tracked: FxHashMap<u32, Tracked>,
 }
 
-/// The counters, in the order of [`Reading`]'s fields in a sample.
+/// The hardware events, in the order of the sample's `instructions`, `cycles` and
+/// `llc_misses`.
 const EVENTS: [Hardware; 3] = [
     Hardware::INSTRUCTIONS,
     Hardware::CPU_CYCLES,
@@ -139,14 +140,14 @@ impl Sampler {
         let mut tracked = Tracked {
             clock,
             cpu_ns: 0,
-            threads: FxHashMap::default(),
-            counters,
+            threads: thread_stats(pid)?,
+            // Counters that cannot be read from the start measure nothing.
+            counters: counters.and_then(|mut c| {
+                c.last = c.read()?;
+                Some(c)
+            }),
         };
         tracked.cpu_ns = tracked.cpu_ns(pid)?;
-        tracked.threads = thread_stats(pid)?;
-        if let Some(c) = &mut tracked.counters {
-            c.last = c.read().unwrap_or_default();
-        }
         self.tracked.insert(pid, tracked);
         Ok(())
     }
