@@ -67,16 +67,44 @@ pub enum TickAction {
 }
 
 /// One counter sample per unit since the previous tick.
-#[derive(Clone, Copy, Debug, PartialEq)]
+///
+/// The simulator fills the first four fields from its model. The live runtime measures
+/// the running task's process (`hetsched_live::sampler`); a measurement no source on
+/// this machine provides is `None`, never a zero that looks measured, and `sources`
+/// says which sources filled the sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Sample {
     pub unit: UnitId,
     /// The task running at sample time.
     pub task: Option<TaskId>,
-    /// Nanoseconds the unit was busy since the previous sample.
+    /// Nanoseconds the unit was busy since the previous sample (live: the CPU time,
+    /// user plus system, of the task's process and all its threads).
     pub busy_ns: u64,
-    /// Estimated memory-bound fraction of the running task (from counters live; the
-    /// task's model value in the simulator).
+    /// Estimated memory-bound fraction of the running task: the task's model value in
+    /// the simulator; `None` live, where the raw counters below are reported instead.
     pub memory_bound: Option<f64>,
+    /// Nanoseconds the task's threads waited on a run queue.
+    pub run_delay_ns: Option<u64>,
+    /// Times the task's threads were switched onto a CPU.
+    pub context_switches: Option<u64>,
+    /// The CPU the task ran on most recently (of its busiest thread).
+    pub cpu: Option<u32>,
+    /// User-space instructions retired (hardware counter).
+    pub instructions: Option<u64>,
+    /// User-space CPU cycles (hardware counter).
+    pub cycles: Option<u64>,
+    /// Last-level-cache misses (hardware counter).
+    pub llc_misses: Option<u64>,
+    pub sources: Sources,
+}
+
+/// Which measurement sources filled a [`Sample`]; none for the simulator's model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Sources {
+    /// Hardware counters through `perf_event_open`.
+    pub perf: bool,
+    /// The kernel's per-process accounting (CPU-time clock, `/proc`).
+    pub proc: bool,
 }
 
 /// What runs on a unit right now.

@@ -731,6 +731,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
                     busy_ns: busy + running.map_or(0, |_| now - from.max(last_tick)),
                     memory_bound:
                         running.map(|_| self.tasks.at_slot(seg.slot as usize).task.memory_bound),
+                    ..Sample::default()
                 },
             ));
             self.busy_ns.iter_mut().for_each(|b| *b = 0);

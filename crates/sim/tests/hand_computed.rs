@@ -324,6 +324,7 @@ fn checkpoint_and_tick_migrations_move_running_tasks_and_conserve_work() {
         task,
         busy_ns,
         memory_bound: task.map(|_| 0.0),
+        ..Sample::default()
     };
     let expected: Vec<(u64, Vec<Sample>)> = [250, 500, 750, 1000]
         .into_iter()
