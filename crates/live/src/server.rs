@@ -16,8 +16,9 @@
 //! - a request frame: [`MAX_REQUEST`](protocol::MAX_REQUEST) bytes (64 KiB), or the
 //!   page's slot; a longer one is `malformed` and closes the connection. The input
 //!   buffered for a client is at most one partial frame and one read.
-//! - replies it has not read: [`MAX_UNREAD_REPLIES`]; a reply due while more is unread
-//!   drops the client.
+//! - replies it has not read: past [`PAUSE_UNREAD`] the client is paused (neither read
+//!   nor served) until it reads them; paused for [`MAX_STALL`], it is dropped; a reply
+//!   due while more than [`MAX_UNREAD_REPLIES`] is unread drops it at once.
 //! - reading: [`READ_PER_TURN`] bytes per turn of the loop, so that one client's flood
 //!   cannot starve the others.
 //! - connections: [`MAX_CLIENTS`] at once (fewer if the descriptor limit is lower);
@@ -47,8 +48,17 @@ const SIGNAL: Token = Token(2);
 /// for its doorbell) never collide with the three above.
 const FIRST_CLIENT: u64 = 3;
 
+/// A client with more than this many bytes of replies unread is paused: neither read
+/// nor served until it takes them, so that a client that does not read cannot make the
+/// daemon work (a `stats` reply costs the daemon a millisecond).
+pub const PAUSE_UNREAD: usize = 64 << 10;
+
+/// A client paused this long is dropped.
+pub const MAX_STALL: Duration = Duration::from_secs(10);
+
 /// A client with more than this many bytes of replies unread is dropped when the next
-/// reply is due. The largest reply, `stats` with a full history, is about 0.5 MB.
+/// reply is due (one paused gets replies only from other clients' actions, e.g. a
+/// grant). The largest reply, `stats` with a full history, is about 0.5 MB.
 pub const MAX_UNREAD_REPLIES: usize = 1 << 20;
 
 /// Bytes read from one client's socket per turn of the loop; the rest is read on the
@@ -122,6 +132,8 @@ struct Conn {
     hung_up: bool,
     /// Why the client is to be dropped at the next flush (it broke a limit).
     dropping: Option<String>,
+    /// Since when the client is paused (more than [`PAUSE_UNREAD`] unread).
+    paused_since: Option<Instant>,
     /// The shared page and the doorbell (an eventfd), from `welcome` on.
     page: Option<Arc<SharedPage>>,
     doorbell: Option<OwnedFd>,
@@ -163,8 +175,11 @@ pub struct Daemon {
     waker: Arc<Waker>,
     /// SIGINT and SIGTERM, when handled.
     signals: Option<StopSignals>,
-    /// Clients whose socket still has input after their [`READ_PER_TURN`].
+    /// Clients whose socket still has input after their [`READ_PER_TURN`], or that
+    /// were resumed after a pause.
     unread: Vec<ClientId>,
+    /// Clients paused at some point, looked at each turn (see [`MAX_STALL`]).
+    paused: Vec<ClientId>,
     /// Connections served at once (see [`MAX_CLIENTS`]).
     max_clients: usize,
     /// Clients dropped or refused for breaking a limit or the protocol.
@@ -235,6 +250,7 @@ impl Daemon {
             waker,
             signals: None,
             unread: Vec::new(),
+            paused: Vec::new(),
             max_clients: MAX_CLIENTS.min(fds.saturating_sub(RESERVED_FDS) / 3).max(1),
             drops: DropLog::default(),
             socket_file: (meta.dev(), meta.ino()),
@@ -314,6 +330,11 @@ impl Daemon {
                 {
                     timeout = Some(Duration::ZERO);
                 }
+            }
+            if !self.paused.is_empty() {
+                self.drop_stalled();
+                let second = Duration::from_secs(1);
+                timeout = Some(timeout.map_or(second, |t| t.min(second)));
             }
             let polled = self.poll.poll(&mut events, timeout);
             if sleeping {
@@ -409,6 +430,7 @@ impl Daemon {
                             output: Vec::new(),
                             hung_up: false,
                             dropping: None,
+                            paused_since: None,
                             page: None,
                             doorbell: None,
                             via_page: false,
@@ -433,10 +455,18 @@ impl Daemon {
     /// of a frame.
     fn read(&mut self, client: ClientId) {
         let mut budget = READ_PER_TURN;
+        self.handle_frames(client); // those left by a pause
         let ended = loop {
             let Some(conn) = self.conns.get_mut(&client) else {
                 return;
             };
+            if paused(conn) {
+                if conn.paused_since.is_none() {
+                    conn.paused_since = Some(Instant::now());
+                    self.paused.push(client);
+                }
+                break conn.hung_up; // nobody reads the replies any more
+            }
             if budget == 0 {
                 self.unread.push(client);
                 break false;
@@ -479,6 +509,10 @@ impl Daemon {
             };
             if conn.closing || conn.dropping.is_some() {
                 conn.input.clear();
+                return;
+            }
+            if paused(conn) {
+                conn.input.drain(..used);
                 return;
             }
             let frame = protocol::next_frame(&conn.input[used..], protocol::MAX_REQUEST);
@@ -791,6 +825,10 @@ impl Daemon {
                 Err(_) => return self.close(client),
             }
         }
+        if conn.paused_since.is_some() && !paused(conn) {
+            conn.paused_since = None;
+            self.unread.push(client);
+        }
         let pending = !conn.output.is_empty();
         if pending != conn.writable {
             let interest = if pending {
@@ -814,6 +852,36 @@ impl Daemon {
         }
     }
 
+    /// Drops the clients paused for longer than [`MAX_STALL`]; forgets those resumed.
+    fn drop_stalled(&mut self) {
+        let mut stalled = Vec::new();
+        let conns = &self.conns;
+        self.paused
+            .retain(|c| match conns.get(c).and_then(|c| c.paused_since) {
+                Some(since) if since.elapsed() > MAX_STALL => {
+                    stalled.push(*c);
+                    false
+                }
+                Some(_) => true,
+                None => false,
+            });
+        for client in stalled {
+            let Some(conn) = self.conns.get(&client) else {
+                continue; // closed meanwhile
+            };
+            self.drops.note(
+                client,
+                conn.uid,
+                format_args!(
+                    "{} bytes of replies unread for {} s",
+                    conn.output.len(),
+                    MAX_STALL.as_secs()
+                ),
+            );
+            self.close(client);
+        }
+    }
+
     fn close(&mut self, client: ClientId) {
         if let Some(mut conn) = self.conns.remove(&client) {
             let _ = self.poll.registry().deregister(&mut conn.stream);
@@ -828,6 +896,11 @@ impl Daemon {
             self.apply(effects);
         }
     }
+}
+
+/// The client has too many replies unread to be served (see [`PAUSE_UNREAD`]).
+fn paused(conn: &Conn) -> bool {
+    !conn.closing && conn.output.len() > PAUSE_UNREAD
 }
 
 /// Each client costs the daemon three descriptors (socket, page, doorbell): lifts the
