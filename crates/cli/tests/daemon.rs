@@ -594,16 +594,7 @@ fn the_live_run_record_becomes_a_perfetto_trace_on_sigterm() {
     drop(holder);
     drop(waiter);
     std::thread::sleep(Duration::from_millis(100));
-    d.signal(nix::sys::signal::Signal::SIGTERM);
-    let status = d.child.wait().unwrap();
-    assert!(status.success());
-    let mut stderr = String::new();
-    d.child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = d.stop_with(nix::sys::signal::Signal::SIGTERM);
     assert!(stderr.contains("run record invariants: ok"), "{stderr}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
     let events = v["traceEvents"].as_array().unwrap();

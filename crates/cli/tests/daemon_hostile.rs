@@ -184,25 +184,13 @@ fn sigterm_and_sigint_stop_the_daemon_cleanly_with_opencl_loaded() {
     );
     c.alloc(&meta(1.0, 0.0)).unwrap();
     c.free(true).unwrap();
-    d.signal(Signal::SIGTERM);
-    let status = d.child.wait().unwrap();
-    let mut stderr = String::new();
-    d.child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    assert!(status.success(), "{status}: {stderr}");
+    let stderr = d.stop_with(Signal::SIGTERM);
     assert!(stderr.contains("run record invariants: ok"), "{stderr}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
     assert!(v["traceEvents"].as_array().unwrap().len() > 1);
-    assert!(!d.socket.exists(), "socket left behind");
 
     let mut d = Daemon::start_live("fcfs", &[], Stdio::null());
-    d.signal(Signal::SIGINT);
-    assert!(d.child.wait().unwrap().success());
-    assert!(!d.socket.exists(), "socket left behind");
+    d.stop_with(Signal::SIGINT);
 }
 
 /// `--socket` naming something that is not a socket: a one-line input error, and the
@@ -504,11 +492,9 @@ fn soak(hostile: usize, good: usize, units: u32, secs: u64) -> Figures {
         panic!("not a stats reply")
     };
     drop(c);
-    d.signal(Signal::SIGTERM);
-    assert!(d.child.wait().unwrap().success());
+    d.stop_with(Signal::SIGTERM);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("run record invariants: ok"), "{text}");
-    assert!(!d.socket.exists());
     fig.grants = grants.load(Ordering::SeqCst);
     assert!(
         served >= fig.grants,

@@ -187,6 +187,21 @@ impl Daemon {
             .unwrap_or_else(|| panic!("no {field} in /proc/{}/status", self.pid()))
     }
 
+    /// Stops the daemon with `sig`; it must exit with success, its socket removed.
+    /// Returns its stderr when that was piped.
+    pub fn stop_with(&mut self, sig: nix::sys::signal::Signal) -> String {
+        use std::io::Read;
+        self.signal(sig);
+        let status = self.child.wait().unwrap();
+        let mut stderr = String::new();
+        if let Some(mut pipe) = self.child.stderr.take() {
+            pipe.read_to_string(&mut stderr).unwrap();
+        }
+        assert!(status.success(), "{status}: {stderr}");
+        assert!(!self.socket.exists(), "socket left behind");
+        stderr
+    }
+
     /// Panics unless the daemon process still runs.
     pub fn assert_alive(&mut self) {
         if let Some(status) = self.child.try_wait().unwrap() {
