@@ -318,7 +318,7 @@ fn attack(kind: usize, socket: &Path, deadline: Instant, rounds: &AtomicU64) -> 
             2 => {
                 let mut s = raw_json(socket);
                 s.write_all(&frame(ALLOC)).map_err(|e| e.to_string())?;
-                if rounds.load(Ordering::Relaxed) % 2 == 0 {
+                if rounds.load(Ordering::Relaxed).is_multiple_of(2) {
                     let reply = read_frame(&mut s);
                     if !reply.contains("granted") {
                         return Err(format!("unexpected reply {reply}"));
@@ -521,7 +521,9 @@ fn check(fig: &Figures, hostile: usize, good: usize) {
     assert!(fig.grants >= good as u64, "{} grants", fig.grants);
     assert!(fig.hostile_rounds >= hostile as u64);
     assert!(fig.fds_after <= fig.fds_before);
-    let fd_bound = 3 * (hostile + good) + 64;
+    // Three per connection; a client may open its next connection before the daemon
+    // has seen its last one close.
+    let fd_bound = 4 * (hostile + good) + 64;
     assert!(
         fig.fds_peak <= fd_bound,
         "{} fds open (bound {fd_bound})",
