@@ -1,5 +1,6 @@
 //! Policy specs: `name` or `name:key=value,key=value`, with typed parameters.
 
+use hetsched_core::error::num;
 use hetsched_core::{Error, Result};
 use std::ops::RangeInclusive;
 
@@ -68,11 +69,13 @@ impl Params {
         if range.contains(&v) || (off && v == 0.0) {
             return Ok(v);
         }
-        let (lo, hi) = (range.start(), range.end());
         let zero = if off { "0 (off) or " } else { "" };
         Err(Error::input(format!(
-            "policy {}: {key}: expected {zero}a number in [{lo}, {hi}], got {v}",
-            self.policy
+            "policy {}: {key}: expected {zero}a number in [{}, {}], got {}",
+            self.policy,
+            num(*range.start()),
+            num(*range.end()),
+            num(v)
         )))
     }
 
