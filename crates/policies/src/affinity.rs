@@ -33,7 +33,8 @@
 //! `fcfs` (0; 1 = never yield), `acc_limit` (5: queue limit of non-CPU units),
 //! `cpu_limit` (0 = unlimited), `bonus` (4: factor for single-implementation tasks),
 //! `cpu_check_ms` (10). Ranges: `gran_ms` and `cpu_gran_ms` in [0, 10^9], `bonus` in
-//! [10^-6, 10^6], `cpu_check_ms` in [0.1, 10^9], `fcfs` 0 or 1.
+//! [10^-6, 10^6], `cpu_check_ms` in [0.1, 10^9], `acc_limit` and `cpu_limit` in
+//! [0, 10^9], `fcfs` 0 or 1.
 
 use crate::params::{ms_to_ns, Params};
 use crate::queue_index::QueueIndex;
@@ -76,8 +77,9 @@ impl AffinityPolicy {
         let gran_ms = p.f64_in("gran_ms", 4000.0, 0.0..=1e9, false)?;
         let cpu_gran_ms = p.f64_in("cpu_gran_ms", 10.0, 0.0..=1e9, false)?;
         let fcfs = p.flag("fcfs", false)?;
-        let acc_limit = p.u64("acc_limit", 5)? as usize;
-        let cpu_limit = p.u64("cpu_limit", 0)? as usize;
+        // Beyond 10^9 waiting tasks a queue limit is no limit.
+        let acc_limit = p.u64_upto("acc_limit", 5, 1_000_000_000)? as usize;
+        let cpu_limit = p.u64_upto("cpu_limit", 0, 1_000_000_000)? as usize;
         let bonus = p.f64_in("bonus", 4.0, 1e-6..=1e6, false)?;
         // The CPU slice: below 0.1 ms (Linux's least granularity) a run would spin.
         let cpu_check_ms = p.f64_in("cpu_check_ms", 10.0, 0.1..=1e9, false)?;

@@ -91,6 +91,18 @@ impl Params {
         }
     }
 
+    /// An integer in `[0, max]`.
+    pub fn u64_upto(&mut self, key: &'static str, default: u64, max: u64) -> Result<u64> {
+        let v = self.u64(key, default)?;
+        if v <= max {
+            return Ok(v);
+        }
+        Err(Error::input(format!(
+            "policy {}: {key}: expected an integer in [0, {max}], got {v}",
+            self.policy
+        )))
+    }
+
     pub fn u64(&mut self, key: &'static str, default: u64) -> Result<u64> {
         self.take(key, default, "a non-negative integer")
     }

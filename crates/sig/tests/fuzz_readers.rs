@@ -14,6 +14,7 @@ use hetsched_sig::signature::Signature;
 use hetsched_sig::source::{binary, lackey};
 use hetsched_sig::trace::MAX_ACCESS_BYTES;
 use proptest::prelude::*;
+use std::io::Read;
 
 fn cases() -> u32 {
     std::env::var("HETSCHED_FUZZ_CASES")
@@ -124,8 +125,10 @@ proptest! {
     ) {
         // Random bytes, and a real ELF (this test's own binary, cut short) with bytes
         // flipped in its headers.
-        let own = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-        let mut elf = own[..own.len().min(64 << 10)].to_vec();
+        let mut elf = Vec::new();
+        std::fs::File::open(std::env::current_exe().unwrap())
+            .and_then(|f| f.take(64 << 10).read_to_end(&mut elf))
+            .unwrap();
         for (i, b) in &flips {
             let at = i.index(elf.len().min(4096));
             elf[at] ^= b;
