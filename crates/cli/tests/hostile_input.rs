@@ -3,6 +3,7 @@
 //! range, under a 2 GiB address-space limit (an unbounded allocation fails instead of
 //! swapping) and a generous hang guard (not a speed test: these finish in milliseconds).
 
+#[allow(dead_code)] // `hetsched` is not used here: these runs need limits and pipes
 mod common;
 use common::assert_input_error;
 
