@@ -33,7 +33,7 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub max_time_s: Option<f64>,
     /// Fail a run that takes more engine events than this (overrides `end.max_events`;
-    /// default 10^7).
+    /// default 10^6).
     #[arg(long)]
     pub max_events: Option<u64>,
 }

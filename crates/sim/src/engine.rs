@@ -244,7 +244,7 @@ where
         }
         if config.max_events == Some(sim.summary.events) {
             return Err(Error::input(format!(
-                "the run reached its event limit ({} events, at {:.3} s simulated, {} tasks live): set end.max_time_s, or raise end.max_events or --max-events",
+                "the run reached its event limit ({} events, at {:.3} s simulated, {} tasks live): stop it earlier with end.max_time_s, or raise end.max_events or --max-events",
                 sim.summary.events,
                 sim.now as f64 * 1e-9,
                 sim.tasks.len()
