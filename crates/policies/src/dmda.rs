@@ -36,7 +36,7 @@ pub struct Dmda {
 
 impl Dmda {
     pub fn from_params(spec: &str, mut p: Params) -> Result<Dmda> {
-        let learn = p.u64("learn", 1)? != 0;
+        let learn = p.flag("learn", true)?;
         p.finish()?;
         Ok(Dmda {
             name: spec.to_string(),

@@ -7,6 +7,7 @@ pub mod dmda;
 pub mod fcfs;
 pub mod load;
 pub mod params;
+pub mod queue_index;
 pub mod random;
 pub mod ws;
 
@@ -70,7 +71,12 @@ mod tests {
         assert!(err("cfs:latency=3")
             .contains("policy cfs: unknown parameter \"latency\" (known: latency_ms"));
         assert!(err("cfs:latency_ms=fast").contains("latency_ms: expected a number, got \"fast\""));
-        assert!(err("cfs:latency_ms=-1").contains("non-negative"));
+        assert!(err("cfs:latency_ms=-1").contains("expected a number in [0.1, 1000], got -1"));
+        assert!(err("cfs:min_granularity_ms=0")
+            .contains("min_granularity_ms: expected a number in [0.1, 1000]"));
+        assert!(err("cfs:balance_ms=0.001").contains("expected 0 (off) or a number in [0.1, 1e6]"));
+        assert!(err("affinity:cpu_check_ms=0").contains("cpu_check_ms"));
+        assert!(err("affinity:fcfs=2").contains("fcfs: expected 0 or 1, got 2"));
         assert!(err("fcfs:x=1").contains("unknown parameter \"x\" (known: none)"));
         assert!(err("dmda:learn").contains("not key=value"));
         assert_eq!(
@@ -80,6 +86,9 @@ mod tests {
             "affinity:gran_ms=0,fcfs=1,acc_limit=5"
         );
         assert!(err("affinity:limit=3").contains("unknown parameter \"limit\" (known: gran_ms"));
-        assert!(err("affinity:gran_ms=-4").contains("non-negative"));
+        assert!(
+            err("affinity:gran_ms=-4").contains("gran_ms: expected a number in [0, 1e9], got -4")
+        );
+        assert!(err("affinity:bonus=NaN").contains("bonus"));
     }
 }

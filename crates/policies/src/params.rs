@@ -1,6 +1,8 @@
 //! Policy specs: `name` or `name:key=value,key=value`, with typed parameters.
 
+use hetsched_core::error::num;
 use hetsched_core::{Error, Result};
+use std::ops::RangeInclusive;
 
 /// The parameters of one policy spec, consumed key by key.
 pub struct Params {
@@ -54,16 +56,51 @@ impl Params {
         }
     }
 
-    /// A non-negative number.
-    pub fn f64(&mut self, key: &'static str, default: f64) -> Result<f64> {
+    /// A number in `range`; with `off`, 0 is accepted too (the parameter's "off").
+    /// Ranges keep parameters from making a policy spin (a 0 ns slice) or overflow.
+    pub fn f64_in(
+        &mut self,
+        key: &'static str,
+        default: f64,
+        range: RangeInclusive<f64>,
+        off: bool,
+    ) -> Result<f64> {
         let v: f64 = self.take(key, default, "a number")?;
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(Error::input(format!(
-                "policy {}: {key}: expected a non-negative number, got {v}",
-                self.policy
-            )));
+        if range.contains(&v) || (off && v == 0.0) {
+            return Ok(v);
         }
-        Ok(v)
+        let zero = if off { "0 (off) or " } else { "" };
+        Err(Error::input(format!(
+            "policy {}: {key}: expected {zero}a number in [{}, {}], got {}",
+            self.policy,
+            num(*range.start()),
+            num(*range.end()),
+            num(v)
+        )))
+    }
+
+    /// A switch: 0 or 1.
+    pub fn flag(&mut self, key: &'static str, default: bool) -> Result<bool> {
+        match self.take(key, u8::from(default), "0 or 1")? {
+            0 => Ok(false),
+            1 => Ok(true),
+            v => Err(Error::input(format!(
+                "policy {}: {key}: expected 0 or 1, got {v}",
+                self.policy
+            ))),
+        }
+    }
+
+    /// An integer in `[0, max]`.
+    pub fn u64_upto(&mut self, key: &'static str, default: u64, max: u64) -> Result<u64> {
+        let v = self.u64(key, default)?;
+        if v <= max {
+            return Ok(v);
+        }
+        Err(Error::input(format!(
+            "policy {}: {key}: expected an integer in [0, {max}], got {v}",
+            self.policy
+        )))
     }
 
     pub fn u64(&mut self, key: &'static str, default: u64) -> Result<u64> {

@@ -9,6 +9,10 @@
 //! grows with live tasks, not with the length of the run (unless the recorder keeps
 //! events).
 //!
+//! Time stops at [`HORIZON_NS`]: an arrival or a run end past it (absurd work, speeds
+//! or bandwidths) is an input error, not an overflow. A run that reaches its event
+//! limit stops with an input error too (a runaway run, e.g. nanosecond slices).
+//!
 //! A task no unit of the machine can run is rejected by the engine before the policy
 //! sees it. A policy that breaks the contract (runs a task that is not queued where it
 //! says, places a task on a unit without an implementation for it, moves a task running
@@ -36,7 +40,13 @@ pub struct Config {
     pub checkpoint_cost_ns: u64,
     /// Stop at this time even if tasks are left.
     pub max_time_ns: Option<u64>,
+    /// Fail (an input error) when the run takes more engine events than this.
+    pub max_events: Option<u64>,
 }
+
+/// The end of simulated time: 10^9 s (about 31 years), far from `u64::MAX` ns so that
+/// sums of times within it cannot overflow.
+pub const HORIZON_NS: u64 = 1_000_000_000 * 1_000_000_000;
 
 /// What a run did, beyond its record.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -229,6 +239,17 @@ where
         if config.max_time_ns.is_some_and(|m| t > m) {
             break;
         }
+        if t > HORIZON_NS {
+            return Err(sim.past_horizon(t, next, pending));
+        }
+        if config.max_events == Some(sim.summary.events) {
+            return Err(Error::input(format!(
+                "the run reached its event limit ({} events, at {:.3} s simulated, {} tasks live): stop it earlier with end.max_time_s, or raise end.max_events or --max-events",
+                sim.summary.events,
+                sim.now as f64 * 1e-9,
+                sim.tasks.len()
+            )));
+        }
         if t < sim.now {
             return Err(Error::runtime(format!(
                 "engine: event at {t} ns before now {} ns",
@@ -260,13 +281,17 @@ where
             Next::Tick => {
                 sim.tick(policy)?;
                 next_tick = tick.filter(|_| !sim.tasks.is_empty() || pending.is_some());
-                next_tick = next_tick.map(|i| t + i);
+                next_tick = next_tick.map(|i| t.saturating_add(i));
             }
         }
     }
     sim.summary.end_ns = sim.now;
-    sim.summary.unfinished =
-        sim.tasks.len() as u64 + pending.is_some() as u64 + arrivals.count() as u64;
+    // Tasks never pulled (a generator past `max_time_ns`) are counted, not generated.
+    let left = match arrivals.size_hint() {
+        (lo, Some(hi)) if lo == hi => lo,
+        _ => arrivals.count(),
+    };
+    sim.summary.unfinished = sim.tasks.len() as u64 + pending.is_some() as u64 + left as u64;
     let s = &sim.summary;
     if sim.tasks.is_empty() && s.work_done_ns != s.work_completed_ns {
         return Err(Error::runtime(format!(
@@ -278,6 +303,21 @@ where
 }
 
 impl<R: Recorder + ?Sized> Sim<'_, R> {
+    /// The error for an event at `t_ns`, past [`HORIZON_NS`].
+    #[cold]
+    fn past_horizon(&self, t_ns: u64, next: Next, pending: Option<Staged>) -> Error {
+        let what = match (next, pending) {
+            (Next::Arrival, Some(p)) => format!("task {} arrives", self.tasks.staged(p).task.id),
+            (Next::RunEnd, _) => "a task would end".to_string(),
+            _ => "a tick would come".to_string(),
+        };
+        Error::input(format!(
+            "{what} at {:.3e} s, past the simulator's horizon of {:.0e} s: its arrival, work, speed, bandwidth or copy sizes are out of range",
+            t_ns as f64 * 1e-9,
+            HORIZON_NS as f64 * 1e-9
+        ))
+    }
+
     fn view(&self) -> View<'_> {
         View::new(
             self.now,
@@ -488,7 +528,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         self.idle.remove(u);
         self.emit(task, EventKind::Start { unit: u, from });
         let node = self.draw(u, task, 1.0);
-        self.segment(policy, u, task, self.now + copy_in, None)?;
+        self.segment(policy, u, task, self.now.saturating_add(copy_in), None)?;
         if let Some(n) = node {
             self.replan_node(n, Some(u));
         }
@@ -566,7 +606,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             let factor = self.speed.ns_per_work_s_shared(&e.task, v, sigma) * 1e-9;
             let need = SpeedModel::compute_ns(remaining, factor);
             let (compute, finishes) = match seg.slice_end_ns {
-                end if end != NO_SLICE_END && end < self.now + need => {
+                end if end != NO_SLICE_END && end < self.now.saturating_add(need) => {
                     (end.saturating_sub(self.now), false)
                 }
                 _ => (need, true),
@@ -578,7 +618,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             seg.factor = factor;
             seg.finishes = finishes;
             // CPUs have no copy-out or checkpoint cost (see `segment`).
-            seg.run_end = self.run_ends.push(self.now + compute, v);
+            seg.run_end = self.run_ends.push(self.now.saturating_add(compute), v);
         }
     }
 
@@ -629,8 +669,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         seg.compute_ns = compute;
         seg.factor = factor;
         seg.finishes = finishes;
-        seg.slice_end_ns = slice.map_or(NO_SLICE_END, |s| from_ns + s);
-        seg.run_end = self.run_ends.push(from_ns + compute + tail, u);
+        seg.slice_end_ns = slice.map_or(NO_SLICE_END, |s| from_ns.saturating_add(s));
+        let end = from_ns.saturating_add(compute).saturating_add(tail);
+        seg.run_end = self.run_ends.push(end, u);
         Ok(())
     }
 

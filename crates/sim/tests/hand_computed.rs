@@ -223,6 +223,7 @@ fn accelerators_stop_only_at_checkpoints_which_cost_time() {
     let config = Config {
         checkpoint_cost_ns: MS,
         max_time_ns: None,
+        max_events: None,
     };
     run(&m, p.as_mut(), vec![task(0), task(1)], &config, &mut rec).unwrap();
     rec.check().unwrap();
