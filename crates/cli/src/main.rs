@@ -15,6 +15,7 @@ mod experiment;
 mod nuca_cmd;
 mod o2_cmd;
 mod o2_plot;
+mod policies_cmd;
 mod signature_cmd;
 mod simulate_cmd;
 mod topology_cmd;
@@ -43,6 +44,8 @@ enum Command {
     Topology(topology_cmd::TopologyArgs),
     /// List the built-in machine presets.
     Machines,
+    /// List the scheduling policies, their parameters, defaults and accepted ranges.
+    Policies(policies_cmd::PoliciesArgs),
     /// Run the live scheduler daemon on a Unix socket.
     Daemon(daemon_cmd::DaemonArgs),
     /// Talk to a running daemon: list units, statistics, hold a unit.
@@ -76,6 +79,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Demo(args) => beisel_cmd::demo(args),
         Command::Topology(args) => topology_cmd::topology(args),
         Command::Machines => topology_cmd::machines(),
+        Command::Policies(args) => policies_cmd::policies(args),
         Command::Daemon(args) => daemon_cmd::daemon(args),
         Command::Client(args) => daemon_cmd::client(args),
         Command::App { which } => app_cmd::run_app(which),

@@ -73,17 +73,47 @@ pub struct AffinityPolicy {
 }
 
 impl AffinityPolicy {
-    pub fn from_params(spec: &str, mut p: Params) -> Result<AffinityPolicy> {
-        let gran_ms = p.f64_in("gran_ms", 4000.0, 0.0..=1e9, false)?;
-        let cpu_gran_ms = p.f64_in("cpu_gran_ms", 10.0, 0.0..=1e9, false)?;
-        let fcfs = p.flag("fcfs", false)?;
+    pub fn from_params(spec: &str, p: &mut Params) -> Result<AffinityPolicy> {
+        let gran_ms = p.f64_in(
+            "gran_ms",
+            "time-sharing granularity on accelerators, ms (0: switch at every checkpoint with a waiter)",
+            4000.0, 0.0..=1e9, false)?;
+        let cpu_gran_ms = p.f64_in(
+            "cpu_gran_ms",
+            "time-sharing granularity on CPUs, ms",
+            10.0,
+            0.0..=1e9,
+            false,
+        )?;
+        let fcfs = p.flag("fcfs", "1: a running task never yields its unit", false)?;
         // Beyond 10^9 waiting tasks a queue limit is no limit.
-        let acc_limit = p.u64_upto("acc_limit", 5, 1_000_000_000)? as usize;
-        let cpu_limit = p.u64_upto("cpu_limit", 0, 1_000_000_000)? as usize;
-        let bonus = p.f64_in("bonus", 4.0, 1e-6..=1e6, false)?;
+        let acc_limit = p.u64_upto(
+            "acc_limit",
+            "queue limit of accelerator units (waiting tasks)",
+            5,
+            1_000_000_000,
+        )? as usize;
+        let cpu_limit = p.u64_upto(
+            "cpu_limit",
+            "queue limit of CPU units (0: unlimited)",
+            0,
+            1_000_000_000,
+        )? as usize;
+        let bonus = p.f64_in(
+            "bonus",
+            "affinity factor for tasks with a single implementation",
+            4.0,
+            1e-6..=1e6,
+            false,
+        )?;
         // The CPU slice: below 0.1 ms (Linux's least granularity) a run would spin.
-        let cpu_check_ms = p.f64_in("cpu_check_ms", 10.0, 0.1..=1e9, false)?;
-        p.finish()?;
+        let cpu_check_ms = p.f64_in(
+            "cpu_check_ms",
+            "least CPU slice, ms (whole application checkpoints)",
+            10.0,
+            0.1..=1e9,
+            false,
+        )?;
         Ok(AffinityPolicy {
             name: spec.to_string(),
             gran_ns: ms_to_ns(gran_ms),

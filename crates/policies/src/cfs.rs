@@ -96,14 +96,30 @@ struct Entity {
 }
 
 impl Cfs {
-    pub fn from_params(spec: &str, mut p: Params) -> Result<Cfs> {
+    pub fn from_params(spec: &str, p: &mut Params) -> Result<Cfs> {
         // Linux's sysctl ranges for the first two (0.1 ms to 1 s): a 0 ns slice would
         // preempt at every nanosecond.
-        let latency_ns = ms_to_ns(p.f64_in("latency_ms", 6.0, 0.1..=1000.0, false)?);
-        let min_granularity_ns =
-            ms_to_ns(p.f64_in("min_granularity_ms", 0.75, 0.1..=1000.0, false)?);
-        let balance_ns = ms_to_ns(p.f64_in("balance_ms", 4.0, 0.1..=1e6, true)?);
-        p.finish()?;
+        let latency_ns = ms_to_ns(p.f64_in(
+            "latency_ms",
+            "scheduling period, ms (sched_latency)",
+            6.0,
+            0.1..=1000.0,
+            false,
+        )?);
+        let min_granularity_ns = ms_to_ns(p.f64_in(
+            "min_granularity_ms",
+            "least slice, ms (sched_min_granularity)",
+            0.75,
+            0.1..=1000.0,
+            false,
+        )?);
+        let balance_ns = ms_to_ns(p.f64_in(
+            "balance_ms",
+            "period of the count balancer, ms",
+            4.0,
+            0.1..=1e6,
+            true,
+        )?);
         Ok(Cfs {
             name: spec.to_string(),
             latency_ns,

@@ -13,43 +13,76 @@ pub mod ws;
 
 use hetsched_core::policy::Policy;
 use hetsched_core::{Error, Result};
-use params::Params;
+use params::{ParamInfo, Params};
 
-/// Registered policies: name and one-line description.
-pub const POLICIES: &[(&str, &str)] = &[
-    ("fcfs", "first come, first served from one central queue"),
-    ("cfs", "Linux CFS: per-unit vruntime queues, time slices, count-based balancing; blind to unit speed"),
-    ("random", "uniformly random compatible unit (seeded)"),
-    ("ws", "work stealing: push to the least-loaded queue, idle units steal from the longest"),
-    ("dmda", "minimum expected completion time with a learned per-task-type performance model"),
-    ("affinity", "Beisel et al.: per-unit queues, affinity placement with queue limits, checkpoint time-sharing, late-binding load balancer"),
+/// A registered policy: its name, what it does in one line, and how to build it from
+/// its parameters (each builder reads every parameter it accepts through [`Params`]).
+pub struct Registered {
+    pub name: &'static str,
+    pub about: &'static str,
+    build: fn(spec: &str, p: &mut Params, seed: u64) -> Result<Box<dyn Policy>>,
+}
+
+/// Every policy hetsched knows. Adding a policy is its module and one entry here.
+pub const REGISTRY: &[Registered] = &[
+    Registered {
+        name: "fcfs",
+        about: "first come, first served from one central queue",
+        build: |_, _, _| Ok(Box::new(fcfs::Fcfs)),
+    },
+    Registered {
+        name: "cfs",
+        about: "Linux CFS: per-unit vruntime queues, time slices, count-based balancing; blind to unit speed",
+        build: |spec, p, _| Ok(Box::new(cfs::Cfs::from_params(spec, p)?)),
+    },
+    Registered {
+        name: "random",
+        about: "uniformly random compatible unit (seeded)",
+        build: |spec, p, seed| Ok(Box::new(random::Random::from_params(spec, p, seed)?)),
+    },
+    Registered {
+        name: "ws",
+        about: "work stealing: push to the least-loaded queue, idle units steal from the longest",
+        build: |_, _, _| Ok(Box::new(ws::WorkStealing::default())),
+    },
+    Registered {
+        name: "dmda",
+        about: "minimum expected completion time with a learned per-task-type performance model",
+        build: |spec, p, _| Ok(Box::new(dmda::Dmda::from_params(spec, p)?)),
+    },
+    Registered {
+        name: "affinity",
+        about: "Beisel et al.: per-unit queues, affinity placement with queue limits, checkpoint time-sharing, late-binding load balancer",
+        build: |spec, p, _| Ok(Box::new(affinity::AffinityPolicy::from_params(spec, p)?)),
+    },
 ];
+
+fn lookup(name: &str) -> Result<&'static Registered> {
+    REGISTRY.iter().find(|r| r.name == name).ok_or_else(|| {
+        let names: Vec<&str> = REGISTRY.iter().map(|r| r.name).collect();
+        Error::input(format!(
+            "unknown policy {name:?} (known: {})",
+            names.join(", ")
+        ))
+    })
+}
 
 /// Builds a policy from its spec; `seed` is the default for seeded policies.
 pub fn build(spec: &str, seed: u64) -> Result<Box<dyn Policy>> {
-    let (name, p) = Params::parse(spec)?;
-    let spec = spec.trim();
-    Ok(match name.as_str() {
-        "fcfs" => {
-            p.finish()?;
-            Box::new(fcfs::Fcfs)
-        }
-        "cfs" => Box::new(cfs::Cfs::from_params(spec, p)?),
-        "random" => Box::new(random::Random::from_params(spec, p, seed)?),
-        "ws" => {
-            p.finish()?;
-            Box::new(ws::WorkStealing::default())
-        }
-        "dmda" => Box::new(dmda::Dmda::from_params(spec, p)?),
-        "affinity" => Box::new(affinity::AffinityPolicy::from_params(spec, p)?),
-        _ => {
-            let names: Vec<&str> = POLICIES.iter().map(|p| p.0).collect();
-            return Err(Error::input(format!(
-                "unknown policy {name:?} (known: {})",
-                names.join(", ")
-            )));
-        }
-    })
+    let (name, mut p) = Params::parse(spec)?;
+    let policy = (lookup(&name)?.build)(spec.trim(), &mut p, seed)?;
+    p.finish()?;
+    Ok(policy)
+}
+
+impl Registered {
+    /// The parameters the policy accepts, with defaults and ranges, as its builder
+    /// reads them.
+    pub fn params(&self) -> Vec<ParamInfo> {
+        let (_, mut p) = Params::parse(self.name).expect("a bare name parses");
+        (self.build)(self.name, &mut p, 0).expect("every policy builds with its defaults");
+        p.known().to_vec()
+    }
 }
 
 #[cfg(test)]
@@ -90,5 +123,44 @@ mod tests {
             err("affinity:gran_ms=-4").contains("gran_ms: expected a number in [0, 1e9], got -4")
         );
         assert!(err("affinity:bonus=NaN").contains("bonus"));
+    }
+
+    /// What `hetsched policies` prints is what the builders accept: each listed
+    /// parameter builds at its default, and unlisted ones are refused.
+    #[test]
+    fn listed_parameters_are_the_accepted_ones() {
+        for r in REGISTRY {
+            for info in r.params() {
+                let default = if info.key == "seed" {
+                    "7"
+                } else {
+                    &info.default
+                };
+                let spec = format!("{}:{}={}", r.name, info.key, default);
+                assert!(build(&spec, 0).is_ok(), "{spec}");
+                assert!(!info.about.is_empty() && !info.accepts.is_empty());
+                // Outside the range (negative numbers never parse, or are below every range).
+                assert!(build(&format!("{}:{}=-1", r.name, info.key), 0).is_err());
+            }
+            let unknown = build(&format!("{}:no_such_key=1", r.name), 0)
+                .err()
+                .unwrap();
+            assert!(
+                unknown.to_string().contains("unknown parameter"),
+                "{unknown}"
+            );
+        }
+        let cfs: Vec<&str> = lookup("cfs")
+            .unwrap()
+            .params()
+            .iter()
+            .map(|p| p.key)
+            .collect();
+        assert_eq!(cfs, ["latency_ms", "min_granularity_ms", "balance_ms"]);
+        let latency = &lookup("cfs").unwrap().params()[0];
+        assert_eq!(
+            (latency.default.as_str(), latency.accepts.as_str()),
+            ("6", "[0.1, 1000]")
+        );
     }
 }
