@@ -385,8 +385,9 @@ fn soak(hostile: usize, good: usize, units: u32, secs: u64) -> Figures {
         &["--trace", trace.to_str().unwrap()],
         Stdio::from(log_file),
     );
+    let fds_before = d.fd_list();
     let mut fig = Figures {
-        fds_before: d.fds(),
+        fds_before: fds_before.len(),
         ..Default::default()
     };
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -482,7 +483,11 @@ fn soak(hostile: usize, good: usize, units: u32, secs: u64) -> Figures {
         eventually(Duration::from_secs(30), || all_units_free(&d)),
         "a unit is still held or waited for after every client left"
     );
-    assert!(eventually(Duration::from_secs(30), || d.fds() <= fig.fds_before));
+    assert!(
+        eventually(Duration::from_secs(30), || d.fds() <= fig.fds_before),
+        "descriptors not back to the start: before {fds_before:?}, now {:?}",
+        d.fd_list()
+    );
     fig.fds_after = d.fds();
     done.store(true, Ordering::SeqCst);
     (fig.rss_peak_kb, fig.fds_peak) = monitor.join().unwrap();

@@ -177,6 +177,25 @@ impl Daemon {
             .count()
     }
 
+    /// The daemon's open descriptors and what each is (for failure messages).
+    #[allow(dead_code)] // not every test file lists them
+    pub fn fd_list(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .unwrap()
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let target = std::fs::read_link(e.path()).ok()?;
+                Some(format!(
+                    "{} -> {}",
+                    e.file_name().to_string_lossy(),
+                    target.display()
+                ))
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
     /// A `kB` figure of the daemon's `/proc/PID/status` (`VmRSS`, `VmHWM`).
     pub fn status_kb(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
