@@ -104,6 +104,7 @@ fn meta(cpu: f64, opencl: f64) -> MetaInfo {
         },
         memory_to_copy: 0,
         weight: 1024,
+        ..MetaInfo::default()
     }
 }
 

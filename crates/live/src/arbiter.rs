@@ -1017,6 +1017,7 @@ mod tests {
             },
             memory_to_copy: 0,
             weight: 1024,
+            ..MetaInfo::default()
         }
     }
 
@@ -1056,6 +1057,7 @@ mod tests {
             },
             memory_to_copy: 0,
             weight: 1024,
+            ..MetaInfo::default()
         }
     }
 
