@@ -135,15 +135,15 @@ struct Agent {
 
 impl Agent {
     fn drive(mut self, check: Duration) -> Result<Exit> {
-        let unit = match self.client.alloc(&self.meta) {
-            Ok(unit) => unit,
-            Err(e) => {
-                let _ = lock(&self.program).process.kill();
-                return Err(e);
-            }
-        };
-        if let Err(e) = self.grant(&unit) {
-            let _ = lock(&self.program).process.kill();
+        if let Err(e) = self
+            .client
+            .alloc(&self.meta)
+            .and_then(|unit| self.grant(&unit))
+        {
+            // The program never ran: end it, and say why (not how it died).
+            let mut p = lock(&self.program);
+            p.allocating = false;
+            let _ = p.process.kill();
             return Err(e);
         }
         loop {
