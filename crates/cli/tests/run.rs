@@ -274,7 +274,9 @@ fn removing_its_unit_moves_the_running_program_to_the_other_one() {
     });
     let units = d.units();
     assert_eq!(busy_unit(&units).map(|u| u.cpus.clone()), Some(vec![other]));
-    wait_until("it was let go on after the move", || p.stat().unwrap().0 == 'S');
+    wait_until("it was let go on after the move", || {
+        p.stat().unwrap().0 == 'S'
+    });
     p.signal_agent(Signal::SIGINT);
     assert_eq!(p.wait().code(), Some(128 + 2));
 }

@@ -751,6 +751,38 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_stopped_program_runs_no_code_until_resumed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mark = dir.path().join("ran");
+        let script = format!("echo > {}", mark.display());
+        let mut p = Process::spawn_stopped(sh(&script), &Binding::default()).unwrap();
+        let pgid = p.pid();
+        wait_until("it is stopped", || group_states(pgid) == ['T']);
+        std::thread::sleep(Duration::from_millis(100)); // time it would need to run
+        assert!(!mark.exists());
+        let cpus = allowed_cpus();
+        p.set_cpus(&cpus[..1]).unwrap();
+        p.resume().unwrap();
+        assert_eq!(p.wait().unwrap(), Exit::Code(0));
+        assert!(mark.exists());
+        let missing = Command::new("/nonexistent/hetsched-no-such-program");
+        let e = Process::spawn_stopped(missing, &Binding::default());
+        assert_eq!(e.err().unwrap().exit_code(), 2);
+    }
+
+    /// The program dies with the thread that started it (`PR_SET_PDEATHSIG`), even while
+    /// its handle lives on.
+    #[test]
+    fn a_program_dies_with_the_thread_that_started_it() {
+        let starter =
+            std::thread::spawn(|| Process::spawn(sh("exec sleep 1000"), &Binding::default()));
+        let mut p = starter.join().unwrap().unwrap();
+        assert_eq!(p.wait().unwrap(), Exit::Signal(libc::SIGKILL));
+        assert_eq!(Exit::Signal(libc::SIGKILL).shell_status(), 137);
+        assert_eq!(Exit::Code(3).shell_status(), 3);
+    }
+
+    #[test]
     fn kernel_lists_parse_and_print() {
         assert_eq!(parse_ranges("0-3,8\n"), Some(vec![0, 1, 2, 3, 8]));
         assert_eq!(parse_ranges(""), Some(vec![]));

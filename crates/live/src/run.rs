@@ -308,3 +308,34 @@ fn own_cpus() -> Result<Vec<u32>> {
         .map(|c| c as u32)
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::compact;
+    use crate::protocol::{MetaInfo, Request};
+
+    /// The agent's meta travels as JSON (the compact layout has no room for it), and a
+    /// meta without the new fields, from an older client, still parses.
+    #[test]
+    fn a_programs_meta_travels_as_json_and_old_meta_still_parses() {
+        let meta = MetaInfo {
+            kind: "sleep".into(),
+            pid: Some(42),
+            ..MetaInfo::default()
+        };
+        let alloc = Request::Alloc { meta: meta.clone() };
+        assert!(!compact::encode_request(&alloc, &mut Vec::new()));
+        let json = serde_json::to_string(&alloc).unwrap();
+        assert!(json.contains(r#""pid":42"#), "{json}");
+        assert_eq!(serde_json::from_str::<Request>(&json).unwrap(), alloc);
+        let plain = Request::Alloc {
+            meta: MetaInfo { pid: None, ..meta },
+        };
+        assert!(compact::encode_request(&plain, &mut Vec::new()));
+        let old = r#"{"op":"alloc","meta":{"kind":"md5","affinity":{"cpu":1}}}"#;
+        let Request::Alloc { meta } = serde_json::from_str(old).unwrap() else {
+            panic!()
+        };
+        assert_eq!((meta.pid, meta.device, meta.signature), (None, None, None));
+    }
+}
