@@ -159,7 +159,7 @@ fn meta() -> MetaInfo {
     }
 }
 
-/// The id of the unit task-holding `units` shows running, if exactly one does.
+/// The one unit of `units` that runs a task, if exactly one does.
 fn busy_unit(units: &[UnitInfo]) -> Option<&UnitInfo> {
     let busy: Vec<&UnitInfo> = units.iter().filter(|u| u.running.is_some()).collect();
     (busy.len() == 1).then(|| busy[0])
@@ -398,4 +398,31 @@ fn a_signature_and_a_device_are_accepted() {
         .output()
         .unwrap();
     assert_input_error(&out, &[bad.to_str().unwrap(), "format"]);
+}
+
+/// A machine file may name PUs this machine lacks: a grant of one is bad input, said in
+/// one line, and the program never runs.
+#[test]
+fn a_grant_of_cpus_this_machine_lacks_is_an_input_error() {
+    // Units on PUs 0..=top+1; all but the last held, so the program gets PU top+1.
+    let top = *hetsched_live::process::own_cpus().unwrap().last().unwrap();
+    let d = Daemon::start(top + 2, "fcfs");
+    let mut holders: Vec<Client> = (0..=top).map(|_| d.client()).collect();
+    for h in &mut holders {
+        h.alloc(&meta()).unwrap();
+    }
+    let out = d.run(&["--", "sh", "-c", "echo started"]).output().unwrap();
+    let missing = top + 1;
+    assert_input_error(
+        &out,
+        &[
+            &format!("unit {missing} "),
+            &format!("CPU {missing}: expected one of the CPUs"),
+        ],
+    );
+    wait_until("its unit is free again", || {
+        d.units()
+            .iter()
+            .all(|u| u.running.is_some() == (u.id <= top))
+    });
 }

@@ -375,29 +375,31 @@ pub(crate) fn thread_ids(pid: u32) -> io::Result<Vec<i32>> {
 /// Passes of `set_cpus` over a process's threads.
 const MAX_PASSES: usize = 16;
 
-/// A CPU set from OS indices, each of which this daemon may use itself.
+/// The CPUs (OS indices) this process may use.
+pub fn own_cpus() -> Result<Vec<u32>> {
+    let set = sched_getaffinity(None)
+        .map_err(|e| Error::runtime(format!("sched_getaffinity of this process: {e}")))?;
+    Ok((0..CpuSet::MAX_CPU)
+        .filter(|&c| set.is_set(c))
+        .map(|c| c as u32)
+        .collect())
+}
+
+/// A CPU set from OS indices, each of which this process (the controller) may use.
 fn cpu_set(cpus: &[u32]) -> Result<CpuSet> {
-    let allowed = sched_getaffinity(None)
-        .map_err(|e| Error::runtime(format!("sched_getaffinity of the daemon: {e}")))?;
-    let allowed_list = || {
-        let ids: Vec<u32> = (0..CpuSet::MAX_CPU)
-            .filter(|&c| allowed.is_set(c))
-            .map(|c| c as u32)
-            .collect();
-        ranges(&ids)
-    };
+    let allowed = own_cpus()?;
     if cpus.is_empty() {
         return Err(Error::input(format!(
             "CPU set: expected at least one of the CPUs {}",
-            allowed_list()
+            ranges(&allowed)
         )));
     }
     let mut set = CpuSet::new();
     for &cpu in cpus {
-        if (cpu as usize) >= CpuSet::MAX_CPU || !allowed.is_set(cpu as usize) {
+        if !allowed.contains(&cpu) {
             return Err(Error::input(format!(
-                "CPU {cpu}: expected one of the CPUs this daemon may use, {}",
-                allowed_list()
+                "CPU {cpu}: expected one of the CPUs this process may use, {}",
+                ranges(&allowed)
             )));
         }
         set.set(cpu as usize);
@@ -532,10 +534,7 @@ pub(crate) mod tests {
 
     /// The CPUs this test process may use.
     pub(crate) fn allowed_cpus() -> Vec<u32> {
-        let set = sched_getaffinity(None).unwrap();
-        (0..CpuSet::MAX_CPU as u32)
-            .filter(|&c| set.is_set(c as usize))
-            .collect()
+        own_cpus().unwrap()
     }
 
     fn sh(script: &str) -> Command {

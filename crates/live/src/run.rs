@@ -32,12 +32,11 @@
 //! rather than being killed: the agent says so once and waits for it.
 
 use crate::client::Client;
-use crate::process::{cpu_node, Binding, Exit, MemoryBinding, Process};
+use crate::process::{cpu_node, own_cpus, Binding, Exit, MemoryBinding, Process};
 use crate::protocol::{MetaInfo, UnitInfo, Verdict};
 use hetsched_core::machine::UnitType;
 use hetsched_core::{Error, Result};
 use rustix::process::{waitid, Pid, Signal, WaitId, WaitIdOptions};
-use rustix::thread::{sched_getaffinity, CpuSet};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use std::ffi::OsString;
@@ -214,7 +213,7 @@ impl Agent {
         p.process
             .set_cpus(cpus)
             .map_err(|e| retag(e, &format!("unit {} ({})", unit.id, unit.name)))?;
-        let node = cpu_node(cpus[0]).filter(|_| on_cpus);
+        let node = on_cpus.then(|| cpu_node(cpus[0])).flatten();
         if let Some(node) = node.filter(|&n| p.node != Some(n)) {
             let moved = p.process.bind_memory(node)?;
             if self.verbose && (moved != MemoryBinding::SingleNode || p.node.is_none()) {
@@ -255,8 +254,7 @@ impl Program {
     }
 }
 
-/// Replaces the error's subject with `subject` (`process`'s messages speak of the
-/// daemon's CPUs; here they are a unit's).
+/// Prefixes the error's message with `subject` (which unit's CPUs it is about).
 fn retag(e: Error, subject: &str) -> Error {
     match e {
         Error::Input(m) => Error::Input(format!("{subject}: {m}")),
@@ -297,16 +295,6 @@ fn forward(program: &Shared, mut signals: Signals) {
             p.cont();
         }
     }
-}
-
-/// The CPUs this process may use.
-fn own_cpus() -> Result<Vec<u32>> {
-    let set = sched_getaffinity(None)
-        .map_err(|e| Error::runtime(format!("hetsched run: sched_getaffinity: {e}")))?;
-    Ok((0..CpuSet::MAX_CPU)
-        .filter(|&c| set.is_set(c))
-        .map(|c| c as u32)
-        .collect())
 }
 
 #[cfg(test)]
