@@ -8,91 +8,16 @@ use hetsched_live::shm::SharedPage;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::daemon::Daemon;
+
 const BIN: &str = env!("CARGO_BIN_EXE_hetsched");
-
-struct Daemon {
-    child: Child,
-    socket: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Daemon {
-    /// Starts a daemon over a machine file with `cpus` CPU units and `opencl` OpenCL units.
-    fn start(cpus: u32, opencl: u32, policy: &str) -> Daemon {
-        Self::start_with(cpus, opencl, policy, &[], Stdio::null())
-    }
-
-    fn start_with(cpus: u32, opencl: u32, policy: &str, extra: &[&str], stderr: Stdio) -> Daemon {
-        Self::start_in(Command::new(BIN), cpus, opencl, policy, extra, stderr)
-    }
-
-    /// `command` runs the daemon binary (e.g. through a shell that sets limits first).
-    fn start_in(
-        mut command: Command,
-        cpus: u32,
-        opencl: u32,
-        policy: &str,
-        extra: &[&str],
-        stderr: Stdio,
-    ) -> Daemon {
-        let dir = tempfile::tempdir().unwrap();
-        let machine = dir.path().join("m.toml");
-        let mut text = format!("name = \"test\"\n[[package]]\ncores = {cpus}\n");
-        if opencl > 0 {
-            text +=
-                &format!("[[accelerator]]\ntype = \"opencl\"\nname = \"cl\"\ncount = {opencl}\n");
-        }
-        std::fs::write(&machine, text).unwrap();
-        let socket = dir.path().join("run/daemon.sock");
-        let child = command
-            .args([
-                "daemon",
-                "--socket",
-                socket.to_str().unwrap(),
-                "--machine",
-                machine.to_str().unwrap(),
-                "--policy",
-                policy,
-            ])
-            .args(extra)
-            .stderr(stderr)
-            .spawn()
-            .unwrap();
-        let start = Instant::now();
-        while UnixStream::connect(&socket).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "daemon did not start"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Daemon {
-            child,
-            socket,
-            _dir: dir,
-        }
-    }
-
-    fn client(&self) -> Client {
-        Client::connect(&self.socket, "test").unwrap()
-    }
-
-    fn signal(&self, sig: nix::sys::signal::Signal) {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), sig).unwrap();
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn meta(cpu: f64, opencl: f64) -> MetaInfo {
     MetaInfo {

@@ -5,13 +5,12 @@
 mod common;
 
 use common::assert_input_error;
+use common::daemon::Daemon;
 use hetsched_live::client::Client;
 use hetsched_live::protocol::{MetaInfo, Reply, UnitInfo, WireAffinity};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::io::{BufRead, BufReader};
-use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -28,77 +27,27 @@ fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-struct Daemon {
-    child: Child,
-    socket: PathBuf,
-    _dir: tempfile::TempDir,
+/// `hetsched run` against `d` with `args` (options, then `--` and the command).
+fn run(d: &Daemon, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(["run", "--daemon", d.socket.to_str().unwrap()])
+        .args(args);
+    c
 }
 
-impl Daemon {
-    /// A daemon over `cpus` CPU units (PUs 0..cpus) under `policy`.
-    fn start(cpus: u32, policy: &str) -> Daemon {
-        let dir = tempfile::tempdir().unwrap();
-        let machine = dir.path().join("m.toml");
-        std::fs::write(
-            &machine,
-            format!("name = \"test\"\n[[package]]\ncores = {cpus}\n"),
-        )
+/// Starts `hetsched run -- sh -c 'echo $$; SCRIPT'` and reads the program's pid.
+fn start_program(d: &Daemon, script: &str) -> Program {
+    let mut agent = run(d, &["--", "sh", "-c", &format!("echo $$; {script}")])
+        .stdout(Stdio::piped())
+        .spawn()
         .unwrap();
-        let socket = dir.path().join("run/daemon.sock");
-        let child = Command::new(BIN)
-            .args(["daemon", "--socket", socket.to_str().unwrap()])
-            .args(["--machine", machine.to_str().unwrap(), "--policy", policy])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_until("the daemon listens", || {
-            UnixStream::connect(&socket).is_ok()
-        });
-        Daemon {
-            child,
-            socket,
-            _dir: dir,
-        }
-    }
-
-    fn client(&self) -> Client {
-        Client::connect(&self.socket, "test").unwrap()
-    }
-
-    fn units(&self) -> Vec<UnitInfo> {
-        self.client().list_units().unwrap()
-    }
-
-    /// `hetsched run` with `args` (options, then `--` and the command).
-    fn run(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
-        c.args(["run", "--daemon", self.socket.to_str().unwrap()])
-            .args(args);
-        c
-    }
-
-    /// Starts `hetsched run -- sh -c 'echo $$; SCRIPT'` and reads the program's pid.
-    fn start_program(&self, script: &str) -> Program {
-        let mut agent = self
-            .run(&["--", "sh", "-c", &format!("echo $$; {script}")])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut out = BufReader::new(agent.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        Program {
-            pid: line.trim().parse().unwrap(),
-            agent,
-            _out: out,
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    let mut out = BufReader::new(agent.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    Program {
+        pid: line.trim().parse().unwrap(),
+        agent,
+        _out: out,
     }
 }
 
@@ -175,9 +124,9 @@ fn queued(d: &Daemon) -> usize {
 
 #[test]
 fn the_program_exit_status_is_hetsched_runs() {
-    let d = Daemon::start(2, "fcfs");
+    let d = Daemon::start(2, 0, "fcfs");
     let status = |script: &str| {
-        let out = d.run(&["--", "sh", "-c", script]).output().unwrap();
+        let out = run(&d, &["--", "sh", "-c", script]).output().unwrap();
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -196,9 +145,8 @@ fn the_program_exit_status_is_hetsched_runs() {
 
 #[test]
 fn a_missing_command_or_daemon_is_a_one_line_input_error() {
-    let d = Daemon::start(1, "fcfs");
-    let out = d
-        .run(&["--", "/nonexistent/hetsched-no-such-program", "x"])
+    let d = Daemon::start(1, 0, "fcfs");
+    let out = run(&d, &["--", "/nonexistent/hetsched-no-such-program", "x"])
         .output()
         .unwrap();
     assert_input_error(&out, &["/nonexistent/hetsched-no-such-program"]);
@@ -216,23 +164,27 @@ fn a_missing_command_or_daemon_is_a_one_line_input_error() {
         .unwrap();
     assert_input_error(&out, &[nowhere.to_str().unwrap(), "start one"]);
 
-    let out = d.run(&["--check-ms", "0", "--", "true"]).output().unwrap();
+    let out = run(&d, &["--check-ms", "0", "--", "true"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = d.run(&["--type", "fpga", "--", "true"]).output().unwrap();
+    let out = run(&d, &["--type", "fpga", "--", "true"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cpu, gpu, opencl, coprocessor"));
     // No unit of the asked type: said by the daemon, and nothing runs.
-    let out = d.run(&["--type", "opencl", "--", "true"]).output().unwrap();
+    let out = run(&d, &["--type", "opencl", "--", "true"])
+        .output()
+        .unwrap();
     assert_input_error(&out, &["no unit can run task kind \"true\""]);
 }
 
 #[test]
 fn the_program_runs_on_the_granted_units_cpus() {
-    let d = Daemon::start(2, "fcfs");
+    let d = Daemon::start(2, 0, "fcfs");
     let mut holder = d.client();
     let held = holder.alloc(&meta()).unwrap();
     assert_eq!(held.cpus, [0]);
-    let mut p = d.start_program("exec sleep 1000");
+    let mut p = start_program(&d, "exec sleep 1000");
     // The other unit: PU 1, for every thread of the program.
     let units = d.units();
     let unit = units.iter().find(|u| u.id != held.id).unwrap();
@@ -256,8 +208,8 @@ fn the_program_runs_on_the_granted_units_cpus() {
 
 #[test]
 fn removing_its_unit_moves_the_running_program_to_the_other_one() {
-    let d = Daemon::start(2, "fcfs");
-    let mut p = d.start_program("exec sleep 1000");
+    let d = Daemon::start(2, 0, "fcfs");
+    let mut p = start_program(&d, "exec sleep 1000");
     let first = busy_unit(&d.units()).unwrap().clone();
     assert_eq!(
         p.status("Cpus_allowed_list"),
@@ -283,8 +235,8 @@ fn removing_its_unit_moves_the_running_program_to_the_other_one() {
 
 #[test]
 fn killing_hetsched_run_kills_the_program_and_frees_the_unit() {
-    let d = Daemon::start(1, "fcfs");
-    let p = d.start_program("exec sleep 1000");
+    let d = Daemon::start(1, 0, "fcfs");
+    let p = start_program(&d, "exec sleep 1000");
     assert!(busy_unit(&d.units()).is_some());
     p.signal_agent(Signal::SIGKILL);
     wait_until("the program is gone", || p.gone());
@@ -295,11 +247,10 @@ fn killing_hetsched_run_kills_the_program_and_frees_the_unit() {
 
 #[test]
 fn a_program_waiting_for_a_unit_has_not_started_and_still_gets_signals() {
-    let d = Daemon::start(1, "fcfs");
+    let d = Daemon::start(1, 0, "fcfs");
     let mut holder = d.client();
     holder.alloc(&meta()).unwrap();
-    let mut agent = d
-        .run(&["--", "sh", "-c", "echo started"])
+    let mut agent = run(&d, &["--", "sh", "-c", "echo started"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -319,10 +270,10 @@ fn a_program_waiting_for_a_unit_has_not_started_and_still_gets_signals() {
 /// (its yield) while the other runs, and both make progress.
 #[test]
 fn two_programs_time_share_one_unit() {
-    let d = Daemon::start(1, "cfs");
+    let d = Daemon::start(1, 0, "cfs");
     let mut programs = [
-        d.start_program("while :; do :; done"),
-        d.start_program("while :; do :; done"),
+        start_program(&d, "while :; do :; done"),
+        start_program(&d, "while :; do :; done"),
     ];
     let mut stopped = [false; 2];
     wait_until("both were stopped once and both ran 0.3 s", || {
@@ -350,7 +301,7 @@ fn two_programs_time_share_one_unit() {
 
 #[test]
 fn a_signature_and_a_device_are_accepted() {
-    let d = Daemon::start(1, "fcfs");
+    let d = Daemon::start(1, 0, "fcfs");
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.lackey");
     let text: String = (0..2_000u64)
@@ -371,8 +322,9 @@ fn a_signature_and_a_device_are_accepted() {
         String::from_utf8_lossy(&out.stderr)
     );
     let sig = sig.to_str().unwrap();
-    let out = d
-        .run(&[
+    let out = run(
+        &d,
+        &[
             "--signature",
             sig,
             "--device",
@@ -381,9 +333,10 @@ fn a_signature_and_a_device_are_accepted() {
             "sh",
             "-c",
             "exit 5",
-        ])
-        .output()
-        .unwrap();
+        ],
+    )
+    .output()
+    .unwrap();
     assert_eq!(
         out.status.code(),
         Some(5),
@@ -393,8 +346,7 @@ fn a_signature_and_a_device_are_accepted() {
 
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{\"format\":\"something else\"}").unwrap();
-    let out = d
-        .run(&["--signature", bad.to_str().unwrap(), "--", "true"])
+    let out = run(&d, &["--signature", bad.to_str().unwrap(), "--", "true"])
         .output()
         .unwrap();
     assert_input_error(&out, &[bad.to_str().unwrap(), "format"]);
@@ -406,12 +358,14 @@ fn a_signature_and_a_device_are_accepted() {
 fn a_grant_of_cpus_this_machine_lacks_is_an_input_error() {
     // Units on PUs 0..=top+1; all but the last held, so the program gets PU top+1.
     let top = *hetsched_live::process::own_cpus().unwrap().last().unwrap();
-    let d = Daemon::start(top + 2, "fcfs");
+    let d = Daemon::start(top + 2, 0, "fcfs");
     let mut holders: Vec<Client> = (0..=top).map(|_| d.client()).collect();
     for h in &mut holders {
         h.alloc(&meta()).unwrap();
     }
-    let out = d.run(&["--", "sh", "-c", "echo started"]).output().unwrap();
+    let out = run(&d, &["--", "sh", "-c", "echo started"])
+        .output()
+        .unwrap();
     let missing = top + 1;
     assert_input_error(
         &out,
