@@ -89,6 +89,7 @@ pub unsafe extern "C" fn hetsched_alloc(
         },
         memory_to_copy,
         weight: 1024,
+        ..MetaInfo::default()
     };
     match client.alloc(&meta) {
         Ok(unit) => {

@@ -77,6 +77,7 @@ pub fn run(args: DaemonBench) -> Result<()> {
         },
         memory_to_copy: 0,
         weight: 1024,
+        ..MetaInfo::default()
     };
 
     // Latency: one client, alloc + free, through the shared page (the client library's

@@ -202,6 +202,7 @@ pub fn client(args: ClientArgs) -> Result<()> {
                 affinity: parse_affinity(&h.affinity)?,
                 memory_to_copy: 0,
                 weight: 1024,
+                ..MetaInfo::default()
             };
             let unit = c.alloc(&meta)?;
             println!("granted unit {} ({} {})", unit.id, unit.kind, unit.name);

@@ -16,6 +16,7 @@ mod nuca_cmd;
 mod o2_cmd;
 mod o2_plot;
 mod policies_cmd;
+mod run_cmd;
 mod signature_cmd;
 mod simulate_cmd;
 mod topology_cmd;
@@ -50,6 +51,9 @@ enum Command {
     Daemon(daemon_cmd::DaemonArgs),
     /// Talk to a running daemon: list units, statistics, hold a unit.
     Client(daemon_cmd::ClientArgs),
+    /// Run a program as a task of the daemon: its grants become its CPU affinity, and
+    /// `hetsched run` exits as the program did.
+    Run(run_cmd::RunArgs),
     /// Run an example application (Beisel et al.) on the worker model.
     App {
         #[command(subcommand)]
@@ -82,6 +86,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Policies(args) => policies_cmd::policies(args),
         Command::Daemon(args) => daemon_cmd::daemon(args),
         Command::Client(args) => daemon_cmd::client(args),
+        Command::Run(args) => run_cmd::run(args),
         Command::App { which } => app_cmd::run_app(which),
         Command::Simulate(args) => simulate_cmd::simulate(args),
         Command::Bench { which } => bench::run(which),

@@ -12,8 +12,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-mod daemon_harness;
-use daemon_harness::{frame, meta, raw_paged, Daemon, BIN};
+mod common;
+use common::daemon::{frame, meta, raw_paged, Daemon, BIN};
 
 /// A `hetsched client hold` process that has been granted its unit.
 fn hold(socket: &Path, args: &[&str]) -> Child {

@@ -19,8 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod common;
-mod daemon_harness;
-use daemon_harness::{eventually, frame, meta, raw_paged, Daemon};
+use common::daemon::{eventually, frame, meta, raw_paged, Daemon};
 
 const ALLOC: &str = r#"{"op":"alloc","meta":{"kind":"hostile","affinity":{"cpu":1}}}"#;
 const STATS: &str = r#"{"op":"stats"}"#;

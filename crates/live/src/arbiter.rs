@@ -1040,6 +1040,7 @@ mod tests {
             },
             memory_to_copy: 0,
             weight: 1024,
+            ..MetaInfo::default()
         }
     }
 
@@ -1079,6 +1080,7 @@ mod tests {
             },
             memory_to_copy: 0,
             weight: 1024,
+            ..MetaInfo::default()
         }
     }
 

@@ -27,7 +27,8 @@ pub const COMPACT_BIT: u32 = 1 << 31;
 pub fn encode_request(request: &Request, out: &mut Vec<u8>) -> bool {
     let start = frame_start(out);
     match request {
-        Request::Alloc { meta } => {
+        // The optional fields of `hetsched run` tasks travel as JSON.
+        Request::Alloc { meta } if meta.is_compact() => {
             out.push(b'A');
             out.extend_from_slice(&meta.weight.to_le_bytes());
             out.extend_from_slice(&meta.memory_to_copy.to_le_bytes());
@@ -174,6 +175,7 @@ pub fn decode_request(body: &[u8]) -> Result<Request, String> {
                     affinity,
                     memory_to_copy,
                     weight,
+                    ..MetaInfo::default()
                 },
             })
         }
@@ -278,6 +280,7 @@ mod tests {
                 affinity: WireAffinity { cpu: aff[0], gpu: aff[1], opencl: aff[2], coprocessor: aff[3] },
                 memory_to_copy: bytes,
                 weight,
+                ..MetaInfo::default()
             };
             for r in [Request::Alloc { meta: meta.clone() }, Request::Rerequest, Request::Free { finished }] {
                 let mut out = Vec::new();

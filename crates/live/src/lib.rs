@@ -8,6 +8,7 @@ pub mod compact;
 pub mod devices;
 pub mod process;
 pub mod protocol;
+pub mod run;
 pub mod sampler;
 pub mod server;
 pub mod shm;

@@ -14,7 +14,10 @@
 //!   this is a no-op that says so.
 //!
 //! The program starts in its own process group so that signals reach its children and
-//! never the daemon; children that leave the group (`setsid`) escape the pause. Memory
+//! never the daemon; children that leave the group (`setsid`) escape the pause. It gets
+//! `SIGKILL` when the thread that started it ends (`PR_SET_PDEATHSIG`), so that a
+//! controller killed by `kill -9` leaves no unscheduled program behind; its own children
+//! are not covered (that would need a cgroup). Memory
 //! binding uses the raw system calls: hwloc (`hwlocality`) cannot set another process's
 //! policy on Linux, and nothing but a system call may run between `fork` and `exec`.
 //!
@@ -24,7 +27,10 @@
 
 use hetsched_core::{Error, Result};
 use rustc_hash::FxHashSet;
-use rustix::process::{kill_process_group, Pid, Signal};
+use rustix::process::{
+    getpid, getppid, kill_process_group, set_parent_process_death_signal, waitid, Pid, Signal,
+    WaitId, WaitIdOptions,
+};
 use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -58,6 +64,16 @@ impl From<ExitStatus> for Exit {
             (None, Some(signal)) => Exit::Signal(signal),
             // Neither happens after a blocking wait (stops are not reported).
             (None, None) => unreachable!("wait reported neither an exit code nor a signal"),
+        }
+    }
+}
+
+impl Exit {
+    /// The status a shell reports for it: the code, or 128 + the signal.
+    pub fn shell_status(self) -> u8 {
+        match self {
+            Exit::Code(code) => code as u8,
+            Exit::Signal(signal) => 128u8.wrapping_add(signal as u8),
         }
     }
 }
@@ -111,7 +127,23 @@ impl Process {
     /// new process group, its threads on `binding.cpus` and its memory on
     /// `binding.memory_node`. A program that cannot be executed (missing, not
     /// executable) and a CPU or node this machine does not offer are input errors.
-    pub fn spawn(mut command: Command, binding: &Binding) -> Result<Process> {
+    /// Call it from a thread that lives as long as the program should (see the module
+    /// doc).
+    pub fn spawn(command: Command, binding: &Binding) -> Result<Process> {
+        Self::start(command, binding, false)
+    }
+
+    /// As [`Process::spawn`], but the program stops at its first instruction, right
+    /// after `exec`, until [`Process::resume`]: its pid can be announced and its CPUs
+    /// set before it runs any code of its own. The stop uses `ptrace` for that one
+    /// instant (the only way to stop a program between `exec` and its first
+    /// instruction): a set-user-ID program therefore starts without its privileges, and
+    /// a controller that is itself traced with `-f` cannot use it.
+    pub fn spawn_stopped(command: Command, binding: &Binding) -> Result<Process> {
+        Self::start(command, binding, true)
+    }
+
+    fn start(mut command: Command, binding: &Binding, stopped: bool) -> Result<Process> {
         let cpus = binding.cpus.as_deref().map(cpu_set).transpose()?;
         let memory = binding.memory_node.map(memory_binding).transpose()?;
         let mempolicy = match memory {
@@ -119,20 +151,27 @@ impl Process {
             _ => None,
         };
         command.process_group(0);
-        if cpus.is_some() || mempolicy.is_some() {
-            // SAFETY: the closure only makes system calls (async-signal-safe) on data
-            // built before the fork.
-            unsafe {
-                command.pre_exec(move || {
-                    if let Some(set) = &cpus {
-                        sched_setaffinity(None, set)?;
-                    }
-                    if let Some(mask) = &mempolicy {
-                        mask.set_mempolicy()?;
-                    }
-                    Ok(())
-                });
-            }
+        let parent = getpid();
+        // SAFETY: the closure only makes system calls (async-signal-safe) on data built
+        // before the fork, and builds errors without allocating.
+        unsafe {
+            command.pre_exec(move || {
+                set_parent_process_death_signal(Some(Signal::KILL))?;
+                // The parent may have died before the line above.
+                if getppid() != Some(parent) {
+                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                if let Some(set) = &cpus {
+                    sched_setaffinity(None, set)?;
+                }
+                if let Some(mask) = &mempolicy {
+                    mask.set_mempolicy()?;
+                }
+                if stopped && libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
         }
         let child = command.spawn().map_err(|e| {
             let program = command.get_program().to_string_lossy();
@@ -144,11 +183,39 @@ impl Process {
                 _ => Error::runtime(format!("command `{program}`: cannot start it: {e}")),
             }
         })?;
-        Ok(Process {
+        let process = Process {
             child,
             exit: None,
             memory,
-        })
+        };
+        if stopped {
+            process.stop_after_exec()?;
+        }
+        Ok(process)
+    }
+
+    /// Turns the trap a traced program gets at `exec` into an ordinary stop, and stops
+    /// tracing it: it then waits for `SIGCONT` like a paused program.
+    fn stop_after_exec(&self) -> Result<()> {
+        let pid = Pid::from_child(&self.child);
+        let options = WaitIdOptions::EXITED | WaitIdOptions::STOPPED | WaitIdOptions::NOWAIT;
+        let status = loop {
+            match waitid(WaitId::Pid(pid), options) {
+                Err(rustix::io::Errno::INTR) => continue,
+                other => break other.map_err(|e| self.gone(e.into()))?,
+            }
+        };
+        // Anything but the trap: it was killed before its first instruction, and `wait`
+        // will say so.
+        if status.is_some_and(|s| s.trapped()) {
+            // SAFETY: plain system call on our own tracee.
+            let r =
+                unsafe { libc::ptrace(libc::PTRACE_DETACH, pid.as_raw_pid(), 0, libc::SIGSTOP) };
+            if r != 0 {
+                return Err(self.gone(io::Error::last_os_error()));
+            }
+        }
+        Ok(())
     }
 
     pub fn pid(&self) -> u32 {
@@ -259,7 +326,8 @@ impl Process {
         Ok(self.exit)
     }
 
-    fn signal(&self, signal: Signal) -> Result<()> {
+    /// Sends `signal` to the whole process group (e.g. one its controller received).
+    pub fn signal(&self, signal: Signal) -> Result<()> {
         self.check_running()?;
         let group = Pid::from_child(&self.child);
         kill_process_group(group, signal).map_err(|e| {
@@ -307,29 +375,31 @@ pub(crate) fn thread_ids(pid: u32) -> io::Result<Vec<i32>> {
 /// Passes of `set_cpus` over a process's threads.
 const MAX_PASSES: usize = 16;
 
-/// A CPU set from OS indices, each of which this daemon may use itself.
+/// The CPUs (OS indices) this process may use.
+pub fn own_cpus() -> Result<Vec<u32>> {
+    let set = sched_getaffinity(None)
+        .map_err(|e| Error::runtime(format!("sched_getaffinity of this process: {e}")))?;
+    Ok((0..CpuSet::MAX_CPU)
+        .filter(|&c| set.is_set(c))
+        .map(|c| c as u32)
+        .collect())
+}
+
+/// A CPU set from OS indices, each of which this process (the controller) may use.
 fn cpu_set(cpus: &[u32]) -> Result<CpuSet> {
-    let allowed = sched_getaffinity(None)
-        .map_err(|e| Error::runtime(format!("sched_getaffinity of the daemon: {e}")))?;
-    let allowed_list = || {
-        let ids: Vec<u32> = (0..CpuSet::MAX_CPU)
-            .filter(|&c| allowed.is_set(c))
-            .map(|c| c as u32)
-            .collect();
-        ranges(&ids)
-    };
+    let allowed = own_cpus()?;
     if cpus.is_empty() {
         return Err(Error::input(format!(
             "CPU set: expected at least one of the CPUs {}",
-            allowed_list()
+            ranges(&allowed)
         )));
     }
     let mut set = CpuSet::new();
     for &cpu in cpus {
-        if (cpu as usize) >= CpuSet::MAX_CPU || !allowed.is_set(cpu as usize) {
+        if !allowed.contains(&cpu) {
             return Err(Error::input(format!(
-                "CPU {cpu}: expected one of the CPUs this daemon may use, {}",
-                allowed_list()
+                "CPU {cpu}: expected one of the CPUs this process may use, {}",
+                ranges(&allowed)
             )));
         }
         set.set(cpu as usize);
@@ -362,6 +432,16 @@ pub fn numa_nodes() -> Vec<u32> {
         .and_then(|s| parse_ranges(&s))
         .filter(|nodes| !nodes.is_empty())
         .unwrap_or_else(|| vec![0])
+}
+
+/// The NUMA node of CPU `cpu` (OS indices), from sysfs.
+pub fn cpu_node(cpu: u32) -> Option<u32> {
+    numa_nodes().into_iter().find(|node| {
+        std::fs::read_to_string(format!("/sys/devices/system/node/node{node}/cpulist"))
+            .ok()
+            .and_then(|s| parse_ranges(&s))
+            .is_some_and(|cpus| cpus.contains(&cpu))
+    })
 }
 
 /// A kernel list such as `0-3,8` (sysfs and `/proc/PID/status` use them).
@@ -454,10 +534,7 @@ pub(crate) mod tests {
 
     /// The CPUs this test process may use.
     pub(crate) fn allowed_cpus() -> Vec<u32> {
-        let set = sched_getaffinity(None).unwrap();
-        (0..CpuSet::MAX_CPU as u32)
-            .filter(|&c| set.is_set(c as usize))
-            .collect()
+        own_cpus().unwrap()
     }
 
     fn sh(script: &str) -> Command {
@@ -670,6 +747,38 @@ pub(crate) mod tests {
         }
         p.kill().unwrap();
         assert_eq!(p.wait().unwrap(), Exit::Signal(libc::SIGKILL));
+    }
+
+    #[test]
+    fn a_stopped_program_runs_no_code_until_resumed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mark = dir.path().join("ran");
+        let script = format!("echo > {}", mark.display());
+        let mut p = Process::spawn_stopped(sh(&script), &Binding::default()).unwrap();
+        let pgid = p.pid();
+        wait_until("it is stopped", || group_states(pgid) == ['T']);
+        std::thread::sleep(Duration::from_millis(100)); // time it would need to run
+        assert!(!mark.exists());
+        let cpus = allowed_cpus();
+        p.set_cpus(&cpus[..1]).unwrap();
+        p.resume().unwrap();
+        assert_eq!(p.wait().unwrap(), Exit::Code(0));
+        assert!(mark.exists());
+        let missing = Command::new("/nonexistent/hetsched-no-such-program");
+        let e = Process::spawn_stopped(missing, &Binding::default());
+        assert_eq!(e.err().unwrap().exit_code(), 2);
+    }
+
+    /// The program dies with the thread that started it (`PR_SET_PDEATHSIG`), even while
+    /// its handle lives on.
+    #[test]
+    fn a_program_dies_with_the_thread_that_started_it() {
+        let starter =
+            std::thread::spawn(|| Process::spawn(sh("exec sleep 1000"), &Binding::default()));
+        let mut p = starter.join().unwrap().unwrap();
+        assert_eq!(p.wait().unwrap(), Exit::Signal(libc::SIGKILL));
+        assert_eq!(Exit::Signal(libc::SIGKILL).shell_status(), 137);
+        assert_eq!(Exit::Code(3).shell_status(), 3);
     }
 
     #[test]

@@ -15,6 +15,7 @@
 
 use crate::compact::COMPACT_BIT;
 use hetsched_core::machine::UnitType;
+use hetsched_sig::signature::Signature;
 use serde::{Deserialize, Serialize};
 
 pub const VERSION: u32 = 1;
@@ -63,6 +64,39 @@ pub struct MetaInfo {
     /// CFS-style weight, 1024 = nice 0.
     #[serde(default = "default_weight")]
     pub weight: u32,
+    /// The process that runs the task, when it is an unmodified program (`hetsched
+    /// run`): what the daemon's sampler will read. Carried, not used yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The accelerator the program drives, as its user named it (`hetsched run
+    /// --device`). Carried, not used yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// The program's architectural signature (`hetsched signature`). Carried, not used
+    /// yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Box<Signature>>,
+}
+
+impl Default for MetaInfo {
+    fn default() -> MetaInfo {
+        MetaInfo {
+            kind: String::new(),
+            affinity: WireAffinity::default(),
+            memory_to_copy: 0,
+            weight: default_weight(),
+            pid: None,
+            device: None,
+            signature: None,
+        }
+    }
+}
+
+impl MetaInfo {
+    /// Whether it carries nothing beyond what the compact encoding holds.
+    pub fn is_compact(&self) -> bool {
+        self.pid.is_none() && self.device.is_none() && self.signature.is_none()
+    }
 }
 
 fn default_weight() -> u32 {

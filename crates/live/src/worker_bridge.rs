@@ -56,6 +56,7 @@ impl Scheduler for DaemonScheduler {
             },
             memory_to_copy: meta.memory_to_copy,
             weight: 1024,
+            ..MetaInfo::default()
         };
         let unit = self.client.alloc(&wire)?;
         self.denied = false;

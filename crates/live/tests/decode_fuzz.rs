@@ -27,8 +27,10 @@ fn meta() -> impl Strategy<Value = MetaInfo> {
         proptest::array::uniform4(number()),
         any::<u64>(),
         any::<u32>(),
+        proptest::option::of(any::<u32>()),
+        proptest::option::of("\\PC{0,20}"),
     )
-        .prop_map(|(kind, a, memory_to_copy, weight)| MetaInfo {
+        .prop_map(|(kind, a, memory_to_copy, weight, pid, device)| MetaInfo {
             kind,
             affinity: WireAffinity {
                 cpu: a[0],
@@ -38,6 +40,9 @@ fn meta() -> impl Strategy<Value = MetaInfo> {
             },
             memory_to_copy,
             weight,
+            pid,
+            device,
+            signature: None,
         })
 }
 

@@ -1,8 +1,12 @@
 //! Helpers shared by the CLI's integration tests.
 
+#[allow(dead_code)] // only the tests of the daemon use it
+pub mod daemon;
+
 use std::process::{Command, Output};
 
 /// Runs the real `hetsched` binary with `args` and waits for it.
+#[allow(dead_code)] // not every test file runs it this way
 pub fn hetsched(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hetsched"))
         .args(args)

@@ -1,10 +1,9 @@
 //! What the daemon's integration tests share: a real `hetsched daemon` child process
 //! over a machine file in a temporary directory, raw connections, and a look at the
 //! daemon's memory and descriptors in `/proc`.
-#![allow(dead_code)] // each test file uses its own part
 
 use hetsched_live::client::Client;
-use hetsched_live::protocol::{MetaInfo, WireAffinity};
+use hetsched_live::protocol::{MetaInfo, UnitInfo, WireAffinity};
 use hetsched_live::shm::SharedPage;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -95,6 +94,11 @@ impl Daemon {
         }
     }
 
+    /// The daemon's units, as a fresh client sees them.
+    pub fn units(&self) -> Vec<UnitInfo> {
+        self.client().list_units().unwrap()
+    }
+
     pub fn client(&self) -> Client {
         Client::connect(&self.socket, "test").unwrap()
     }
@@ -121,6 +125,7 @@ pub fn meta(cpu: f64, opencl: f64) -> MetaInfo {
         },
         memory_to_copy: 0,
         weight: 1024,
+        ..MetaInfo::default()
     }
 }
 

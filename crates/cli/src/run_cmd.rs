@@ -1,0 +1,113 @@
+//! `hetsched run -- CMD ARGS...`: an unmodified program as a task of the daemon (the
+//! agent is `hetsched_live::run`; this module only parses and reports).
+
+use clap::Args;
+use hetsched_core::machine::UnitType;
+use hetsched_core::{Error, Result};
+use hetsched_live::protocol::{self, MetaInfo, Request, WireAffinity};
+use hetsched_live::run::RunOptions;
+use hetsched_live::server;
+use hetsched_sig::signature::Signature;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The daemon's socket (default: $HETSCHED_SOCKET, $XDG_RUNTIME_DIR/hetsched/daemon.sock or /tmp/hetsched-$UID/daemon.sock).
+    #[arg(long, value_name = "SOCK")]
+    daemon: Option<PathBuf>,
+    /// Unit types the program can use, e.g. `cpu` or `cpu,opencl` (affinity 1 each).
+    #[arg(long = "type", value_name = "TYPE", value_delimiter = ',', default_value = "cpu", value_parser = unit_type)]
+    types: Vec<UnitType>,
+    /// The program's architectural signature (`hetsched signature` JSON), sent to the daemon.
+    #[arg(long, value_name = "FILE")]
+    signature: Option<PathBuf>,
+    /// The accelerator the program drives (as `hetsched client units` names it), sent to the daemon.
+    #[arg(long, value_name = "DEV")]
+    device: Option<String>,
+    /// Task type name the daemon's models learn under (default: the program's file name).
+    #[arg(long)]
+    kind: Option<String>,
+    /// Milliseconds between the agent's checkpoints: how late a decision may apply.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    check_ms: u64,
+    /// Say on stderr what is applied to the program (grants, yields, memory binding).
+    #[arg(long)]
+    verbose: bool,
+    /// The program and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+fn unit_type(s: &str) -> std::result::Result<UnitType, String> {
+    UnitType::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = UnitType::ALL.iter().map(|t| t.name()).collect();
+        format!("expected one of {}", names.join(", "))
+    })
+}
+
+/// Runs the program and exits as it did (its code, or 128 + the signal that killed it).
+pub fn run(args: RunArgs) -> Result<()> {
+    let mut affinity = WireAffinity::default();
+    for kind in &args.types {
+        match kind {
+            UnitType::Cpu => affinity.cpu = 1.0,
+            UnitType::Gpu => affinity.gpu = 1.0,
+            UnitType::OpenCl => affinity.opencl = 1.0,
+            UnitType::CoProcessor => affinity.coprocessor = 1.0,
+        }
+    }
+    let kind = args.kind.unwrap_or_else(|| {
+        Path::new(&args.command[0])
+            .file_name()
+            .unwrap_or(args.command[0].as_os_str())
+            .to_string_lossy()
+            .into_owned()
+    });
+    let signature = args.signature.as_deref().map(read_signature).transpose()?;
+    let meta = MetaInfo {
+        kind,
+        affinity,
+        device: args.device,
+        signature: signature.map(Box::new),
+        ..MetaInfo::default()
+    };
+    check_size(&meta, args.signature.as_deref())?;
+    let exit = hetsched_live::run::run(RunOptions {
+        socket: args.daemon.unwrap_or_else(server::default_socket_path),
+        meta,
+        command: args.command,
+        check: Duration::from_millis(args.check_ms),
+        verbose: args.verbose,
+    })?;
+    match exit.shell_status() {
+        0 => Ok(()),
+        status => std::process::exit(status.into()),
+    }
+}
+
+fn read_signature(file: &Path) -> Result<Signature> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Error::input(format!("{}: {e}", file.display())))?;
+    Signature::from_json(&text, &file.display().to_string())
+}
+
+/// The `alloc` carrying `meta` (with the largest pid) must fit the daemon's request limit.
+fn check_size(meta: &MetaInfo, signature: Option<&Path>) -> Result<()> {
+    let mut frame = Vec::new();
+    let meta = MetaInfo {
+        pid: Some(u32::MAX),
+        ..meta.clone()
+    };
+    protocol::encode(&Request::Alloc { meta }, &mut frame);
+    let size = frame.len() - 4;
+    if size <= protocol::MAX_REQUEST {
+        return Ok(());
+    }
+    let what = signature.map_or("--kind / --device".into(), |f| f.display().to_string());
+    Err(Error::input(format!(
+        "{what}: the task's alloc request would be {size} bytes; the daemon takes at most {}",
+        protocol::MAX_REQUEST
+    )))
+}

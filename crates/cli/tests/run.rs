@@ -1,0 +1,382 @@
+//! `hetsched run -- CMD`: unmodified programs as tasks of a real daemon process, with
+//! real children. The daemon's machine file has CPU units on this machine's PUs 0 and 1
+//! (`[[package]] cores = N` numbers them from 0), so grants are real CPU sets.
+
+mod common;
+
+use common::assert_input_error;
+use common::daemon::Daemon;
+use hetsched_live::client::Client;
+use hetsched_live::protocol::{MetaInfo, Reply, UnitInfo, WireAffinity};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_hetsched");
+
+/// A generous bound for anything to happen on a loaded 2-core machine (not a measure).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < PATIENCE, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `hetsched run` against `d` with `args` (options, then `--` and the command).
+fn run(d: &Daemon, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(["run", "--daemon", d.socket.to_str().unwrap()])
+        .args(args);
+    c
+}
+
+/// Starts `hetsched run -- sh -c 'echo $$; SCRIPT'` and reads the program's pid.
+fn start_program(d: &Daemon, script: &str) -> Program {
+    let mut agent = run(d, &["--", "sh", "-c", &format!("echo $$; {script}")])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(agent.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    Program {
+        pid: line.trim().parse().unwrap(),
+        agent,
+        _out: out,
+    }
+}
+
+/// A `hetsched run` process and its program (which printed its pid first).
+struct Program {
+    pid: i32,
+    agent: Child,
+    _out: BufReader<ChildStdout>,
+}
+
+impl Program {
+    fn signal_agent(&self, signal: Signal) {
+        kill(Pid::from_raw(self.agent.id() as i32), signal).unwrap();
+    }
+
+    fn wait(&mut self) -> ExitStatus {
+        wait_until("hetsched run exits", || {
+            self.agent.try_wait().unwrap().is_some()
+        });
+        self.agent.wait().unwrap()
+    }
+
+    /// A line of the program's `/proc/PID/status`, e.g. `Cpus_allowed_list`.
+    fn status(&self, field: &str) -> Option<String> {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
+        let line = text.lines().find(|l| l.starts_with(&format!("{field}:")))?;
+        Some(line.split_once(':')?.1.trim().to_string())
+    }
+
+    /// Its state letter (`R`, `S`, `T`, `Z`...) and its user + system CPU ticks.
+    fn stat(&self) -> Option<(char, u64)> {
+        let text = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).ok()?;
+        let f: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
+        let ticks = f[11].parse::<u64>().ok()? + f[12].parse::<u64>().ok()?;
+        Some((f[0].chars().next()?, ticks))
+    }
+
+    fn gone(&self) -> bool {
+        self.stat().is_none_or(|(state, _)| state == 'Z')
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        let _ = self.agent.kill();
+        let _ = self.agent.wait();
+    }
+}
+
+fn meta() -> MetaInfo {
+    MetaInfo {
+        kind: "holder".into(),
+        affinity: WireAffinity {
+            cpu: 1.0,
+            ..Default::default()
+        },
+        ..MetaInfo::default()
+    }
+}
+
+/// The one unit of `units` that runs a task, if exactly one does.
+fn busy_unit(units: &[UnitInfo]) -> Option<&UnitInfo> {
+    let busy: Vec<&UnitInfo> = units.iter().filter(|u| u.running.is_some()).collect();
+    (busy.len() == 1).then(|| busy[0])
+}
+
+/// How many tasks wait in a queue (the unit's or the policy's central one).
+fn queued(d: &Daemon) -> usize {
+    let Ok(Reply::Stats { tasks, .. }) = d.client().stats() else {
+        panic!("no stats")
+    };
+    tasks.iter().filter(|t| t.state == "queued").count()
+}
+
+#[test]
+fn the_program_exit_status_is_hetsched_runs() {
+    let d = Daemon::start(2, 0, "fcfs");
+    let status = |script: &str| {
+        let out = run(&d, &["--", "sh", "-c", script]).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(status("exit 3"), (Some(3), String::new()));
+    assert_eq!(status("exit 0"), (Some(0), String::new()));
+    // Killed by a signal: 128 + its number, as a shell reports it.
+    assert_eq!(status("kill -TERM $$"), (Some(128 + 15), String::new()));
+    assert_eq!(status("kill -KILL $$"), (Some(128 + 9), String::new()));
+    // Every task ended, and every unit is free again.
+    wait_until("both units are idle", || {
+        d.units().iter().all(|u| u.running.is_none())
+    });
+}
+
+#[test]
+fn a_missing_command_or_daemon_is_a_one_line_input_error() {
+    let d = Daemon::start(1, 0, "fcfs");
+    let out = run(&d, &["--", "/nonexistent/hetsched-no-such-program", "x"])
+        .output()
+        .unwrap();
+    assert_input_error(&out, &["/nonexistent/hetsched-no-such-program"]);
+    // Nothing was allocated for it.
+    let Ok(Reply::Stats { tasks, grants, .. }) = d.client().stats() else {
+        panic!("no stats")
+    };
+    assert_eq!((tasks.len(), grants), (0, 0), "{tasks:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let nowhere = dir.path().join("no.sock");
+    let out = Command::new(BIN)
+        .args(["run", "--daemon", nowhere.to_str().unwrap(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_input_error(&out, &[nowhere.to_str().unwrap(), "start one"]);
+
+    let out = run(&d, &["--check-ms", "0", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&d, &["--type", "fpga", "--", "true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cpu, gpu, opencl, coprocessor"));
+    // No unit of the asked type: said by the daemon, and nothing runs.
+    let out = run(&d, &["--type", "opencl", "--", "true"])
+        .output()
+        .unwrap();
+    assert_input_error(&out, &["no unit can run task kind \"true\""]);
+}
+
+#[test]
+fn the_program_runs_on_the_granted_units_cpus() {
+    let d = Daemon::start(2, 0, "fcfs");
+    let mut holder = d.client();
+    let held = holder.alloc(&meta()).unwrap();
+    assert_eq!(held.cpus, [0]);
+    let mut p = start_program(&d, "exec sleep 1000");
+    // The other unit: PU 1, for every thread of the program.
+    let units = d.units();
+    let unit = units.iter().find(|u| u.id != held.id).unwrap();
+    assert!(unit.running.is_some(), "{units:?}");
+    assert_eq!(unit.cpus, [1]);
+    assert_eq!(p.status("Cpus_allowed_list").as_deref(), Some("1"));
+    // SIGTERM to `hetsched run` reaches the program, which ends the task.
+    p.signal_agent(Signal::SIGTERM);
+    assert_eq!(p.wait().code(), Some(128 + 15));
+    assert!(p.gone());
+    wait_until("the unit is free", || {
+        d.units()
+            .iter()
+            .find(|u| u.id == unit.id)
+            .unwrap()
+            .running
+            .is_none()
+    });
+    holder.free(true).unwrap();
+}
+
+#[test]
+fn removing_its_unit_moves_the_running_program_to_the_other_one() {
+    let d = Daemon::start(2, 0, "fcfs");
+    let mut p = start_program(&d, "exec sleep 1000");
+    let first = busy_unit(&d.units()).unwrap().clone();
+    assert_eq!(
+        p.status("Cpus_allowed_list"),
+        Some(first.cpus[0].to_string())
+    );
+    d.client().remove_unit(first.id).unwrap();
+    // At its next checkpoint the task leaves the unit; its next grant is the other one.
+    let other = 1 - first.cpus[0];
+    wait_until("the program runs on the other unit's PU", || {
+        p.status("Cpus_allowed_list") == Some(other.to_string())
+    });
+    wait_until("the removed unit is gone", || {
+        d.units().iter().all(|u| u.id != first.id)
+    });
+    let units = d.units();
+    assert_eq!(busy_unit(&units).map(|u| u.cpus.clone()), Some(vec![other]));
+    wait_until("it was let go on after the move", || {
+        p.stat().unwrap().0 == 'S'
+    });
+    p.signal_agent(Signal::SIGINT);
+    assert_eq!(p.wait().code(), Some(128 + 2));
+}
+
+#[test]
+fn killing_hetsched_run_kills_the_program_and_frees_the_unit() {
+    let d = Daemon::start(1, 0, "fcfs");
+    let p = start_program(&d, "exec sleep 1000");
+    assert!(busy_unit(&d.units()).is_some());
+    p.signal_agent(Signal::SIGKILL);
+    wait_until("the program is gone", || p.gone());
+    wait_until("the unit is free", || d.units()[0].running.is_none());
+    // And someone else gets it.
+    assert_eq!(d.client().alloc(&meta()).unwrap().id, 0);
+}
+
+#[test]
+fn a_program_waiting_for_a_unit_has_not_started_and_still_gets_signals() {
+    let d = Daemon::start(1, 0, "fcfs");
+    let mut holder = d.client();
+    holder.alloc(&meta()).unwrap();
+    let mut agent = run(&d, &["--", "sh", "-c", "echo started"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the task waits in a queue", || queued(&d) == 1);
+    std::thread::sleep(Duration::from_millis(200)); // time it would need to run
+    let pid = Pid::from_raw(agent.id() as i32);
+    kill(pid, Signal::SIGTERM).unwrap();
+    wait_until("hetsched run exits", || agent.try_wait().unwrap().is_some());
+    let out = agent.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(128 + 15));
+    assert!(out.stdout.is_empty(), "it ran before its grant");
+    wait_until("its queue entry is dropped", || queued(&d) == 0);
+    holder.free(true).unwrap();
+}
+
+/// One unit under `cfs`: two busy programs take turns on it. Each is seen stopped
+/// (its yield) while the other runs, and both make progress.
+#[test]
+fn two_programs_time_share_one_unit() {
+    let d = Daemon::start(1, 0, "cfs");
+    let mut programs = [
+        start_program(&d, "while :; do :; done"),
+        start_program(&d, "while :; do :; done"),
+    ];
+    let mut stopped = [false; 2];
+    wait_until("both were stopped once and both ran 0.3 s", || {
+        let mut ran = [false; 2];
+        for (i, p) in programs.iter().enumerate() {
+            let (state, ticks) = p.stat().unwrap();
+            stopped[i] |= state == 'T';
+            ran[i] = ticks >= 30;
+        }
+        stopped == [true; 2] && ran == [true; 2]
+    });
+    // The grant's CPU set is the unit's PU.
+    for p in &programs {
+        assert_eq!(p.status("Cpus_allowed_list").as_deref(), Some("0"));
+    }
+    // SIGTERM reaches a stopped program too (with SIGCONT), and both end.
+    for p in &mut programs {
+        p.signal_agent(Signal::SIGTERM);
+        assert_eq!(p.wait().code(), Some(128 + 15));
+    }
+    wait_until("the unit is idle", || {
+        d.units()[0].running.is_none() && queued(&d) == 0
+    });
+}
+
+#[test]
+fn a_signature_and_a_device_are_accepted() {
+    let d = Daemon::start(1, 0, "fcfs");
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.lackey");
+    let text: String = (0..2_000u64)
+        .map(|b| format!("I  00400000,4\n L {:x},8\n", 0x1000_0000 + (b % 500) * 64))
+        .collect();
+    std::fs::write(&trace, text).unwrap();
+    let sig = dir.path().join("sig.json");
+    let out = common::hetsched(&[
+        "signature",
+        "analyze",
+        trace.to_str().unwrap(),
+        "-o",
+        sig.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sig = sig.to_str().unwrap();
+    let out = run(
+        &d,
+        &[
+            "--signature",
+            sig,
+            "--device",
+            "cl0",
+            "--",
+            "sh",
+            "-c",
+            "exit 5",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"format\":\"something else\"}").unwrap();
+    let out = run(&d, &["--signature", bad.to_str().unwrap(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_input_error(&out, &[bad.to_str().unwrap(), "format"]);
+}
+
+/// A machine file may name PUs this machine lacks: a grant of one is bad input, said in
+/// one line, and the program never runs.
+#[test]
+fn a_grant_of_cpus_this_machine_lacks_is_an_input_error() {
+    // Units on PUs 0..=top+1; all but the last held, so the program gets PU top+1.
+    let top = *hetsched_live::process::own_cpus().unwrap().last().unwrap();
+    let d = Daemon::start(top + 2, 0, "fcfs");
+    let mut holders: Vec<Client> = (0..=top).map(|_| d.client()).collect();
+    for h in &mut holders {
+        h.alloc(&meta()).unwrap();
+    }
+    let out = run(&d, &["--", "sh", "-c", "echo started"])
+        .output()
+        .unwrap();
+    let missing = top + 1;
+    assert_input_error(
+        &out,
+        &[
+            &format!("unit {missing} "),
+            &format!("CPU {missing}: expected one of the CPUs"),
+        ],
+    );
+    wait_until("its unit is free again", || {
+        d.units()
+            .iter()
+            .all(|u| u.running.is_some() == (u.id <= top))
+    });
+}
