@@ -136,7 +136,7 @@ fn a_client_that_never_reads_its_replies_is_dropped() {
 fn a_client_that_closes_mid_frame_frees_its_unit_and_descriptors() {
     let mut d = Daemon::start(1, 0, "fcfs");
     let mut admin = d.client();
-    let baseline = d.fds();
+    let baseline = d.settled_fd_list().len();
     for _ in 0..20 {
         let mut s = raw_json(&d.socket);
         s.write_all(&frame(ALLOC)).unwrap();
@@ -384,7 +384,7 @@ fn soak(hostile: usize, good: usize, units: u32, secs: u64) -> Figures {
         &["--trace", trace.to_str().unwrap()],
         Stdio::from(log_file),
     );
-    let fds_before = d.fd_list();
+    let fds_before = d.settled_fd_list();
     let mut fig = Figures {
         fds_before: fds_before.len(),
         ..Default::default()

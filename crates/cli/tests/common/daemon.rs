@@ -79,8 +79,10 @@ impl Daemon {
             .stderr(stderr)
             .spawn()
             .unwrap();
+        // A connect succeeds as soon as the socket is bound, before the daemon has made
+        // its poll, waker and signal descriptors; a welcome proves its loop runs.
         let start = Instant::now();
-        while UnixStream::connect(&socket).is_err() {
+        while Client::connect(&socket, "probe").is_err() {
             assert!(
                 start.elapsed() < Duration::from_secs(30),
                 "daemon did not start"
@@ -180,6 +182,20 @@ impl Daemon {
         std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
             .unwrap()
             .count()
+    }
+
+    /// The daemon's descriptors once their number has held still for 200 ms (the
+    /// daemon closes a departed client's on its next turn).
+    pub fn settled_fd_list(&self) -> Vec<String> {
+        let mut last = self.fd_list();
+        loop {
+            std::thread::sleep(Duration::from_millis(200));
+            let now = self.fd_list();
+            if now == last {
+                return now;
+            }
+            last = now;
+        }
     }
 
     /// The daemon's open descriptors and what each is (for failure messages).
