@@ -559,3 +559,118 @@ fn soak_full() {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap();
     println!("load average after the soak: {load}");
 }
+
+/// Whether the daemon has closed `s` (end of stream), waiting up to `limit`.
+fn closed_within(s: &mut UnixStream, limit: Duration) -> bool {
+    s.set_read_timeout(Some(limit)).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue, // a reply (e.g. welcome): keep reading
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return false
+            }
+            Err(_) => return true, // reset: closed too
+        }
+    }
+}
+
+/// A connection that never says hello, or stops in the middle of a frame, is dropped
+/// after `SLOW_CLIENT`; a greeted client that holds a unit and sends nothing is not.
+#[test]
+fn silent_and_half_sent_connections_are_dropped_but_quiet_holders_stay() {
+    use hetsched_live::server::SLOW_CLIENT;
+    let mut d = Daemon::start(2, 0, "fcfs");
+    let mut silent = UnixStream::connect(&d.socket).unwrap();
+    let mut half = raw_json(&d.socket);
+    half.write_all(&frame(STATS)[..6]).unwrap();
+    let mut holder = d.client();
+    let held = holder.alloc(&meta(1.0, 0.0)).unwrap().id;
+    let started = Instant::now();
+    let limit = SLOW_CLIENT + Duration::from_secs(30);
+    assert!(
+        closed_within(&mut silent, limit),
+        "a silent connection stays"
+    );
+    assert!(closed_within(&mut half, limit), "a half-sent frame stays");
+    assert!(started.elapsed() >= SLOW_CLIENT - Duration::from_millis(100));
+    // The quiet holder kept its unit and its connection.
+    let units = d.units();
+    assert!(units[held as usize].running.is_some(), "{units:?}");
+    holder.free(true).unwrap();
+    d.assert_alive();
+}
+
+/// Another uid may hold at most `MAX_CLIENTS_PER_UID` connections: the next is closed at
+/// once, and the daemon's own uid still connects. (Runs as root, which may become
+/// `nobody`; elsewhere it says why it checks nothing.)
+#[test]
+fn another_uid_cannot_take_every_connection() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    if !nix::unistd::getuid().is_root() {
+        eprintln!("not root: cannot run a client as another uid; nothing checked");
+        return;
+    }
+    let mut d = Daemon::start(1, 0, "fcfs");
+    std::fs::set_permissions(
+        d.socket.parent().unwrap(),
+        std::fs::Permissions::from_mode(0o750),
+    )
+    .unwrap();
+    std::fs::set_permissions(d._dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut flood = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "per_uid_flood_child", "--ignored", "--nocapture"])
+        .env("HETSCHED_FLOOD", &d.socket)
+        .uid(65534)
+        .gid(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let out = flood.stdout.take().unwrap();
+    let mut report = String::new();
+    for line in std::io::BufReader::new(out).lines() {
+        let line = line.unwrap();
+        if line.starts_with("closed ") {
+            report = line;
+            break;
+        }
+    }
+    // While the flood holds its connections, the owner is still served.
+    let mut owner = d.client();
+    assert_eq!(owner.list_units().unwrap().len(), 1);
+    flood.kill().unwrap();
+    flood.wait().unwrap();
+    let cap = hetsched_live::server::MAX_CLIENTS_PER_UID;
+    assert_eq!(report, format!("closed 1 of {}", cap + 1));
+    d.assert_alive();
+}
+
+/// Helper process of `another_uid_cannot_take_every_connection`: opens one connection
+/// more than the per-uid cap, says how many the daemon closed, then waits to be killed.
+#[test]
+#[ignore = "a helper process of another test"]
+fn per_uid_flood_child() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Some(socket) = std::env::var_os("HETSCHED_FLOOD") else {
+        return;
+    };
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).unwrap();
+    let n = hetsched_live::server::MAX_CLIENTS_PER_UID + 1;
+    let conns: Vec<UnixStream> = (0..n)
+        .map(|_| UnixStream::connect(Path::new(&socket)).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    let mut closed = 0;
+    for mut s in &conns {
+        s.set_nonblocking(true).unwrap();
+        closed += usize::from(matches!(s.read(&mut [0u8; 1]), Ok(0)));
+    }
+    println!("\nclosed {closed} of {n}");
+    std::io::stdout().flush().unwrap();
+    std::thread::sleep(Duration::from_secs(600));
+}

@@ -69,6 +69,14 @@ pub const READ_PER_TURN: usize = 64 << 10;
 /// the limit is lowered to fit the descriptor limit, keeping [`RESERVED_FDS`] spare.
 pub const MAX_CLIENTS: usize = 16 << 10;
 
+/// Connections one uid other than the daemon's own may hold at once, so that another
+/// user cannot take every slot from the daemon's owner (root counts as another uid).
+pub const MAX_CLIENTS_PER_UID: usize = 4 << 10;
+
+/// A connection that has not said `hello`, or has held a partial request frame, for this
+/// long is dropped: it holds a slot and buffers while sending nothing usable.
+pub const SLOW_CLIENT: Duration = Duration::from_secs(10);
+
 /// Descriptors kept for the daemon itself (poll, listener, signals, devices, trace).
 const RESERVED_FDS: usize = 64;
 
@@ -147,6 +155,10 @@ struct Conn {
     /// Registered for writability: only while output waits for socket space, since
     /// every reply the client reads would otherwise wake the loop once more.
     writable: bool,
+    /// When the connection was accepted, and since when its input has held a partial
+    /// frame (see [`SLOW_CLIENT`]).
+    accepted: Instant,
+    partial_since: Option<Instant>,
 }
 
 /// Stops a running daemon from another thread.
@@ -182,6 +194,11 @@ pub struct Daemon {
     paused: Vec<ClientId>,
     /// Connections served at once (see [`MAX_CLIENTS`]).
     max_clients: usize,
+    /// Connections per uid (see [`MAX_CLIENTS_PER_UID`]).
+    per_uid: HashMap<u32, usize>,
+    /// When to look at a connection again for [`SLOW_CLIENT`], in time order (one
+    /// timeout for all, so pushes at the back keep the order); entries may be stale.
+    slow_checks: std::collections::VecDeque<(Instant, ClientId)>,
     /// Clients dropped or refused for breaking a limit or the protocol.
     drops: DropLog,
     /// The socket file this daemon created (device, inode): removed on drop only if
@@ -252,6 +269,8 @@ impl Daemon {
             unread: Vec::new(),
             paused: Vec::new(),
             max_clients: MAX_CLIENTS.min(fds.saturating_sub(RESERVED_FDS) / 3).max(1),
+            per_uid: HashMap::new(),
+            slow_checks: std::collections::VecDeque::new(),
             drops: DropLog::default(),
             socket_file: (meta.dev(), meta.ino()),
             busy_poll: DEFAULT_BUSY_POLL,
@@ -336,6 +355,10 @@ impl Daemon {
                 let second = Duration::from_secs(1);
                 timeout = Some(timeout.map_or(second, |t| t.min(second)));
             }
+            if let Some(next) = self.drop_slow() {
+                let wait = next.saturating_duration_since(Instant::now());
+                timeout = Some(timeout.map_or(wait, |t| t.min(wait)));
+            }
             let polled = self.poll.poll(&mut events, timeout);
             if sleeping {
                 self.paged
@@ -413,6 +436,17 @@ impl Daemon {
                         );
                         continue;
                     }
+                    let of_uid = self.per_uid.get(&uid).copied().unwrap_or(0);
+                    if uid != self.uid && of_uid >= MAX_CLIENTS_PER_UID {
+                        self.drops.note(
+                            client,
+                            uid,
+                            format_args!(
+                                "refused: uid {uid} has {of_uid} connections (limit {MAX_CLIENTS_PER_UID} for a uid other than the daemon's)"
+                            ),
+                        );
+                        continue;
+                    }
                     if self
                         .poll
                         .registry()
@@ -438,8 +472,13 @@ impl Daemon {
                             closing: false,
                             compact: false,
                             writable: false,
+                            accepted: Instant::now(),
+                            partial_since: None,
                         },
                     );
+                    *self.per_uid.entry(uid).or_default() += 1;
+                    self.slow_checks
+                        .push_back((Instant::now() + SLOW_CLIENT, client));
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -520,6 +559,15 @@ impl Daemon {
                 protocol::decode_request(frame, protocol::MAX_REQUEST, conn.compact)
             else {
                 conn.input.drain(..used);
+                // A frame that completed is progress: the clock restarts at the rest.
+                if conn.input.is_empty() {
+                    conn.partial_since = None;
+                } else if conn.partial_since.is_none() || used > 0 {
+                    let now = Instant::now();
+                    if conn.partial_since.replace(now).is_none() {
+                        self.slow_checks.push_back((now + SLOW_CLIENT, client));
+                    }
+                }
                 return;
             };
             used += n;
@@ -882,8 +930,49 @@ impl Daemon {
         }
     }
 
+    /// Drops the connections that have been silent in the handshake or in the middle of a
+    /// frame for [`SLOW_CLIENT`]; returns when to look again.
+    fn drop_slow(&mut self) -> Option<Instant> {
+        let now = Instant::now();
+        while let Some(&(due, client)) = self.slow_checks.front() {
+            if due > now {
+                return Some(due);
+            }
+            self.slow_checks.pop_front();
+            let Some(conn) = self.conns.get(&client) else {
+                continue; // closed meanwhile
+            };
+            let why = if !conn.greeted && now >= conn.accepted + SLOW_CLIENT {
+                "no hello"
+            } else {
+                match conn.partial_since {
+                    Some(t) if now >= t + SLOW_CLIENT => "a partial request frame",
+                    // A frame completed since: look again when the rest is due.
+                    Some(t) => {
+                        self.slow_checks.push_back((t + SLOW_CLIENT, client));
+                        continue;
+                    }
+                    None => continue,
+                }
+            };
+            self.drops.note(
+                client,
+                conn.uid,
+                format_args!("{why} for {} s", SLOW_CLIENT.as_secs()),
+            );
+            self.close(client);
+        }
+        None
+    }
+
     fn close(&mut self, client: ClientId) {
         if let Some(mut conn) = self.conns.remove(&client) {
+            if let Some(n) = self.per_uid.get_mut(&conn.uid) {
+                *n -= 1;
+                if *n == 0 {
+                    self.per_uid.remove(&conn.uid);
+                }
+            }
             let _ = self.poll.registry().deregister(&mut conn.stream);
             if let Some(bell) = &conn.doorbell {
                 let _ = self
