@@ -21,8 +21,10 @@
 //!   due while more than [`MAX_UNREAD_REPLIES`] is unread drops it at once.
 //! - reading: [`READ_PER_TURN`] bytes per turn of the loop, so that one client's flood
 //!   cannot starve the others.
-//! - connections: [`MAX_CLIENTS`] at once (fewer if the descriptor limit is lower);
-//!   one more is refused at once rather than left in the backlog.
+//! - connections: [`MAX_CLIENTS`] at once (fewer if the descriptor limit is lower),
+//!   [`MAX_CLIENTS_PER_UID`] for a uid other than the daemon's; one more is refused at
+//!   once rather than left in the backlog.
+//! - silence: no `hello`, or a partial frame, for [`SLOW_CLIENT`] drops the connection.
 
 use crate::arbiter::{Arbiter, ClientId, Effect};
 use crate::compact;
