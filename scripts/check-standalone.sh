@@ -8,23 +8,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Patterns are assembled so that this script does not match itself.
-shelf='\.\./'"shared"
-abs='(/'"work/|/home/[A-Za-z]|/root/|/tmp/(\$|[A-Za-z0-9_.-]))"
+shelf='\.\./shared'
+abs='(/work/|/home/[A-Za-z]|/root/|/tmp/(\$|[A-Za-z0-9_.-]))'
 here=$(pwd)
+# Every tracked file but this one, which names the patterns.
+files=(-- ':!Cargo.lock' ':!scripts/check-standalone.sh')
 
 status=0
 report() { echo "check-standalone: $1" >&2; status=1; }
 
-if out=$(git grep -nI -E "$shelf" -- ':!Cargo.lock'); then
+if out=$(git grep -nI -E "$shelf" "${files[@]}"); then
   report "tracked files refer to ../shared (copy what is needed into the repository):"
   echo "$out" >&2
 fi
-if out=$(git grep -nI -E "$abs" -- ':!Cargo.lock' | grep -vE '/tmp/hetsched-(\$UID|\{\})'); then
+if out=$(git grep -nI -E "$abs" "${files[@]}" | grep -vE '/tmp/hetsched-(\$UID|\{\})'); then
   report "tracked files name an absolute path of a machine:"
   echo "$out" >&2
 fi
-if out=$(git grep -nIF "$here/" -- ':!Cargo.lock'); then
+if out=$(git grep -nIF "$here/" "${files[@]}"); then
   report "tracked files name this checkout's folder ($here):"
   echo "$out" >&2
 fi
