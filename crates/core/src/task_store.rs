@@ -20,6 +20,14 @@ const NONE: u32 = u32::MAX;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Staged(u32);
 
+impl Staged {
+    /// The slot the task will live in ([`TaskStore::slot_of`] once admitted).
+    #[inline]
+    pub fn slot(self) -> usize {
+        self.0 as usize
+    }
+}
+
 /// An id and its entry (`None` when the slot is free), aligned to cache lines so that
 /// an entry spans as few of them as its size allows.
 #[derive(Clone, Debug)]
@@ -132,7 +140,6 @@ impl TaskStore {
         *slot = Some(TaskEntry {
             task,
             placement: crate::task::Placement::Queued(crate::task::QueueId::Central),
-            remaining_ns: 0,
             runs: 0,
             run_ns: 0,
         });
@@ -307,11 +314,10 @@ mod tests {
 
     fn entry(id: TaskId) -> TaskEntry {
         TaskEntry {
-            task: Task::cpu(id, 1.0, id),
+            task: Task::cpu(id, id),
             placement: Placement::Queued(QueueId::Central),
-            remaining_ns: id,
             runs: 0,
-            run_ns: 0,
+            run_ns: id,
         }
     }
 
@@ -351,7 +357,7 @@ mod tests {
         let mut all: Vec<TaskId> = store
             .iter()
             .map(|(&id, e)| {
-                assert_eq!(e.remaining_ns, id);
+                assert_eq!(e.run_ns, id);
                 id
             })
             .collect();
@@ -370,9 +376,9 @@ mod tests {
         assert!(!store.contains_key(&2));
         assert_eq!(store.len(), 1);
         assert_eq!(store.iter().count(), 1);
-        store.staged_mut(a).remaining_ns = 7;
+        store.staged_mut(a).run_ns = 7;
         store.admit(a);
-        assert_eq!(store[&2].remaining_ns, 7);
+        assert_eq!(store[&2].run_ns, 7);
         assert_eq!(store.len(), 2);
         store.unstage(b);
         assert!(!store.contains_key(&3));
@@ -396,7 +402,7 @@ mod tests {
         }
         assert_eq!(store.len(), 3);
         assert!(store.footprint() < 200, "footprint {}", store.footprint());
-        assert_eq!(store[&0].remaining_ns, 0);
-        assert_eq!(store[&199_999].remaining_ns, 199_999);
+        assert_eq!(store[&0].run_ns, 0);
+        assert_eq!(store[&199_999].run_ns, 199_999);
     }
 }

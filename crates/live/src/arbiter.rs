@@ -283,20 +283,11 @@ impl Arbiter {
         let id = self.next_task;
         self.next_task += 1;
         let task = Task {
-            id,
             kind: meta.kind.as_str().into(),
             affinity,
-            speed: PerUnitType::default(),
-            // Unknown live: the work is whatever the application does.
-            work_s: 0.0,
             bytes_in: meta.memory_to_copy,
-            bytes_out: 0,
-            memory_bound: 0.0,
-            mem_bandwidth: 0.0,
-            numa_home: None,
             weight: meta.weight.max(1),
-            arrival_ns: self.core.now(),
-            checkpoint_ns: PerUnitType::default(),
+            ..Task::cpu(id, self.core.now())
         };
         self.live.state.insert(
             id,

@@ -17,6 +17,7 @@
 
 use crate::run_ends::RunEnds;
 use crate::speed::SpeedModel;
+use crate::task::{SimTask, Workload};
 use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host};
 use hetsched_core::machine::{Machine, UnitType};
 use hetsched_core::ns::round_u64;
@@ -107,9 +108,21 @@ impl Default for Segment {
     }
 }
 
+/// The workload model of the task in one task store slot, and its reference
+/// nanoseconds of work still to do (integer, so that runs are exact; a running task's
+/// count lives in its unit's segment and is written back when it leaves the unit).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(align(64))]
+struct Model {
+    work: Workload,
+    remaining_ns: u64,
+}
+
 /// The simulator's side of the engine: what the core does not keep.
 struct Sim<'a, R: Recorder + ?Sized> {
     machine: &'a Machine,
+    /// Each live (or staged) task's model, by task store slot.
+    models: Vec<Model>,
     speed: SpeedModel,
     config: &'a Config,
     rec: &'a mut R,
@@ -134,7 +147,7 @@ pub fn run<P, R, I>(
 where
     P: Policy + ?Sized,
     R: Recorder + ?Sized,
-    I: IntoIterator<Item = Task>,
+    I: IntoIterator<Item = SimTask>,
 {
     let n = machine.units.len();
     if n > RunEnds::MAX_UNITS {
@@ -157,6 +170,7 @@ where
     let mut core = EngineCore::new(Cow::Borrowed(machine), policy);
     let mut sim = Sim {
         machine,
+        models: Vec::new(),
         speed: SpeedModel::new(machine),
         config,
         rec,
@@ -168,7 +182,7 @@ where
     };
     let mut arrivals = arrivals.into_iter();
     // The next arrival waits in the task store, where it will live.
-    let mut pending = arrivals.next().map(|t| core.tasks_mut().stage(t));
+    let mut pending = arrivals.next().map(|t| sim.stage(&mut core, t));
     loop {
         let mut earliest = sim.run_ends.next_ns().map(|t| (t, Next::RunEnd));
         for other in [
@@ -201,7 +215,7 @@ where
             }
             Next::Arrival => {
                 let staged = pending.take().expect("an arrival event has a pending task");
-                pending = arrivals.next().map(|t| core.tasks_mut().stage(t));
+                pending = arrivals.next().map(|t| sim.stage(&mut core, t));
                 if let Some(next) = pending {
                     let tasks = core.tasks();
                     let (next, task) = (&tasks.staged(next).task, &tasks.staged(staged).task);
@@ -253,11 +267,13 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         slot: usize,
     ) -> Result<(), ContractError> {
         let e = core.tasks().at_slot(slot);
+        let model = &self.models[slot];
         let copy_in = self.speed.copy_in_ns(&e.task, u);
         let seg = &mut self.segs[u as usize];
         seg.slot = slot as u32;
-        seg.bandwidth_node = Self::bandwidth_node(self.machine, &self.node_bandwidth, u, &e.task);
-        seg.remaining_ns = e.remaining_ns;
+        seg.bandwidth_node =
+            Self::bandwidth_node(self.machine, &self.node_bandwidth, u, &e.task, &model.work);
+        seg.remaining_ns = model.remaining_ns;
         let node = self.draw(core, u, task, 1.0);
         self.segment(core, policy, u, task, core.now() + copy_in, None);
         if let Some(n) = node {
@@ -273,9 +289,8 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         let node = self.draw(core, u, task, -1.0);
         let seg = &mut self.segs[u as usize];
         seg.run_end = 0;
-        let e = core.tasks_mut().at_slot_mut(seg.slot as usize);
-        debug_assert_eq!(e.task.id, task);
-        e.remaining_ns = seg.remaining_ns;
+        debug_assert_eq!(core.tasks().at_slot(seg.slot as usize).task.id, task);
+        self.models[seg.slot as usize].remaining_ns = seg.remaining_ns;
         if let Some(n) = node {
             self.replan_node(core, n, None);
         }
@@ -292,17 +307,30 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
     }
 
     /// The task's model value.
-    fn memory_bound(&self, core: &EngineCore, u: UnitId, _task: TaskId) -> Option<f64> {
+    fn memory_bound(&self, _core: &EngineCore, u: UnitId, _task: TaskId) -> Option<f64> {
         Some(
-            core.tasks()
-                .at_slot(self.segs[u as usize].slot as usize)
-                .task
+            self.models[self.segs[u as usize].slot as usize]
+                .work
                 .memory_bound,
         )
     }
 }
 
 impl<R: Recorder + ?Sized> Sim<'_, R> {
+    /// Stages an arriving task in the task store, its model beside it.
+    #[inline]
+    fn stage(&mut self, core: &mut EngineCore, t: SimTask) -> Staged {
+        let staged = core.tasks_mut().stage(t.meta);
+        if self.models.len() <= staged.slot() {
+            self.models.resize(staged.slot() + 1, Model::default());
+        }
+        self.models[staged.slot()] = Model {
+            work: t.model,
+            remaining_ns: 0,
+        };
+        staged
+    }
+
     fn arrive<P: Policy + ?Sized>(
         &mut self,
         core: &mut EngineCore,
@@ -315,10 +343,10 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             return Err(Error::input(format!("task id {id} is used twice")));
         }
         self.summary.submitted += 1;
-        let ideal = self.speed.ideal_ns(task);
-        let remaining_ns = task.work_ns();
+        let model = &mut self.models[staged.slot()];
+        let ideal = self.speed.ideal_ns(task, &model.work);
         if ideal.is_some() {
-            core.tasks_mut().staged_mut(staged).remaining_ns = remaining_ns;
+            model.remaining_ns = model.work.work_ns();
             let live = core.tasks().len() + 1;
             self.summary.peak_live = self.summary.peak_live.max(live);
         }
@@ -335,9 +363,10 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         node_bandwidth: &[Option<f64>],
         u: UnitId,
         t: &Task,
+        model: &Workload,
     ) -> Option<u32> {
         let unit = &machine.units[u as usize];
-        if t.mem_bandwidth <= 0.0 || t.memory_bound <= 0.0 || unit.kind != UnitType::Cpu {
+        if model.mem_bandwidth <= 0.0 || model.memory_bound <= 0.0 || unit.kind != UnitType::Cpu {
             return None;
         }
         let node = t.numa_home.or(unit.numa_node)?;
@@ -354,9 +383,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     fn draw(&mut self, core: &EngineCore, u: UnitId, task: TaskId, sign: f64) -> Option<u32> {
         let node = self.segs[u as usize].bandwidth_node?;
         let d = &mut self.node_demand[node as usize];
-        let entry = core.tasks().at_slot(self.segs[u as usize].slot as usize);
-        debug_assert_eq!(entry.task.id, task);
-        *d = (*d + sign * entry.task.mem_bandwidth).max(0.0);
+        let slot = self.segs[u as usize].slot as usize;
+        debug_assert_eq!(core.tasks().at_slot(slot).task.id, task);
+        *d = (*d + sign * self.models[slot].work.mem_bandwidth).max(0.0);
         Some(node)
     }
 
@@ -399,7 +428,8 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
                 .min(seg.remaining_ns.saturating_sub(1));
             let remaining = seg.remaining_ns - done;
             self.summary.work_done_ns += done;
-            let factor = self.speed.ns_per_work_s_shared(&e.task, v, sigma) * 1e-9;
+            let model = &self.models[seg.slot as usize].work;
+            let factor = self.speed.ns_per_work_s_shared(&e.task, model, v, sigma) * 1e-9;
             let need = SpeedModel::compute_ns(remaining, factor);
             let (compute, finishes) = match seg.slice_end_ns {
                 end if end != NO_SLICE_END && end < now + need => (end.saturating_sub(now), false),
@@ -439,7 +469,8 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         };
         let factor = factor.unwrap_or_else(|| {
             let sigma = self.sigma(seg.bandwidth_node);
-            self.speed.ns_per_work_s_shared(entry(), u, sigma) * 1e-9
+            let model = &self.models[seg.slot as usize].work;
+            self.speed.ns_per_work_s_shared(entry(), model, u, sigma) * 1e-9
         });
         let need = SpeedModel::compute_ns(seg.remaining_ns, factor);
         let slice = core.slice(policy, u, task, seg.slot as usize);
@@ -498,8 +529,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         self.credit(core, u, task, seg.compute_ns);
         if seg.finishes {
             self.summary.completed += 1;
-            self.summary.work_completed_ns +=
-                core.tasks().at_slot(seg.slot as usize).task.work_ns();
+            self.summary.work_completed_ns += self.models[seg.slot as usize].work.work_ns();
             return Ok(core.complete(policy, self, u)?);
         }
         if core.checkpoint(policy, self, u)? == CheckpointDecision::Continue {

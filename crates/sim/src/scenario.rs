@@ -37,8 +37,9 @@
 //! Exponential sizes and inter-arrival times are drawn by inverse-transform sampling
 //! from a seeded ChaCha8 stream (one per generator), so same file + seed = same tasks.
 
+use crate::task::SimTask as Task;
 use hetsched_core::machine::{Machine, UnitGranularity, UnitType};
-use hetsched_core::task::{PerUnitType, Task};
+use hetsched_core::task::PerUnitType;
 use hetsched_core::{Error, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -248,7 +249,7 @@ impl Scenario {
             let tpl = template(&t.kind, &key, &bad)?;
             for _ in 0..t.count {
                 let mut task = tpl.0.clone();
-                task.work_s = t.work;
+                task.model.work_s = t.work;
                 task.arrival_ns = secs(t.arrival);
                 explicit.push(task);
             }
@@ -392,7 +393,7 @@ impl Iterator for GeneratorStream<'_> {
             x -= share;
         }
         let mut task = pick.0.clone();
-        task.work_s = work;
+        task.model.work_s = work;
         task.arrival_ns = secs(self.t);
         Some(task)
     }
@@ -443,7 +444,7 @@ fn template(k: &Kind, key: &str, bad: &dyn Fn(String, String) -> Error) -> Resul
                     format!("expected a non-negative number, got {v}"),
                 ));
             }
-            task.speed.set(kind, v);
+            task.model.speed.set(kind, v);
         }
     }
     if let Some(c) = k.checkpoint_ms {
@@ -464,7 +465,7 @@ fn template(k: &Kind, key: &str, bad: &dyn Fn(String, String) -> Error) -> Resul
             format!("expected a fraction in [0, 1], got {}", k.memory_bound),
         ));
     }
-    task.memory_bound = k.memory_bound;
+    task.model.memory_bound = k.memory_bound;
     if !(k.mem_bandwidth_gbs.is_finite() && k.mem_bandwidth_gbs >= 0.0) {
         return Err(bad(
             format!("{key}.mem_bandwidth_gbs"),
@@ -474,7 +475,7 @@ fn template(k: &Kind, key: &str, bad: &dyn Fn(String, String) -> Error) -> Resul
             ),
         ));
     }
-    task.mem_bandwidth = k.mem_bandwidth_gbs * 1e9;
+    task.model.mem_bandwidth = k.mem_bandwidth_gbs * 1e9;
     task.bytes_in = k.bytes_in;
     task.bytes_out = k.bytes_out;
     task.numa_home = k.numa_home;

@@ -6,7 +6,7 @@
 
 use hetsched_core::machine::UnitType;
 use hetsched_core::record::Record;
-use hetsched_core::task::Task;
+use hetsched_sim::SimTask as Task;
 use hetsched_sim::{machine_from_toml, run, Config};
 use proptest::prelude::*;
 
@@ -84,8 +84,8 @@ fn simulate(c: &Case) -> (Record, hetsched_sim::RunSummary) {
                     0.0
                 },
             );
-            t.memory_bound = mem as f64 / 10.0;
-            t.mem_bandwidth = mem as f64 * 2e9;
+            t.model.memory_bound = mem as f64 / 10.0;
+            t.model.mem_bandwidth = mem as f64 * 2e9;
             t.bytes_in = work as u64 * 100_000;
             t.bytes_out = work as u64 * 10_000;
             t.checkpoint_ns.set(UnitType::Gpu, ckpt as u64 * 1_000_000);
