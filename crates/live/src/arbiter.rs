@@ -818,6 +818,7 @@ mod tests {
     use super::*;
     use crate::protocol::WireAffinity;
     use hetsched_core::machine::UnitGranularity;
+    use hetsched_core::policy::{PickDecision, SubmitDecision};
     use hetsched_core::record::EventKind;
 
     fn arbiter(cores: u32, policy: &str) -> Arbiter {
@@ -910,7 +911,7 @@ mod tests {
 
     #[test]
     fn clients_vanishing_while_waiting_or_holding_leave_every_policy_consistent() {
-        for policy in ["fcfs", "cfs", "ws", "dmda", "random", "affinity"] {
+        for policy in hetsched_policies::test_specs() {
             let mut a = arbiter(2, policy);
             a.start_recording();
             for c in 1..=6 {
@@ -960,5 +961,114 @@ mod tests {
                 .count(),
             1
         );
+    }
+
+    /// Breaks the contract once in each kind of answer, then behaves like fcfs.
+    #[derive(Default)]
+    struct Broken {
+        submits: u32,
+        picks: u32,
+    }
+
+    impl Policy for Broken {
+        fn name(&self) -> &str {
+            "broken"
+        }
+        fn submit(&mut self, _: &hetsched_core::policy::View, _: TaskId) -> SubmitDecision {
+            self.submits += 1;
+            let q = if self.submits == 1 {
+                QueueId::Unit(99)
+            } else {
+                QueueId::Central
+            };
+            SubmitDecision::Enqueue(q)
+        }
+        fn pick(&mut self, view: &hetsched_core::policy::View, _: UnitId) -> PickDecision {
+            self.picks += 1;
+            match view.central().front() {
+                Some(_) if self.picks == 1 => PickDecision::Run(12345),
+                Some(&t) => PickDecision::Run(t),
+                None => PickDecision::Idle,
+            }
+        }
+        fn checkpoint(
+            &mut self,
+            _: &hetsched_core::policy::View,
+            _: TaskId,
+            _: UnitId,
+        ) -> CheckpointDecision {
+            CheckpointDecision::Migrate(99)
+        }
+    }
+
+    #[test]
+    fn a_policy_that_breaks_the_contract_is_refused_and_the_daemon_serves_on() {
+        let mut a = arbiter(1, "fcfs");
+        a.policy = Box::new(Broken::default());
+        a.start_recording();
+        // A placement on a unit that does not exist: the task is rejected, its client told.
+        let (code, message) = a.alloc(1, &meta()).unwrap_err();
+        assert_eq!(code, ErrorCode::NoUnit);
+        assert!(
+            message.contains("policy contract: submit placed task 0 on unit 99"),
+            "{message}"
+        );
+        // A pick of a task that is not queued: refused, the unit stays idle.
+        assert!(a.alloc(2, &meta()).unwrap().is_empty());
+        assert_eq!(a.violations(), 2);
+        // The next event lets the unit pick again, correctly this time.
+        assert!(granted(&a.alloc(3, &meta()).unwrap(), 2));
+        // A migration to a unit that does not exist: refused, the task keeps its unit.
+        assert_eq!(a.rerequest(2).unwrap(), Verdict::Keep);
+        assert_eq!(a.violations(), 3);
+        assert!(granted(&a.free(2, true).unwrap(), 3));
+        a.free(3, true).unwrap();
+        a.record().unwrap().check().unwrap();
+    }
+
+    #[test]
+    fn ticks_run_live_on_the_policys_interval_while_tasks_are_live() {
+        let clock = ManualClock::default();
+        let text = "name = \"t\"\n[[package]]\ncores = 2\n";
+        let mut m = hetsched_topology::machine_file::parse(text, "test").unwrap();
+        m.derive_units(UnitGranularity::Pu);
+        let cfs = hetsched_policies::build("cfs:balance_ms=4", 0).unwrap();
+        let (policy, log) = hetsched_policies::recording::Recording::new(cfs);
+        let devices = crate::devices::described(&m);
+        let mut a = Arbiter::with_clock(m, devices, Box::new(policy), Box::new(clock.clone()));
+        let ticks = || {
+            log.lock()
+                .unwrap()
+                .iter()
+                .filter_map(|c| match c {
+                    hetsched_policies::recording::Call::Tick { t_ns, .. } => Some(*t_ns),
+                    _ => None,
+                })
+                .collect::<Vec<u64>>()
+        };
+        const MS: u64 = 1_000_000;
+        // No task: no tick is due.
+        assert_eq!(a.expire().1, None);
+        clock.set(MS);
+        a.alloc(1, &meta()).unwrap();
+        a.alloc(2, &meta()).unwrap();
+        // The server sleeps until the first multiple of the interval.
+        assert_eq!(a.expire().1, Some(4 * MS));
+        clock.set(4 * MS);
+        a.expire();
+        clock.set(5 * MS);
+        a.free(1, true).unwrap();
+        a.free(2, true).unwrap();
+        clock.set(8 * MS);
+        // The tick after the last task ended still comes, then none.
+        assert_eq!(a.expire().1, None);
+        assert_eq!(ticks(), vec![4 * MS, 8 * MS]);
+        // A late daemon ticks once and then on the next multiple after now.
+        clock.set(9 * MS);
+        a.alloc(3, &meta()).unwrap();
+        clock.set(21 * MS);
+        let (_, next) = a.expire();
+        assert_eq!(ticks(), vec![4 * MS, 8 * MS, 21 * MS]);
+        assert_eq!(next, Some(24 * MS));
     }
 }

@@ -34,6 +34,14 @@ use hetsched_core::Result;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
+/// The registry's entry for this policy.
+pub const REGISTERED: crate::Registered = crate::Registered {
+    name: "dmda",
+    about: "minimum expected completion time with a per-task-type performance model learned from observed run times",
+    test_specs: &["dmda"],
+    build: |spec, p, _| Ok(Box::new(Dmda::from_params(spec, p)?)),
+};
+
 type ClassKey = (Arc<str>, UnitType, u32);
 
 /// How many observed times per class the remaining-time estimate looks at.

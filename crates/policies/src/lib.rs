@@ -8,47 +8,65 @@ pub mod fcfs;
 pub mod load;
 pub mod params;
 pub mod random;
+pub mod recording;
 pub mod ws;
 
 use hetsched_core::policy::Policy;
 use hetsched_core::{Error, Result};
 use params::Params;
 
-/// Registered policies: name and one-line description.
-pub const POLICIES: &[(&str, &str)] = &[
-    ("fcfs", "first come, first served from one central queue"),
-    ("cfs", "Linux CFS: per-unit vruntime queues, time slices, count-based balancing; blind to unit speed"),
-    ("random", "uniformly random compatible unit (seeded)"),
-    ("ws", "work stealing: push to the least-loaded queue, idle units steal from the longest"),
-    ("dmda", "minimum expected completion time with a learned per-task-type performance model"),
-    ("affinity", "Beisel et al.: per-unit queues, affinity placement with queue limits, checkpoint time-sharing, late-binding load balancer"),
+/// A registered policy. Each policy's module declares its own (`REGISTERED`); adding a
+/// policy touches its file and [`REGISTRY`] only, and every test suite that iterates the
+/// registry (the simulator's property test, the arbiter's tests, the conformance of the
+/// two engines) covers it.
+pub struct Registered {
+    pub name: &'static str,
+    /// One line on what it does.
+    pub about: &'static str,
+    /// Specs the test suites run: the default (`name` alone) first, then variants that
+    /// reach other paths of the policy.
+    pub test_specs: &'static [&'static str],
+    build: fn(&str, Params, u64) -> Result<Box<dyn Policy>>,
+}
+
+impl Registered {
+    /// The spec with every parameter at its default.
+    pub fn default_spec(&self) -> &'static str {
+        self.test_specs[0]
+    }
+}
+
+/// The registered policies, in the order the CLI lists them.
+pub const REGISTRY: &[Registered] = &[
+    fcfs::REGISTERED,
+    cfs::REGISTERED,
+    random::REGISTERED,
+    ws::REGISTERED,
+    dmda::REGISTERED,
+    affinity::REGISTERED,
 ];
+
+/// The registered policies.
+pub fn registry() -> impl Iterator<Item = &'static Registered> {
+    REGISTRY.iter()
+}
+
+/// Every spec the test suites run, over all registered policies.
+pub fn test_specs() -> impl Iterator<Item = &'static str> {
+    registry().flat_map(|r| r.test_specs.iter().copied())
+}
 
 /// Builds a policy from its spec; `seed` is the default for seeded policies.
 pub fn build(spec: &str, seed: u64) -> Result<Box<dyn Policy>> {
     let (name, p) = Params::parse(spec)?;
-    let spec = spec.trim();
-    Ok(match name.as_str() {
-        "fcfs" => {
-            p.finish()?;
-            Box::new(fcfs::Fcfs)
-        }
-        "cfs" => Box::new(cfs::Cfs::from_params(spec, p)?),
-        "random" => Box::new(random::Random::from_params(spec, p, seed)?),
-        "ws" => {
-            p.finish()?;
-            Box::new(ws::WorkStealing::default())
-        }
-        "dmda" => Box::new(dmda::Dmda::from_params(spec, p)?),
-        "affinity" => Box::new(affinity::AffinityPolicy::from_params(spec, p)?),
-        _ => {
-            let names: Vec<&str> = POLICIES.iter().map(|p| p.0).collect();
-            return Err(Error::input(format!(
-                "unknown policy {name:?} (known: {})",
-                names.join(", ")
-            )));
-        }
-    })
+    let Some(r) = registry().find(|r| r.name == name) else {
+        let names: Vec<&str> = registry().map(|r| r.name).collect();
+        return Err(Error::input(format!(
+            "unknown policy {name:?} (known: {})",
+            names.join(", ")
+        )));
+    };
+    (r.build)(spec.trim(), p, seed)
 }
 
 #[cfg(test)]
@@ -57,6 +75,16 @@ mod tests {
 
     fn err(spec: &str) -> String {
         build(spec, 0).err().expect("an error").to_string()
+    }
+
+    #[test]
+    fn every_registered_test_spec_builds_and_names_itself() {
+        for r in registry() {
+            assert_eq!(r.default_spec(), r.name);
+            for spec in r.test_specs {
+                assert_eq!(build(spec, 0).unwrap().name(), *spec);
+            }
+        }
     }
 
     #[test]
