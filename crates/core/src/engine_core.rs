@@ -30,7 +30,7 @@
 //!   as a new arrival is;
 //! - [`tick`](EngineCore::tick): due every `tick_interval` on the grid of its multiples
 //!   while tasks are live (and once more after the last one ended); samples are built in
-//!   [`samples`](EngineCore::samples); each migration goes through the same checks and
+//!   `samples`; each migration goes through the same checks and
 //!   steps as a checkpoint's.
 //!
 //! Hot paths (the simulator handles ten million events per CPU second) are inlined and
@@ -367,35 +367,29 @@ impl<'m> EngineCore<'m> {
                         };
                         let reason = v.to_string();
                         host.refuse(v)?;
-                        host.ended(self, id);
-                        self.tasks.discard(&id);
-                        self.emit(
-                            host,
-                            id,
-                            EventKind::Reject {
-                                reason: reason.clone(),
-                            },
-                        );
-                        return Ok(Arrival::Rejected(reason));
+                        return Ok(self.reject(host, id, reason));
                     }
                 }
                 self.enqueue(host, id, q);
                 self.wake(policy, host, q, id)?;
                 Ok(Arrival::Queued(q))
             }
-            SubmitDecision::Reject(reason) => {
-                host.ended(self, id);
-                self.tasks.discard(&id);
-                self.emit(
-                    host,
-                    id,
-                    EventKind::Reject {
-                        reason: reason.clone(),
-                    },
-                );
-                Ok(Arrival::Rejected(reason))
-            }
+            SubmitDecision::Reject(reason) => Ok(self.reject(host, id, reason)),
         }
+    }
+
+    /// An admitted task leaves at once, rejected.
+    fn reject<H: Host + ?Sized>(&mut self, host: &mut H, id: TaskId, reason: String) -> Arrival {
+        host.ended(self, id);
+        self.tasks.discard(&id);
+        self.emit(
+            host,
+            id,
+            EventKind::Reject {
+                reason: reason.clone(),
+            },
+        );
+        Arrival::Rejected(reason)
     }
 
     /// Asks the policy again where a live task that waits nowhere should wait (the

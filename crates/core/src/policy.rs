@@ -17,8 +17,15 @@
 //!   checkpoint cost); never when the task finishes first;
 //! - `complete` once per finished task, after its unit became free and before the unit's
 //!   next `pick`;
-//! - `tick` every `tick_interval` while tasks are live, with counter samples (none for a
-//!   policy whose `wants_samples` is false).
+//! - `tick` at the multiples of `tick_interval` while tasks are live (and once after the
+//!   last one ended), with counter samples (none for a policy whose `wants_samples` is
+//!   false).
+//!
+//! Both engines make these calls through one engine core (`engine_core.rs`), which also
+//! checks every answer: an answer that breaks the contract stops a simulation and is
+//! refused (logged, without effect) by the live daemon. A policy sees a task's meta info
+//! ([`Task`]) and the run times the engine reported ([`TaskEntry`]), never the
+//! simulator's workload model.
 //!
 //! Units are never removed from the view and their ids never change, but a live engine
 //! may add units (the daemon's control API): a policy must accept unit ids above those
