@@ -25,7 +25,7 @@ pub struct DaemonArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// On SIGINT / SIGTERM, write the run's Perfetto trace here (the simulator's
-    /// format) and print its metrics table.
+    /// format), print its metrics table and check the run record's invariants.
     #[arg(long)]
     trace: Option<PathBuf>,
     /// Microseconds to keep polling after the last request before sleeping (0: always
@@ -35,6 +35,8 @@ pub struct DaemonArgs {
 }
 
 pub fn daemon(args: DaemonArgs) -> Result<()> {
+    // Before the OpenCL driver starts its threads: they inherit the blocked signals.
+    let signals = server::StopSignals::block()?;
     let mut machine = hetsched_topology::load(&args.machine, UnitGranularity::Pu)?;
     let device_index = if args.machine == "live" {
         let mut found = devices::opencl_devices();
@@ -51,7 +53,7 @@ pub fn daemon(args: DaemonArgs) -> Result<()> {
         arbiter.start_recording();
     }
     let mut daemon = server::Daemon::bind(&path, arbiter)?;
-    daemon.stop_on_signals()?;
+    daemon.stop_on(signals)?;
     daemon.set_busy_poll(std::time::Duration::from_micros(args.busy_poll_us));
     eprintln!(
         "hetsched daemon: {} units, policy {}, listening on {}",
@@ -60,6 +62,12 @@ pub fn daemon(args: DaemonArgs) -> Result<()> {
         path.display()
     );
     daemon.run()?;
+    if daemon.dropped() > 0 {
+        eprintln!(
+            "hetsched daemon: {} clients dropped or refused in all",
+            daemon.dropped()
+        );
+    }
     if let (Some(file), Some(record)) = (args.trace, daemon.arbiter().record()) {
         let json = hetsched_sim::trace::trace(std::slice::from_ref(&record));
         std::fs::write(&file, serde_json::to_vec(&json).map_err(Error::runtime)?)
@@ -160,14 +168,16 @@ pub fn client(args: ClientArgs) -> Result<()> {
                         l.map_or("?".into(), |l| format!("{:.1}", l * 1e6))
                     ),
                 };
+                let running = u
+                    .running
+                    .map_or("idle".to_string(), |t| format!("running task {t}"));
                 println!(
-                    "{:>3} {:<8} {:<24} capacity {:>5} {} running {:?} queued {}{link}",
+                    "{:>3} {:<8} {:<24} capacity {:>5} {} {running:<18} queued {}{link}",
                     u.id,
                     u.kind.to_string(),
                     u.name,
                     u.capacity,
                     if u.online { "online " } else { "leaving" },
-                    u.running,
                     u.queued
                 );
             }

@@ -2,7 +2,8 @@
 //!
 //! Each subcommand lives in its own module; this file only parses and dispatches.
 //! Errors print as one line on stderr; bad input exits 2 (as clap does for usage
-//! errors), failures while doing valid work exit 1.
+//! errors), failures while doing valid work exit 1. A reader that closes stdout early
+//! (`hetsched topology | head -1`) ends the command quietly with exit 0.
 
 mod app_cmd;
 mod beisel_cmd;
@@ -14,6 +15,7 @@ mod experiment;
 mod nuca_cmd;
 mod o2_cmd;
 mod o2_plot;
+mod policies_cmd;
 mod signature_cmd;
 mod simulate_cmd;
 mod topology_cmd;
@@ -42,6 +44,8 @@ enum Command {
     Topology(topology_cmd::TopologyArgs),
     /// List the built-in machine presets.
     Machines,
+    /// List the scheduling policies, their parameters, defaults and accepted ranges.
+    Policies(policies_cmd::PoliciesArgs),
     /// Run the live scheduler daemon on a Unix socket.
     Daemon(daemon_cmd::DaemonArgs),
     /// Talk to a running daemon: list units, statistics, hold a unit.
@@ -75,6 +79,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Demo(args) => beisel_cmd::demo(args),
         Command::Topology(args) => topology_cmd::topology(args),
         Command::Machines => topology_cmd::machines(),
+        Command::Policies(args) => policies_cmd::policies(args),
         Command::Daemon(args) => daemon_cmd::daemon(args),
         Command::Client(args) => daemon_cmd::client(args),
         Command::App { which } => app_cmd::run_app(which),
@@ -85,7 +90,34 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
+/// Makes a closed stdout end the process quietly with exit 0, whichever command prints.
+///
+/// Rust ignores SIGPIPE, so `print!` to a pipe whose reader is gone panics ("failed
+/// printing to stdout: Broken pipe"). Restoring SIGPIPE's default action would kill the
+/// process by the signal instead (status 141, not 0) and would also kill the daemon
+/// when a client disconnects mid-reply; changing every `print!` would leave the next
+/// one unguarded. So the panic hook checks whether stdout's reader is gone (`poll`
+/// reports POLLERR on the write end of a widowed pipe) and, if so, exits 0 without
+/// the panic message; any other panic is reported as usual.
+fn quiet_on_closed_stdout() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let mut fd = libc::pollfd {
+            fd: libc::STDOUT_FILENO,
+            events: 0,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no timeout.
+        let polled = unsafe { libc::poll(&mut fd, 1, 0) };
+        if polled == 1 && fd.revents & libc::POLLERR != 0 {
+            std::process::exit(0);
+        }
+        report(info)
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

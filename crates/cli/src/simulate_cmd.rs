@@ -1,8 +1,9 @@
 //! `hetsched simulate SCENARIO.toml`: compare policies on a scenario in the simulator.
 
 use clap::Args;
+use hetsched_core::error::in_range;
 use hetsched_core::{Error, Result};
-use hetsched_sim::scenario::Scenario;
+use hetsched_sim::scenario::{limits, Scenario};
 use hetsched_sim::{report, trace};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
@@ -28,6 +29,13 @@ pub struct SimulateArgs {
     /// Print JSON metrics instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Stop each run at this simulated time in seconds (overrides `end.max_time_s`).
+    #[arg(long)]
+    pub max_time_s: Option<f64>,
+    /// Fail a run that takes more engine events than this (overrides `end.max_events`;
+    /// default 10^6).
+    #[arg(long)]
+    pub max_events: Option<u64>,
 }
 
 fn write(path: &std::path::Path, text: &str) -> Result<()> {
@@ -39,6 +47,20 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
+    if let Some(t) = args.max_time_s {
+        let t = in_range("--max-time-s", t, 0.0, limits::MAX_TIME_S)?;
+        scenario.config.max_time_ns = Some((t * 1e9).round() as u64);
+    }
+    if let Some(n) = args.max_events {
+        if !(1..=limits::MAX_EVENTS).contains(&n) {
+            return Err(Error::input(format!(
+                "--max-events: expected an integer in [1, {}], got {n}",
+                limits::MAX_EVENTS
+            )));
+        }
+        scenario.config.max_events = Some(n);
+    }
+    scenario.check_event_limit()?;
     let policies = if args.policies.is_empty() {
         scenario.policies.clone()
     } else {
@@ -84,6 +106,10 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
                     shown = true;
                 }
             }
+        })
+        .map_err(|e| match e {
+            Error::Input(m) => Error::input(format!("{}: {p}: {m}", scenario.origin)),
+            e => e,
         })?;
         record
             .check()

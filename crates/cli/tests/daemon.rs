@@ -3,109 +3,17 @@
 //! `hetsched client` processes.
 
 use hetsched_live::client::{Client, Transport};
-use hetsched_live::protocol::{MetaInfo, UnitChanges, Verdict, WireAffinity};
-use hetsched_live::shm::SharedPage;
+use hetsched_live::protocol::{MetaInfo, UnitChanges, Verdict};
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_hetsched");
-
-struct Daemon {
-    child: Child,
-    socket: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Daemon {
-    /// Starts a daemon over a machine file with `cpus` CPU units and `opencl` OpenCL units.
-    fn start(cpus: u32, opencl: u32, policy: &str) -> Daemon {
-        Self::start_with(cpus, opencl, policy, &[], Stdio::null())
-    }
-
-    fn start_with(cpus: u32, opencl: u32, policy: &str, extra: &[&str], stderr: Stdio) -> Daemon {
-        Self::start_in(Command::new(BIN), cpus, opencl, policy, extra, stderr)
-    }
-
-    /// `command` runs the daemon binary (e.g. through a shell that sets limits first).
-    fn start_in(
-        mut command: Command,
-        cpus: u32,
-        opencl: u32,
-        policy: &str,
-        extra: &[&str],
-        stderr: Stdio,
-    ) -> Daemon {
-        let dir = tempfile::tempdir().unwrap();
-        let machine = dir.path().join("m.toml");
-        let mut text = format!("name = \"test\"\n[[package]]\ncores = {cpus}\n");
-        if opencl > 0 {
-            text +=
-                &format!("[[accelerator]]\ntype = \"opencl\"\nname = \"cl\"\ncount = {opencl}\n");
-        }
-        std::fs::write(&machine, text).unwrap();
-        let socket = dir.path().join("run/daemon.sock");
-        let child = command
-            .args([
-                "daemon",
-                "--socket",
-                socket.to_str().unwrap(),
-                "--machine",
-                machine.to_str().unwrap(),
-                "--policy",
-                policy,
-            ])
-            .args(extra)
-            .stderr(stderr)
-            .spawn()
-            .unwrap();
-        let start = Instant::now();
-        while UnixStream::connect(&socket).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "daemon did not start"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Daemon {
-            child,
-            socket,
-            _dir: dir,
-        }
-    }
-
-    fn client(&self) -> Client {
-        Client::connect(&self.socket, "test").unwrap()
-    }
-
-    fn signal(&self, sig: nix::sys::signal::Signal) {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), sig).unwrap();
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn meta(cpu: f64, opencl: f64) -> MetaInfo {
-    MetaInfo {
-        kind: "t".into(),
-        affinity: WireAffinity {
-            cpu,
-            opencl,
-            ..Default::default()
-        },
-        memory_to_copy: 0,
-        weight: 1024,
-    }
-}
+mod daemon_harness;
+use daemon_harness::{frame, meta, raw_paged, Daemon, BIN};
 
 /// A `hetsched client hold` process that has been granted its unit.
 fn hold(socket: &Path, args: &[&str]) -> Child {
@@ -289,12 +197,6 @@ fn raw(socket: &Path, bytes: &[u8]) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn frame(json: &str) -> Vec<u8> {
-    let mut v = (json.len() as u32).to_le_bytes().to_vec();
-    v.extend_from_slice(json.as_bytes());
-    v
-}
-
 #[test]
 fn garbage_and_out_of_order_requests_close_only_that_connection() {
     let d = Daemon::start(1, 0, "fcfs");
@@ -334,42 +236,6 @@ fn garbage_and_out_of_order_requests_close_only_that_connection() {
     assert_eq!(other.alloc(&meta(1.0, 0.0)).unwrap().id, 0);
 }
 
-/// A raw connection that said a compact hello and mapped the shared page and doorbell
-/// that came with `welcome`.
-fn raw_paged(socket: &Path) -> (UnixStream, SharedPage, std::os::fd::OwnedFd) {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-    let mut s = UnixStream::connect(socket).unwrap();
-    s.write_all(&frame(
-        r#"{"op":"hello","version":1,"name":"raw","compact":true}"#,
-    ))
-    .unwrap();
-    let mut buf = [0u8; 512];
-    let mut cmsg = nix::cmsg_space!([RawFd; 2]);
-    let mut iov = [std::io::IoSliceMut::new(&mut buf)];
-    let msg = nix::sys::socket::recvmsg::<()>(
-        s.as_raw_fd(),
-        &mut iov,
-        Some(&mut cmsg),
-        nix::sys::socket::MsgFlags::empty(),
-    )
-    .unwrap();
-    let mut fds = Vec::new();
-    for c in msg.cmsgs().unwrap() {
-        if let nix::sys::socket::ControlMessageOwned::ScmRights(received) = c {
-            // SAFETY: the kernel just installed these descriptors for us.
-            fds.extend(
-                received
-                    .into_iter()
-                    .map(|f| unsafe { OwnedFd::from_raw_fd(f) }),
-            );
-        }
-    }
-    assert_eq!(fds.len(), 2, "welcome brings the page and the doorbell");
-    let bell = fds.pop().unwrap();
-    (s, SharedPage::from_fd(fds.pop().unwrap()).unwrap(), bell)
-}
-
-/// Garbage posted in a client's own page is answered there with an error, and only that
 /// connection closes.
 #[test]
 fn garbage_in_the_shared_page_closes_only_that_connection() {
@@ -728,16 +594,7 @@ fn the_live_run_record_becomes_a_perfetto_trace_on_sigterm() {
     drop(holder);
     drop(waiter);
     std::thread::sleep(Duration::from_millis(100));
-    d.signal(nix::sys::signal::Signal::SIGTERM);
-    let status = d.child.wait().unwrap();
-    assert!(status.success());
-    let mut stderr = String::new();
-    d.child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = d.stop_with(nix::sys::signal::Signal::SIGTERM);
     assert!(stderr.contains("run record invariants: ok"), "{stderr}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
     let events = v["traceEvents"].as_array().unwrap();
@@ -898,4 +755,29 @@ fn beisel_live_runs_real_apps_under_both_policies() {
         .unwrap()
         .iter()
         .any(|e| e["ph"] == "X"));
+}
+
+/// `hetsched client units` says in words what runs on each unit (not Rust's `Some(0)`).
+#[test]
+fn client_units_names_the_running_task_or_idle() {
+    let d = Daemon::start(2, 0, "fcfs");
+    let mut holder = d.client();
+    let unit = holder.alloc(&meta(1.0, 0.0)).unwrap();
+    let out = Command::new(BIN)
+        .args(["client", "--socket", d.socket.to_str().unwrap(), "units"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(!text.contains("Some(") && !text.contains("None"), "{text}");
+    let (busy, idle) = if unit.id == 0 { (0, 1) } else { (1, 0) };
+    assert!(lines[busy].contains("running task "), "{text}");
+    assert!(lines[idle].contains(" idle "), "{text}");
+    holder.free(true).unwrap();
 }

@@ -34,7 +34,7 @@ fn bad_scenarios_name_file_and_key_and_exit_2() {
         ("unknown-key.toml", format!("{head}[[task]]\nwork = 1\nwrok = 2\n"),
          vec!["unknown-key.toml", "line 3", "unknown field `wrok`"]),
         ("negative-work.toml", format!("{head}[[task]]\nwork = 1\n[[task]]\nwork = -2\n"),
-         vec!["negative-work.toml", "task[1].work", "non-negative", "-2"]),
+         vec!["negative-work.toml", "task[1].work", "expected a number in [0, 1e6]", "got -2"]),
         ("no-implementation.toml", format!("{head}[[task]]\nwork = 1\naffinity = {{ cpu = 0, gpu = 0 }}\n"),
          vec!["no-implementation.toml", "task[0].affinity", "all affinities are 0"]),
         ("bad-machine.toml", "machine = \"nowhere.toml\"\npolicies = [\"cfs\"]\n[[task]]\nwork = 1\n".into(),

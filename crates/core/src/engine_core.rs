@@ -38,8 +38,8 @@
 
 use crate::machine::{Machine, Unit, UnitType};
 use crate::policy::{
-    CheckpointDecision, PickDecision, Policy, Running, Sample, SubmitDecision, TickAction, UnitId,
-    View,
+    CheckpointDecision, PickDecision, Policy, Running, Sample, Sources, SubmitDecision, TickAction,
+    UnitId, View,
 };
 use crate::record::{Event, EventKind};
 use crate::task::{Affinity, Placement, QueueId, TaskId};
@@ -809,6 +809,9 @@ impl<'m> EngineCore<'m> {
                     task: running.map(|r| r.task),
                     busy_ns: busy + running.map_or(0, |r| now - r.since_ns.max(last_tick)),
                     memory_bound: running.and_then(|r| host.memory_bound(self, u, r.task)),
+                    // Nothing here is measured: the engine's own times and model.
+                    sources: Sources::default(),
+                    ..Sample::default()
                 });
             }
             self.busy_ns.iter_mut().for_each(|b| *b = 0);

@@ -22,12 +22,39 @@ impl Error {
     pub fn runtime(msg: impl fmt::Display) -> Self {
         Error::Runtime(msg.to_string())
     }
+    /// Bad input: `what` (file and field) is `got`, outside `[lo, hi]` (also NaN).
+    pub fn range(what: impl fmt::Display, got: f64, lo: f64, hi: f64) -> Self {
+        Error::Input(format!(
+            "{what}: expected a number in [{}, {}], got {}",
+            num(lo),
+            num(hi),
+            num(got)
+        ))
+    }
     /// The process exit code the CLI uses for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Input(_) => 2,
             Error::Runtime(_) => 1,
         }
+    }
+}
+
+/// `v` if it is in `[lo, hi]` (so finite, not NaN), else [`Error::range`].
+pub fn in_range(what: impl fmt::Display, v: f64, lo: f64, hi: f64) -> Result<f64> {
+    if (lo..=hi).contains(&v) {
+        Ok(v)
+    } else {
+        Err(Error::range(what, v, lo, hi))
+    }
+}
+
+/// A number for a message: plain, but `1e300` rather than 301 digits.
+pub fn num(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-4..1e6).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
     }
 }
 

@@ -74,16 +74,52 @@ pub enum TickAction {
 }
 
 /// One counter sample per unit since the previous tick.
-#[derive(Clone, Copy, Debug, PartialEq)]
+///
+/// Both engines' ticks take their samples from the engine core
+/// (`engine_core::EngineCore::tick`), which fills the first four fields from what the
+/// engine itself knows — the simulator from its model, the live arbiter from the times
+/// it granted units — and no measurement source (`sources` all false). The live
+/// runtime's sampler (`hetsched_live::sampler`) measures a running task's process and
+/// fills the optional fields; a measurement no source on this machine provides is
+/// `None`, never a zero that looks measured, and `sources` says which sources filled
+/// the sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Sample {
     pub unit: UnitId,
     /// The task running at sample time.
     pub task: Option<TaskId>,
-    /// Nanoseconds the unit was busy since the previous sample.
+    /// Nanoseconds the unit was busy since the previous sample. From the engine core:
+    /// the time a task held the unit — in the simulator its modelled run time, in the
+    /// live arbiter the daemon's view of its grants (from grant to release), not CPU time
+    /// measured. From the sampler (`sources.proc`): the CPU time, user plus system, of
+    /// the task's process and all its threads.
     pub busy_ns: u64,
-    /// Estimated memory-bound fraction of the running task (from counters live; the
-    /// task's model value in the simulator).
+    /// Estimated memory-bound fraction of the running task: the task's model value in
+    /// the simulator; `None` live, where the sampler reports the raw counters below
+    /// instead.
     pub memory_bound: Option<f64>,
+    /// Nanoseconds the task's threads waited on a run queue.
+    pub run_delay_ns: Option<u64>,
+    /// Times the task's threads were switched onto a CPU.
+    pub context_switches: Option<u64>,
+    /// The CPU the task ran on most recently (of its busiest thread).
+    pub cpu: Option<u32>,
+    /// User-space instructions retired (hardware counter).
+    pub instructions: Option<u64>,
+    /// User-space CPU cycles (hardware counter).
+    pub cycles: Option<u64>,
+    /// Last-level-cache misses (hardware counter).
+    pub llc_misses: Option<u64>,
+    pub sources: Sources,
+}
+
+/// Which measurement sources filled a [`Sample`]; none for the simulator's model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Sources {
+    /// Hardware counters through `perf_event_open`.
+    pub perf: bool,
+    /// The kernel's per-process accounting (CPU-time clock, `/proc`).
+    pub proc: bool,
 }
 
 /// What runs on a unit right now.

@@ -33,7 +33,7 @@
 //! counted ([`Arbiter::violations`]), and the daemon serves on.
 
 use crate::protocol::{
-    ErrorCode, MetaInfo, NewUnit, Reply, TaskStats, UnitChanges, UnitInfo, Verdict,
+    ErrorCode, MetaInfo, NewUnit, Reply, TaskStats, UnitChanges, UnitInfo, Verdict, MAX_KIND,
 };
 use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host, Requeue};
 use hetsched_core::machine::{Accelerator, Machine, Unit, UnitType};
@@ -158,6 +158,17 @@ pub struct Arbiter {
     next_task: TaskId,
 }
 
+/// A unit's capacity (speed on the 1024 scale) must be positive.
+fn check_capacity(capacity: Option<u32>) -> Result<(), Failure> {
+    match capacity {
+        Some(0) => Err((
+            ErrorCode::Invalid,
+            "capacity must be 1 or more (1024 = the reference speed)".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl Arbiter {
     /// `devices[i]` is the device index of unit `i` where it is an accelerator.
     pub fn new(machine: Machine, devices: Vec<Option<u32>>, policy: Box<dyn Policy>) -> Arbiter {
@@ -268,6 +279,15 @@ impl Arbiter {
             // The same task again after yielding: it already waits in a queue.
             st.awaiting = true;
             return Ok(self.effects());
+        }
+        if meta.kind.len() > MAX_KIND {
+            return Err((
+                ErrorCode::Malformed,
+                format!(
+                    "task kind is {} bytes long (at most {MAX_KIND})",
+                    meta.kind.len()
+                ),
+            ));
         }
         let mut affinity = Affinity::default();
         for kind in UnitType::ALL {
@@ -484,6 +504,7 @@ impl Arbiter {
     }
 
     pub fn add_unit(&mut self, new: &NewUnit) -> Result<Vec<Effect>, Failure> {
+        check_capacity(Some(new.capacity))?;
         if new.kind == UnitType::Cpu && new.cpus.is_empty() {
             return Err((
                 ErrorCode::Invalid,
@@ -539,26 +560,17 @@ impl Arbiter {
         Ok(self.effects())
     }
 
+    /// Changes a unit; a change with any invalid field is refused whole.
     pub fn alter_unit(&mut self, id: UnitId, changes: &UnitChanges) -> Result<(), Failure> {
         let machine = self.core.machine_mut();
         let unit = machine
             .units
-            .get_mut(id as usize)
+            .get(id as usize)
             .ok_or((ErrorCode::Invalid, format!("no unit {id}")))?;
-        if let Some(c) = changes.capacity {
-            if c == 0 {
-                return Err((ErrorCode::Invalid, "capacity must be positive".into()));
-            }
-            unit.capacity = c;
-        }
-        if let Some(n) = &changes.name {
-            unit.name = n.clone();
-        }
+        check_capacity(changes.capacity)?;
         let (bandwidth, latency) = (changes.link_bandwidth_bytes_per_s, changes.link_latency_s);
-        if bandwidth.is_none() && latency.is_none() {
-            return Ok(());
-        }
-        if unit.kind == UnitType::Cpu {
+        let link = bandwidth.is_some() || latency.is_some();
+        if link && unit.kind == UnitType::Cpu {
             return Err((
                 ErrorCode::Invalid,
                 format!("unit {id} is a CPU: it has no host link to change"),
@@ -575,6 +587,17 @@ impl Arbiter {
                 ErrorCode::Invalid,
                 "link_latency_s must be a finite number >= 0".into(),
             ));
+        }
+        // Valid as a whole: apply it.
+        let unit = &mut machine.units[id as usize];
+        if let Some(c) = changes.capacity {
+            unit.capacity = c;
+        }
+        if let Some(n) = &changes.name {
+            unit.name = n.clone();
+        }
+        if !link {
+            return Ok(());
         }
         // A unit added at run time has no accelerator record yet: give it one.
         let acc = match unit.accelerator {

@@ -22,6 +22,8 @@ pub const VERSION: u32 = 1;
 pub const MAX_REQUEST: usize = 64 * 1024;
 /// Largest reply a client accepts (a `stats` reply lists thousands of tasks).
 pub const MAX_REPLY: usize = 16 << 20;
+/// Longest task kind name (bytes): the daemon keeps it for every task in its history.
+pub const MAX_KIND: usize = 256;
 
 /// Per-unit-type affinity as sent on the wire (0 or absent = no implementation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -277,6 +279,34 @@ pub fn next_frame(buf: &[u8], max: usize) -> Frame<'_> {
     } else {
         Frame::Body(body, 4 + len)
     }
+}
+
+/// A request out of a frame (from a socket or a page), with the bytes it used; `None`
+/// while it is incomplete. An error names what is wrong with it; `compact` says whether
+/// the connection asked for the compact encoding. Never panics, whatever the bytes.
+pub fn decode_request(
+    frame: Frame<'_>,
+    max: usize,
+    compact: bool,
+) -> Option<(Result<Request, String>, usize)> {
+    Some(match frame {
+        Frame::Incomplete => return None,
+        Frame::TooLarge(n) => (Err(format!("frame of {n} bytes exceeds {max}")), 0),
+        Frame::Body(body, used) => (
+            serde_json::from_slice::<Request>(body)
+                .map_err(|e| format!("not a valid request: {e}")),
+            used,
+        ),
+        Frame::Compact(body, used) if compact => (
+            crate::compact::decode_request(body)
+                .map_err(|e| format!("not a valid compact request: {e}")),
+            used,
+        ),
+        Frame::Compact(_, used) => (
+            Err("a compact frame, but hello did not ask for the compact encoding".into()),
+            used,
+        ),
+    })
 }
 
 #[cfg(test)]

@@ -4,10 +4,29 @@
 //! state. Nothing a client sends can stop it: a bad frame closes that one connection
 //! (after an error reply), a vanished client loses its task at once, and the unit goes
 //! to the next waiter.
+//!
+//! Nor does the daemon trust a client's memory or pace. Its page is sealed at its size
+//! (`shm`); what the daemon holds for a client is bounded by the limits below, and a
+//! client past one is dropped with a logged reason; a connection is closed, its task
+//! ended and its descriptors freed at the end of its stream whatever half of a frame
+//! it left; SIGINT and SIGTERM arrive through a `signalfd` in the loop, where no
+//! handler a library installs can take them.
+//!
+//! Per-client limits (documented in `docs/live.md`):
+//! - a request frame: [`MAX_REQUEST`](protocol::MAX_REQUEST) bytes (64 KiB), or the
+//!   page's slot; a longer one is `malformed` and closes the connection. The input
+//!   buffered for a client is at most one partial frame and one read.
+//! - replies it has not read: past [`PAUSE_UNREAD`] the client is paused (neither read
+//!   nor served) until it reads them; paused for [`MAX_STALL`], it is dropped; a reply
+//!   due while more than [`MAX_UNREAD_REPLIES`] is unread drops it at once.
+//! - reading: [`READ_PER_TURN`] bytes per turn of the loop, so that one client's flood
+//!   cannot starve the others.
+//! - connections: [`MAX_CLIENTS`] at once (fewer if the descriptor limit is lower);
+//!   one more is refused at once rather than left in the backlog.
 
 use crate::arbiter::{Arbiter, ClientId, Effect};
 use crate::compact;
-use crate::protocol::{self, ErrorCode, Frame, Reply, Request, VERSION};
+use crate::protocol::{self, ErrorCode, Reply, Request, VERSION};
 use crate::shm::{SharedPage, ASK, KEEP, SLOT};
 use hetsched_core::{Error, Result};
 use mio::net::{UnixListener, UnixStream};
@@ -16,7 +35,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use std::collections::HashMap;
 use std::io::{ErrorKind, IoSlice, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -28,6 +47,30 @@ const SIGNAL: Token = Token(2);
 /// Client ids start here so that a client's tokens (`2 id` for its socket, `2 id + 1`
 /// for its doorbell) never collide with the three above.
 const FIRST_CLIENT: u64 = 3;
+
+/// A client with more than this many bytes of replies unread is paused: neither read
+/// nor served until it takes them, so that a client that does not read cannot make the
+/// daemon work (a `stats` reply costs the daemon a millisecond).
+pub const PAUSE_UNREAD: usize = 64 << 10;
+
+/// A client paused this long is dropped.
+pub const MAX_STALL: Duration = Duration::from_secs(10);
+
+/// A client with more than this many bytes of replies unread is dropped when the next
+/// reply is due (one paused gets replies only from other clients' actions, e.g. a
+/// grant). The largest reply, `stats` with a full history, is about 0.5 MB.
+pub const MAX_UNREAD_REPLIES: usize = 1 << 20;
+
+/// Bytes read from one client's socket per turn of the loop; the rest is read on the
+/// next turns, after the other clients had theirs.
+pub const READ_PER_TURN: usize = 64 << 10;
+
+/// Connections served at once. Each costs three descriptors (socket, page, doorbell):
+/// the limit is lowered to fit the descriptor limit, keeping [`RESERVED_FDS`] spare.
+pub const MAX_CLIENTS: usize = 16 << 10;
+
+/// Descriptors kept for the daemon itself (poll, listener, signals, devices, trace).
+const RESERVED_FDS: usize = 64;
 
 fn socket_token(client: ClientId) -> Token {
     Token(2 * client as usize)
@@ -81,8 +124,16 @@ fn prepare_dir(dir: &Path) -> Result<()> {
 struct Conn {
     stream: UnixStream,
     uid: u32,
+    /// At most one partial request frame plus one read (frames are handled as they come).
     input: Vec<u8>,
+    /// Replies not yet taken by the socket, at most [`MAX_UNREAD_REPLIES`] plus one.
     output: Vec<u8>,
+    /// The peer closed its end (or the socket failed): read what is left, then close.
+    hung_up: bool,
+    /// Why the client is to be dropped at the next flush (it broke a limit).
+    dropping: Option<String>,
+    /// Since when the client is paused (more than [`PAUSE_UNREAD`] unread).
+    paused_since: Option<Instant>,
     /// The shared page and the doorbell (an eventfd), from `welcome` on.
     page: Option<Arc<SharedPage>>,
     doorbell: Option<OwnedFd>,
@@ -122,8 +173,20 @@ pub struct Daemon {
     uid: u32,
     stop: Arc<AtomicBool>,
     waker: Arc<Waker>,
-    /// Read end of the self-pipe SIGINT / SIGTERM write to, when handled.
-    signals: Option<UnixStream>,
+    /// SIGINT and SIGTERM, when handled.
+    signals: Option<StopSignals>,
+    /// Clients whose socket still has input after their [`READ_PER_TURN`], or that
+    /// were resumed after a pause.
+    unread: Vec<ClientId>,
+    /// Clients paused at some point, looked at each turn (see [`MAX_STALL`]).
+    paused: Vec<ClientId>,
+    /// Connections served at once (see [`MAX_CLIENTS`]).
+    max_clients: usize,
+    /// Clients dropped or refused for breaking a limit or the protocol.
+    drops: DropLog,
+    /// The socket file this daemon created (device, inode): removed on drop only if
+    /// still there.
+    socket_file: (u64, u64),
     /// How long the loop keeps polling without sleeping after its last event.
     busy_poll: Duration,
     /// Scratch for socket reads (one buffer, not one per read).
@@ -141,12 +204,19 @@ pub struct Daemon {
 pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(50);
 
 impl Daemon {
-    /// Binds the socket (0660, in a directory only its owner writes).
+    /// Binds the socket (0660, in a directory only its owner writes). A stale socket
+    /// there is replaced; anything else at the path is left alone (an input error).
     pub fn bind(path: &Path, arbiter: Arbiter) -> Result<Daemon> {
         if let Some(dir) = path.parent() {
             prepare_dir(dir)?;
         }
-        if path.exists() {
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            if !meta.file_type().is_socket() {
+                return Err(Error::input(format!(
+                    "{}: exists and is not a socket; refusing to replace it (remove it or choose another --socket)",
+                    path.display()
+                )));
+            }
             if std::os::unix::net::UnixStream::connect(path).is_ok() {
                 return Err(Error::input(format!(
                     "{}: a daemon already listens there",
@@ -160,7 +230,9 @@ impl Daemon {
             .map_err(|e| Error::runtime(format!("{}: cannot listen: {e}", path.display())))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
             .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
-        raise_descriptor_limit();
+        let meta = std::fs::symlink_metadata(path)
+            .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
+        let fds = raise_descriptor_limit();
         let poll = Poll::new().map_err(Error::runtime)?;
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)
@@ -177,6 +249,11 @@ impl Daemon {
             stop: Arc::new(AtomicBool::new(false)),
             waker,
             signals: None,
+            unread: Vec::new(),
+            paused: Vec::new(),
+            max_clients: MAX_CLIENTS.min(fds.saturating_sub(RESERVED_FDS) / 3).max(1),
+            drops: DropLog::default(),
+            socket_file: (meta.dev(), meta.ino()),
             busy_poll: DEFAULT_BUSY_POLL,
             scratch: vec![0; 8192].into_boxed_slice(),
             paged: Vec::new(),
@@ -184,21 +261,29 @@ impl Daemon {
         })
     }
 
-    /// Makes SIGINT and SIGTERM stop `run` cleanly (so that a trace can be written).
-    pub fn stop_on_signals(&mut self) -> Result<()> {
-        let (read, write) = std::os::unix::net::UnixStream::pair().map_err(Error::runtime)?;
-        read.set_nonblocking(true).map_err(Error::runtime)?;
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            let w = write.try_clone().map_err(Error::runtime)?;
-            signal_hook::low_level::pipe::register(sig, w).map_err(Error::runtime)?;
-        }
-        let mut read = UnixStream::from_std(read);
+    /// Makes SIGINT and SIGTERM (blocked by [`StopSignals::block`]) stop `run` cleanly,
+    /// so that a trace can be written and the socket removed.
+    pub fn stop_on(&mut self, signals: StopSignals) -> Result<()> {
         self.poll
             .registry()
-            .register(&mut read, SIGNAL, Interest::READABLE)
+            .register(
+                &mut SourceFd(&signals.0.as_raw_fd()),
+                SIGNAL,
+                Interest::READABLE,
+            )
             .map_err(Error::runtime)?;
-        self.signals = Some(read);
+        self.signals = Some(signals);
         Ok(())
+    }
+
+    /// Connections served at once (see [`MAX_CLIENTS`]).
+    pub fn max_clients(&self) -> usize {
+        self.max_clients
+    }
+
+    /// How many clients were dropped or refused so far.
+    pub fn dropped(&self) -> u64 {
+        self.drops.total
     }
 
     /// Sets the busy-poll window (zero: sleep in `epoll_wait` whenever nothing is ready).
@@ -226,7 +311,7 @@ impl Daemon {
             if self.serve_pages() {
                 last_event = Instant::now();
             }
-            let mut timeout = if last_event.elapsed() < self.busy_poll {
+            let mut timeout = if last_event.elapsed() < self.busy_poll || !self.unread.is_empty() {
                 Some(Duration::ZERO)
             } else {
                 next_deadline.map(|d| Duration::from_nanos(d.saturating_sub(self.arbiter.now_ns())))
@@ -246,6 +331,11 @@ impl Daemon {
                     timeout = Some(Duration::ZERO);
                 }
             }
+            if !self.paused.is_empty() {
+                self.drop_stalled();
+                let second = Duration::from_secs(1);
+                timeout = Some(timeout.map_or(second, |t| t.min(second)));
+            }
             let polled = self.poll.poll(&mut events, timeout);
             if sleeping {
                 self.paged
@@ -261,15 +351,27 @@ impl Daemon {
             if !events.is_empty() {
                 last_event = Instant::now();
             }
+            for client in std::mem::take(&mut self.unread) {
+                self.read(client);
+            }
             for event in events.iter() {
                 match event.token() {
                     LISTENER => self.accept(),
                     WAKER => {}
-                    SIGNAL => self.stop.store(true, Ordering::SeqCst),
+                    SIGNAL => {
+                        if let Some(signals) = &self.signals {
+                            while let Ok(Some(_)) = signals.0.read_signal() {}
+                        }
+                        self.stop.store(true, Ordering::SeqCst)
+                    }
                     Token(t) if t % 2 == 1 => self.silence(t as ClientId / 2),
                     Token(t) => {
                         let client = t as ClientId / 2;
-                        if event.is_readable() || event.is_read_closed() {
+                        let ended = event.is_read_closed() || event.is_error();
+                        if let Some(conn) = self.conns.get_mut(&client) {
+                            conn.hung_up |= ended;
+                        }
+                        if event.is_readable() || ended {
                             self.read(client);
                         }
                         if event.is_writable() {
@@ -298,6 +400,19 @@ impl Daemon {
                     };
                     let client = self.next_client;
                     self.next_client += 1;
+                    if self.conns.len() >= self.max_clients {
+                        // Closed at once: the client learns it now, not after a timeout.
+                        self.drops.note(
+                            client,
+                            uid,
+                            format_args!(
+                                "refused: {} clients connected (limit {})",
+                                self.conns.len(),
+                                self.max_clients
+                            ),
+                        );
+                        continue;
+                    }
                     if self
                         .poll
                         .registry()
@@ -313,6 +428,9 @@ impl Daemon {
                             uid,
                             input: Vec::new(),
                             output: Vec::new(),
+                            hung_up: false,
+                            dropping: None,
+                            paused_since: None,
                             page: None,
                             doorbell: None,
                             via_page: false,
@@ -325,64 +443,90 @@ impl Daemon {
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                // Out of descriptors or memory: the connection stays in the backlog and
+                // the next connection's edge retries.
                 Err(_) => return,
             }
         }
     }
 
+    /// Reads up to [`READ_PER_TURN`] bytes of `client`'s requests, handling each frame as
+    /// it completes; closes the connection at the end of its stream, whatever is left
+    /// of a frame.
     fn read(&mut self, client: ClientId) {
-        let mut closed = false;
-        {
+        let mut budget = READ_PER_TURN;
+        self.handle_frames(client); // those left by a pause
+        let ended = loop {
             let Some(conn) = self.conns.get_mut(&client) else {
                 return;
             };
-            let buf = &mut self.scratch;
-            loop {
-                match conn.stream.read(buf) {
-                    Ok(0) => {
-                        closed = true;
-                        break;
+            if paused(conn) {
+                if conn.paused_since.is_none() {
+                    conn.paused_since = Some(Instant::now());
+                    self.paused.push(client);
+                }
+                break conn.hung_up; // nobody reads the replies any more
+            }
+            if budget == 0 {
+                self.unread.push(client);
+                break false;
+            }
+            match conn.stream.read(&mut self.scratch) {
+                Ok(0) => break true,
+                Ok(n) => {
+                    budget = budget.saturating_sub(n);
+                    if !conn.closing {
+                        conn.input.extend_from_slice(&self.scratch[..n]);
                     }
-                    Ok(n) => {
-                        conn.input.extend_from_slice(&buf[..n]);
-                        // A short read emptied the socket; data arriving later raises a
-                        // new edge, so the extra read that would say WouldBlock is saved.
-                        if n < buf.len() {
-                            break;
-                        }
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    Err(_) => {
-                        closed = true;
-                        break;
+                    // A short read emptied the socket; data arriving later raises a new
+                    // edge, so the extra read that would say WouldBlock is saved -- unless
+                    // the peer hung up, whose end of stream raises no edge of its own.
+                    let short = n < self.scratch.len();
+                    let hung_up = conn.hung_up;
+                    self.handle_frames(client);
+                    if short && !hung_up {
+                        break false;
                     }
                 }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break conn.hung_up,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => break true,
             }
+        };
+        if ended {
+            self.close(client);
+        } else {
+            self.flush(client);
         }
-        // Handle every complete frame, then the close.
+    }
+
+    /// Handles every complete request frame in `client`'s input.
+    fn handle_frames(&mut self, client: ClientId) {
+        let mut used = 0;
         loop {
             let Some(conn) = self.conns.get_mut(&client) else {
                 return;
             };
-            if conn.closing {
-                break;
+            if conn.closing || conn.dropping.is_some() {
+                conn.input.clear();
+                return;
             }
-            let frame = protocol::next_frame(&conn.input, protocol::MAX_REQUEST);
-            let Some((request, used)) = decode_request(frame, protocol::MAX_REQUEST, conn.compact)
+            if paused(conn) {
+                conn.input.drain(..used);
+                return;
+            }
+            let frame = protocol::next_frame(&conn.input[used..], protocol::MAX_REQUEST);
+            let Some((request, n)) =
+                protocol::decode_request(frame, protocol::MAX_REQUEST, conn.compact)
             else {
-                break;
+                conn.input.drain(..used);
+                return;
             };
-            conn.input.drain(..used);
+            used += n;
             match request {
                 Ok(r) => self.handle(client, r),
                 Err(message) => self.fail(client, ErrorCode::Malformed, message),
             }
-        }
-        if closed {
-            self.close(client);
-        } else {
-            self.flush(client);
         }
     }
 
@@ -418,7 +562,7 @@ impl Daemon {
         }
         conn.via_page = true;
         let frame = protocol::next_frame(&self.frame, SLOT);
-        match decode_request(frame, SLOT, conn.compact) {
+        match protocol::decode_request(frame, SLOT, conn.compact) {
             Some((Ok(request), _)) => self.handle(client, request),
             Some((Err(message), _)) => self.fail(client, ErrorCode::Malformed, message),
             None => self.fail(
@@ -431,11 +575,23 @@ impl Daemon {
     }
 
     /// Queues `reply` for the client: into its page when the request it answers came
-    /// from there (unless too large for the slot), else onto its socket.
+    /// from there (unless too large for the slot), else onto its socket -- unless the
+    /// client has more than [`MAX_UNREAD_REPLIES`] unread: then it is to be dropped at
+    /// the next flush.
     fn send(&mut self, client: ClientId, reply: &Reply) {
         let Some(conn) = self.conns.get_mut(&client) else {
             return;
         };
+        if conn.output.len() > MAX_UNREAD_REPLIES {
+            conn.dropping.get_or_insert_with(|| {
+                format!(
+                    "{} bytes of replies unread (limit {MAX_UNREAD_REPLIES})",
+                    conn.output.len()
+                )
+            });
+            conn.via_page = false;
+            return;
+        }
         let out = if conn.via_page {
             self.frame.clear();
             &mut self.frame
@@ -460,8 +616,12 @@ impl Daemon {
         }
     }
 
-    /// Error reply, then the connection closes.
+    /// Error reply, then the connection closes (a logged drop).
     fn fail(&mut self, client: ClientId, code: ErrorCode, message: String) {
+        if let Some(conn) = self.conns.get_mut(&client) {
+            self.drops
+                .note(client, conn.uid, format_args!("{code:?}: {message}"));
+        }
         self.send(client, &Reply::Error { code, message });
         if let Some(conn) = self.conns.get_mut(&client) {
             conn.closing = true;
@@ -645,6 +805,10 @@ impl Daemon {
         let Some(conn) = self.conns.get_mut(&client) else {
             return;
         };
+        if let Some(reason) = conn.dropping.take() {
+            self.drops.note(client, conn.uid, format_args!("{reason}"));
+            return self.close(client);
+        }
         while !conn.output.is_empty() {
             match conn.stream.write(&conn.output) {
                 Ok(0) => break,
@@ -660,6 +824,10 @@ impl Daemon {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(_) => return self.close(client),
             }
+        }
+        if conn.paused_since.is_some() && !paused(conn) {
+            conn.paused_since = None;
+            self.unread.push(client);
         }
         let pending = !conn.output.is_empty();
         if pending != conn.writable {
@@ -684,6 +852,36 @@ impl Daemon {
         }
     }
 
+    /// Drops the clients paused for longer than [`MAX_STALL`]; forgets those resumed.
+    fn drop_stalled(&mut self) {
+        let mut stalled = Vec::new();
+        let conns = &self.conns;
+        self.paused
+            .retain(|c| match conns.get(c).and_then(|c| c.paused_since) {
+                Some(since) if since.elapsed() > MAX_STALL => {
+                    stalled.push(*c);
+                    false
+                }
+                Some(_) => true,
+                None => false,
+            });
+        for client in stalled {
+            let Some(conn) = self.conns.get(&client) else {
+                continue; // closed meanwhile
+            };
+            self.drops.note(
+                client,
+                conn.uid,
+                format_args!(
+                    "{} bytes of replies unread for {} s",
+                    conn.output.len(),
+                    MAX_STALL.as_secs()
+                ),
+            );
+            self.close(client);
+        }
+    }
+
     fn close(&mut self, client: ClientId) {
         if let Some(mut conn) = self.conns.remove(&client) {
             let _ = self.poll.registry().deregister(&mut conn.stream);
@@ -700,10 +898,16 @@ impl Daemon {
     }
 }
 
+/// The client has too many replies unread to be served (see [`PAUSE_UNREAD`]).
+fn paused(conn: &Conn) -> bool {
+    !conn.closing && conn.output.len() > PAUSE_UNREAD
+}
+
 /// Each client costs the daemon three descriptors (socket, page, doorbell): lifts the
 /// soft limit on open files to the hard one (often 1024 → 500k), as servers do, so that
-/// the number of clients is not capped at a few hundred. Best effort.
-fn raise_descriptor_limit() {
+/// the number of clients is not capped at a few hundred. Best effort; returns the soft
+/// limit now in force.
+fn raise_descriptor_limit() -> usize {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let limit = getrlimit(Resource::Nofile);
     if limit.current < limit.maximum {
@@ -715,36 +919,68 @@ fn raise_descriptor_limit() {
             },
         );
     }
+    let now = getrlimit(Resource::Nofile).current;
+    now.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
-/// A request out of a frame (from a socket or a page), with the bytes it used; `None`
-/// while it is incomplete. An error names what is wrong with it.
-fn decode_request(
-    frame: Frame<'_>,
-    max: usize,
-    compact: bool,
-) -> Option<(Result<Request, String>, usize)> {
-    Some(match frame {
-        Frame::Incomplete => return None,
-        Frame::TooLarge(n) => (Err(format!("frame of {n} bytes exceeds {max}")), 0),
-        Frame::Body(body, used) => (
-            serde_json::from_slice::<Request>(body)
-                .map_err(|e| format!("not a valid request: {e}")),
-            used,
-        ),
-        Frame::Compact(body, used) if compact => (
-            compact::decode_request(body).map_err(|e| format!("not a valid compact request: {e}")),
-            used,
-        ),
-        Frame::Compact(_, used) => (
-            Err("a compact frame, but hello did not ask for the compact encoding".into()),
-            used,
-        ),
-    })
+/// SIGINT and SIGTERM, blocked and read from a `signalfd` by the loop. A handler could
+/// be lost: a library may install its own over it (PoCL's LLVM does, and re-raises the
+/// signal, which killed the daemon with no trace written and its socket left behind).
+pub struct StopSignals(nix::sys::signalfd::SignalFd);
+
+impl StopSignals {
+    /// Blocks SIGINT and SIGTERM in the calling thread and so in every thread it starts
+    /// afterwards: call it before anything starts threads (an OpenCL driver does).
+    pub fn block() -> Result<StopSignals> {
+        use nix::sys::signal::{SigSet, Signal};
+        use nix::sys::signalfd::{SfdFlags, SignalFd};
+        let mut mask = SigSet::empty();
+        mask.add(Signal::SIGINT);
+        mask.add(Signal::SIGTERM);
+        mask.thread_block()
+            .map_err(|e| Error::runtime(format!("blocking SIGINT and SIGTERM: {e}")))?;
+        let fd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+            .map_err(|e| Error::runtime(format!("signalfd: {e}")))?;
+        Ok(StopSignals(fd))
+    }
+}
+
+/// The log of dropped and refused clients, on stderr: one line per second at most (a
+/// client that reconnects and misbehaves in a loop must not flood the log, or block
+/// the daemon on a full pipe), with the number of drops it stands for.
+#[derive(Default)]
+struct DropLog {
+    total: u64,
+    unlogged: u64,
+    last: Option<Instant>,
+}
+
+impl DropLog {
+    fn note(&mut self, client: ClientId, uid: u32, reason: std::fmt::Arguments<'_>) {
+        self.total += 1;
+        if self
+            .last
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
+        {
+            self.unlogged += 1;
+            return;
+        }
+        let more = match std::mem::take(&mut self.unlogged) {
+            0 => String::new(),
+            n => format!(" ({n} more since the last line)"),
+        };
+        eprintln!("hetsched daemon: client {client} (uid {uid}) dropped: {reason}{more}");
+        self.last = Some(Instant::now());
+    }
 }
 
 impl Drop for Daemon {
+    /// Removes the socket file, if it is still the one this daemon made.
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        if std::fs::symlink_metadata(&self.path)
+            .is_ok_and(|m| (m.dev(), m.ino()) == self.socket_file)
+        {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }

@@ -4,7 +4,8 @@
 //! The daemon creates one anonymous shared page per client (`memfd_create`), maps it,
 //! and passes the descriptor to the client with its `welcome`, together with an eventfd
 //! (the client's doorbell). Both are the client's own: what a client writes there can
-//! only disturb that client.
+//! only disturb that client. The page is sealed at its size first: a client that could
+//! truncate it would kill the daemon with `SIGBUS` at its next look.
 //!
 //! - The flag word is `KEEP` while nothing could change the policy's answer at the
 //!   client's next checkpoint, `ASK` once something might (another task waits for the
@@ -50,6 +51,13 @@ pub const SLOT: usize = 1792;
 /// fit in the slot). No frame starts with it: a frame's body is never empty.
 const ON_SOCKET: u32 = 0;
 
+/// The seals of every page before it is handed to a client: the client may write it
+/// but can neither shrink it (the daemon's next access would be `SIGBUS`) nor grow it,
+/// nor remove the seals.
+pub const SEALS: nix::fcntl::SealFlag = nix::fcntl::SealFlag::F_SEAL_SHRINK
+    .union(nix::fcntl::SealFlag::F_SEAL_GROW)
+    .union(nix::fcntl::SealFlag::F_SEAL_SEAL);
+
 /// One mapped page (either side).
 pub struct SharedPage {
     file: File,
@@ -57,13 +65,14 @@ pub struct SharedPage {
 }
 
 impl SharedPage {
-    /// A new page: `KEEP`, no request, no reply.
+    /// A new page: `KEEP`, no request, no reply; sealed at its size (see [`SEALS`]).
     pub fn create() -> std::io::Result<SharedPage> {
-        let fd: OwnedFd =
-            nix::sys::memfd::memfd_create(c"hetsched-page", nix::sys::memfd::MFdFlags::MFD_CLOEXEC)
-                .map_err(std::io::Error::from)?;
+        use nix::sys::memfd::MFdFlags;
+        let flags = MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING;
+        let fd: OwnedFd = nix::sys::memfd::memfd_create(c"hetsched-page", flags)?;
         let file = File::from(fd);
         file.set_len(PAGE as u64)?;
+        nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_ADD_SEALS(SEALS))?;
         Self::map(file)
     }
 
@@ -236,6 +245,33 @@ mod tests {
         let daemon = SharedPage::create().unwrap();
         let client = SharedPage::from_fd(daemon.fd().try_clone_to_owned().unwrap()).unwrap();
         (daemon, client)
+    }
+
+    #[test]
+    fn a_page_cannot_be_resized_or_unsealed() {
+        let (daemon, _client) = pair();
+        let file = File::from(daemon.fd().try_clone_to_owned().unwrap());
+        for len in [0, PAGE as u64 - 1, PAGE as u64 + 1, 1 << 30] {
+            let err = file.set_len(len).unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc_eperm()), "set_len({len})");
+        }
+        let seals = nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_GET_SEALS).unwrap();
+        assert_eq!(seals, SEALS.bits());
+        let unseal = nix::fcntl::fcntl(
+            &file,
+            nix::fcntl::FcntlArg::F_ADD_SEALS(nix::fcntl::SealFlag::F_SEAL_WRITE),
+        );
+        assert_eq!(
+            unseal,
+            Err(nix::errno::Errno::EPERM),
+            "sealed against new seals"
+        );
+        daemon.set(ASK);
+        assert_eq!(daemon.get(), ASK, "still writable");
+    }
+
+    fn libc_eperm() -> i32 {
+        nix::errno::Errno::EPERM as i32
     }
 
     #[test]

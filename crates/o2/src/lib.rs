@@ -7,8 +7,7 @@
 //! - [`runtime`]: pinned workers, the object table, delegation (`Worker::on`).
 //! - [`on_async`]: the same operation as a future (`Worker::on_async`).
 //! - [`packing`]: greedy first-fit cache packing; [`rebalance`]: runtime monitoring.
-//! - [`capacity`]: cache bytes per core (a plain parameter until the topology crate
-//!   provides it).
+//! - [`capacity`]: cache bytes per core, from the machine model or given explicitly.
 //! - [`ffi`]: the C ABI (`include/hetsched_o2.h`).
 
 mod async_mailbox;

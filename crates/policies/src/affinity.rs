@@ -32,9 +32,12 @@
 //! time-share at a CFS-like scale, as "for CPUs, the standard Linux scheduler is used"),
 //! `fcfs` (0; 1 = never yield), `acc_limit` (5: queue limit of non-CPU units),
 //! `cpu_limit` (0 = unlimited), `bonus` (4: factor for single-implementation tasks),
-//! `cpu_check_ms` (10).
+//! `cpu_check_ms` (10). Ranges: `gran_ms` and `cpu_gran_ms` in [0, 10^9], `bonus` in
+//! [10^-6, 10^6], `cpu_check_ms` in [0.1, 10^9], `acc_limit` and `cpu_limit` in
+//! [0, 10^9], `fcfs` 0 or 1.
 
 use crate::params::{ms_to_ns, Params};
+use crate::queue_index::QueueIndex;
 use hetsched_core::machine::UnitType;
 use hetsched_core::policy::{
     CheckpointDecision, PickDecision, Policy, SubmitDecision, UnitId, View,
@@ -70,18 +73,55 @@ pub struct AffinityPolicy {
     offers: FxHashMap<TaskId, UnitId>,
     /// Pending offers per unit.
     offered: Vec<usize>,
+    /// The queued tasks of each unit by vruntime (long queues are not scanned).
+    index: QueueIndex,
+    /// The queued tasks of each unit by [`pull_key`] for units of each type (by
+    /// `kind as usize`): late binding looks at each queue's best task, not at every task.
+    by_score: [QueueIndex; 4],
 }
 
 impl AffinityPolicy {
-    pub fn from_params(spec: &str, mut p: Params) -> Result<AffinityPolicy> {
-        let gran_ms = p.f64("gran_ms", 4000.0)?;
-        let cpu_gran_ms = p.f64("cpu_gran_ms", 10.0)?;
-        let fcfs = p.u64("fcfs", 0)? != 0;
-        let acc_limit = p.u64("acc_limit", 5)? as usize;
-        let cpu_limit = p.u64("cpu_limit", 0)? as usize;
-        let bonus = p.f64("bonus", 4.0)?;
-        let cpu_check_ms = p.f64("cpu_check_ms", 10.0)?;
-        p.finish()?;
+    pub fn from_params(spec: &str, p: &mut Params) -> Result<AffinityPolicy> {
+        let gran_ms = p.f64_in(
+            "gran_ms",
+            "time-sharing granularity on accelerators, ms (0: switch at every checkpoint with a waiter)",
+            4000.0, 0.0..=1e9, false)?;
+        let cpu_gran_ms = p.f64_in(
+            "cpu_gran_ms",
+            "time-sharing granularity on CPUs, ms",
+            10.0,
+            0.0..=1e9,
+            false,
+        )?;
+        let fcfs = p.flag("fcfs", "1: a running task never yields its unit", false)?;
+        // Beyond 10^9 waiting tasks a queue limit is no limit.
+        let acc_limit = p.u64_upto(
+            "acc_limit",
+            "queue limit of accelerator units (waiting tasks)",
+            5,
+            1_000_000_000,
+        )? as usize;
+        let cpu_limit = p.u64_upto(
+            "cpu_limit",
+            "queue limit of CPU units (0: unlimited)",
+            0,
+            1_000_000_000,
+        )? as usize;
+        let bonus = p.f64_in(
+            "bonus",
+            "affinity factor for tasks with a single implementation",
+            4.0,
+            1e-6..=1e6,
+            false,
+        )?;
+        // The CPU slice: below 0.1 ms (Linux's least granularity) a run would spin.
+        let cpu_check_ms = p.f64_in(
+            "cpu_check_ms",
+            "least CPU slice, ms (whole application checkpoints)",
+            10.0,
+            0.1..=1e9,
+            false,
+        )?;
         Ok(AffinityPolicy {
             name: spec.to_string(),
             gran_ns: ms_to_ns(gran_ms),
@@ -101,6 +141,8 @@ impl AffinityPolicy {
             freed: Vec::new(),
             offers: FxHashMap::default(),
             offered: Vec::new(),
+            index: QueueIndex::default(),
+            by_score: Default::default(),
         })
     }
 
@@ -118,14 +160,7 @@ impl AffinityPolicy {
     /// The task's placement score for a unit type: its affinity, times `bonus` when it
     /// has a single implementation (0 = cannot run there).
     fn score(&self, view: &View, task: TaskId, kind: UnitType) -> f64 {
-        let a = &view.task(task).affinity;
-        let implementations = UnitType::ALL.iter().filter(|&&k| a.runs_on(k)).count();
-        let s = a.get(kind).max(0.0);
-        if implementations == 1 {
-            s * self.bonus
-        } else {
-            s
-        }
+        score(self.bonus, view, task, kind)
     }
 
     fn limit(&self, kind: UnitType) -> usize {
@@ -172,38 +207,65 @@ impl AffinityPolicy {
     }
 
     /// The queued task to run next on `u`: the head (FCFS) or the least vruntime.
-    fn next_own(&self, view: &View, u: UnitId) -> Option<TaskId> {
-        let q = view.queue(u);
+    fn next_own(&mut self, view: &View, u: UnitId) -> Option<TaskId> {
         if self.fcfs {
-            return q.front().copied();
+            return view.queue(u).front().copied();
         }
-        q.iter()
-            .min_by_key(|t| self.vruntime.get(t).copied().unwrap_or(0))
-            .copied()
+        self.least_vruntime(view, u).map(|(_, t)| t)
+    }
+
+    /// The queued task of `u` with the least vruntime (ties: nearest the head).
+    fn least_vruntime(&mut self, view: &View, u: UnitId) -> Option<(u64, TaskId)> {
+        let vruntime = &self.vruntime;
+        self.index
+            .least(view, u, |t, _| vruntime.get(&t).copied().unwrap_or(0))
+            .map(|(v, t, _)| (v, t))
+    }
+
+    /// `task` goes to the back of `u`'s queue.
+    fn pushed(&mut self, view: &View, u: UnitId, task: TaskId) {
+        let v = self.vruntime.get(&task).copied().unwrap_or(0);
+        let slot = view.slot(task);
+        self.index.pushed(u, task, slot, v);
+        let own = view.unit(u).kind;
+        for kind in UnitType::ALL {
+            let key = pull_key(self.bonus, view, task, kind, own);
+            self.by_score[kind as usize].pushed(u, task, slot, key);
+        }
+    }
+
+    /// `task` left the queue it was in.
+    fn taken(&mut self, view: &View, task: TaskId) {
+        let slot = view.slot(task);
+        self.index.taken(slot);
+        self.by_score.iter_mut().for_each(|i| i.taken(slot));
     }
 
     /// Late binding: the task waiting on another unit with the highest affinity for `u`
     /// (ties: the longer queue, then the lowest unit and queue position).
-    fn pull(&self, view: &View, u: UnitId) -> Option<(UnitId, TaskId)> {
+    fn pull(&mut self, view: &View, u: UnitId) -> Option<(UnitId, TaskId)> {
         let kind = view.unit(u).kind;
+        let bonus = self.bonus;
         let mut best: Option<(f64, usize, UnitId, TaskId)> = None;
         for other in view.units() {
-            if other.id == u {
+            let q = view.queue(other.id);
+            if other.id == u || q.is_empty() {
                 continue;
             }
-            let q = view.queue(other.id);
-            for &t in q {
-                let s = self.score(view, t, kind);
-                if s <= 0.0 || s < self.score(view, t, other.kind) {
-                    continue;
-                }
-                let better = match best {
-                    None => true,
-                    Some((bs, bl, _, _)) => s > bs || (s == bs && q.len() > bl),
-                };
-                if better {
-                    best = Some((s, q.len(), other.id, t));
-                }
+            let key = |t, _| pull_key(bonus, view, t, kind, other.kind);
+            let Some((k, t, _)) = self.by_score[kind as usize].least(view, other.id, key) else {
+                continue;
+            };
+            if k == NO_PULL {
+                continue;
+            }
+            let s = score(bonus, view, t, kind);
+            let better = match best {
+                None => true,
+                Some((bs, bl, _, _)) => s > bs || (s == bs && q.len() > bl),
+            };
+            if better {
+                best = Some((s, q.len(), other.id, t));
             }
         }
         best.map(|(_, _, from, t)| (from, t))
@@ -257,7 +319,8 @@ impl AffinityPolicy {
             self.acc_limit
         };
         let slots = queue_slots + usize::from(idle);
-        let leaving = taking.map_or(0, |t| usize::from(view.queue(u).contains(&t)));
+        // `taking` comes from `u`'s queue.
+        let leaving = usize::from(taking.is_some());
         while self.waiting(view, u) - leaving < slots {
             let Some(t) = self.offer_candidate(view, u) else {
                 break;
@@ -306,6 +369,7 @@ impl Policy for AffinityPolicy {
             return SubmitDecision::Reject("no unit can run it".into());
         };
         self.vruntime.insert(task, self.min_vruntime[u as usize]);
+        self.pushed(view, u, task);
         SubmitDecision::Enqueue(QueueId::Unit(u))
     }
 
@@ -323,6 +387,7 @@ impl Policy for AffinityPolicy {
                 self.refill(view, unit, false, Some(t));
             }
             self.drop_offer(t);
+            self.taken(view, t);
             return PickDecision::Run(t);
         }
         if !freed {
@@ -331,6 +396,7 @@ impl Policy for AffinityPolicy {
         if let Some((from, t)) = self.pull(view, unit) {
             self.transfer(t, from, unit);
             self.drop_offer(t);
+            self.taken(view, t);
             return PickDecision::Steal { from, task: t };
         }
         self.refill(view, unit, true, None);
@@ -356,29 +422,28 @@ impl Policy for AffinityPolicy {
         let w = view.task(task).weight.max(1) as u64;
         let curr = {
             let v = self.vruntime.entry(task).or_insert(0);
-            *v += ran * 1024 / w;
+            *v = v.saturating_add(ran.saturating_mul(1024) / w);
             *v
         };
         if let Some(to) = self.drop_offer(task) {
             if to != unit && view.can_run(task, to) {
                 self.transfer(task, unit, to);
                 self.freed[unit as usize] = true;
+                self.pushed(view, to, task);
                 return CheckpointDecision::Migrate(to);
             }
         }
         let left = if self.fcfs {
             None
         } else {
-            view.queue(unit)
-                .iter()
-                .map(|t| self.vruntime.get(t).copied().unwrap_or(0))
-                .min()
+            self.least_vruntime(view, unit).map(|(v, _)| v)
         };
         match left {
             Some(left) if curr >= left.saturating_add(self.granularity(view, task, unit)) => {
                 let m = &mut self.min_vruntime[unit as usize];
                 *m = (*m).max(left.min(curr));
                 self.freed[unit as usize] = true;
+                self.pushed(view, unit, task);
                 CheckpointDecision::Yield
             }
             _ => {
@@ -395,5 +460,33 @@ impl Policy for AffinityPolicy {
         if let Some(f) = self.freed.get_mut(unit as usize) {
             *f = true;
         }
+    }
+}
+
+/// The task's placement score for a unit type: its affinity, times `bonus` when it has a
+/// single implementation (0 = cannot run there).
+fn score(bonus: f64, view: &View, task: TaskId, kind: UnitType) -> f64 {
+    let a = &view.task(task).affinity;
+    let implementations = UnitType::ALL.iter().filter(|&&k| a.runs_on(k)).count();
+    let s = a.get(kind).max(0.0);
+    if implementations == 1 {
+        s * bonus
+    } else {
+        s
+    }
+}
+
+/// A task that late binding does not move to that unit type.
+const NO_PULL: u64 = u64::MAX;
+
+/// Orders the tasks waiting on a unit of type `own` for a pull to a unit of type `kind`:
+/// the higher the score the smaller the key (scores are non-negative, so their bits
+/// order like them); `NO_PULL` for tasks that cannot go or score lower there.
+fn pull_key(bonus: f64, view: &View, task: TaskId, kind: UnitType, own: UnitType) -> u64 {
+    let s = score(bonus, view, task, kind);
+    if s <= 0.0 || s < score(bonus, view, task, own) {
+        NO_PULL
+    } else {
+        NO_PULL - 1 - s.to_bits()
     }
 }

@@ -10,17 +10,18 @@
 //! unit speed. Accelerators are treated as ordinary run queues (their tasks stop only at
 //! checkpoints).
 //!
-//! Parameters: `latency_ms` (6), `min_granularity_ms` (0.75), `balance_ms` (4; 0 = off).
+//! Parameters: `latency_ms` (6) and `min_granularity_ms` (0.75), each in [0.1, 1000] as
+//! Linux's sysctls; `balance_ms` (4; 0 = off, else [0.1, 10^6]).
 
 use crate::load::{LoadIndex, UnitLoad, UnitRecord};
 use crate::params::{ms_to_ns, Params};
+use crate::queue_index::QueueIndex;
 use hetsched_core::machine::UnitType;
 use hetsched_core::policy::{
     CheckpointDecision, PickDecision, Policy, Sample, SubmitDecision, TickAction, UnitId, View,
 };
 use hetsched_core::task::{QueueId, TaskId};
 use hetsched_core::Result;
-use std::collections::VecDeque;
 
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
@@ -40,6 +41,8 @@ pub struct Cfs {
     rqs: LoadIndex<RunQueue>,
     /// Every live task's scheduling entity, by the task's slot ([`View::slot`]).
     entities: Vec<Entity>,
+    /// The queued tasks of each unit by vruntime (long queues are not scanned).
+    index: QueueIndex,
 }
 
 /// No task (ids are assigned from 0 in arrival order).
@@ -101,11 +104,30 @@ struct Entity {
 }
 
 impl Cfs {
-    pub fn from_params(spec: &str, mut p: Params) -> Result<Cfs> {
-        let latency_ns = ms_to_ns(p.f64("latency_ms", 6.0)?);
-        let min_granularity_ns = ms_to_ns(p.f64("min_granularity_ms", 0.75)?);
-        let balance_ns = ms_to_ns(p.f64("balance_ms", 4.0)?);
-        p.finish()?;
+    pub fn from_params(spec: &str, p: &mut Params) -> Result<Cfs> {
+        // Linux's sysctl ranges for the first two (0.1 ms to 1 s): a 0 ns slice would
+        // preempt at every nanosecond.
+        let latency_ns = ms_to_ns(p.f64_in(
+            "latency_ms",
+            "scheduling period, ms (sched_latency)",
+            6.0,
+            0.1..=1000.0,
+            false,
+        )?);
+        let min_granularity_ns = ms_to_ns(p.f64_in(
+            "min_granularity_ms",
+            "least slice, ms (sched_min_granularity)",
+            0.75,
+            0.1..=1000.0,
+            false,
+        )?);
+        let balance_ns = ms_to_ns(p.f64_in(
+            "balance_ms",
+            "period of the count balancer, ms",
+            4.0,
+            0.1..=1e6,
+            true,
+        )?);
         Ok(Cfs {
             name: spec.to_string(),
             latency_ns,
@@ -113,6 +135,7 @@ impl Cfs {
             balance_ns,
             rqs: LoadIndex::empty(),
             entities: Vec::new(),
+            index: QueueIndex::default(),
         })
     }
 
@@ -144,6 +167,7 @@ impl Cfs {
     #[cold]
     fn adopt(&mut self, view: &View, unit: UnitId, task: TaskId) {
         let slot = view.slot(task);
+        self.index.taken(slot);
         self.set_curr(unit, task, slot);
     }
 
@@ -170,33 +194,12 @@ impl Cfs {
     }
 
     /// The queued task with the least vruntime on `unit` (ties: nearest the head), with
-    /// its slot. Queues are mostly empty or of one task: those skip the loop.
+    /// its slot.
     #[inline]
-    fn leftmost(&self, view: &View, unit: UnitId) -> Option<(u64, TaskId, usize)> {
-        let queue = view.queue(unit);
-        match queue.len() {
-            0 => None,
-            1 => {
-                let slot = view.slot(queue[0]);
-                Some((self.entities[slot].vruntime, queue[0], slot))
-            }
-            _ => self.leftmost_of(view, queue),
-        }
-    }
-
-    /// [`Self::leftmost`] over a longer queue (out of line: rare, and it keeps the
-    /// short path small enough to inline).
-    #[inline(never)]
-    fn leftmost_of(&self, view: &View, queue: &VecDeque<TaskId>) -> Option<(u64, TaskId, usize)> {
-        let mut best: Option<(u64, TaskId, usize)> = None;
-        for &t in queue {
-            let slot = view.slot(t);
-            let v = self.entities[slot].vruntime;
-            if best.is_none_or(|(b, _, _)| v < b) {
-                best = Some((v, t, slot));
-            }
-        }
-        best
+    fn leftmost(&mut self, view: &View, unit: UnitId) -> Option<(u64, TaskId, usize)> {
+        let entities = &self.entities;
+        self.index
+            .least(view, unit, |_, slot| entities[slot].vruntime)
     }
 }
 
@@ -220,6 +223,7 @@ impl Policy for Cfs {
             self.entities.resize(slot + 1, Entity::default());
         }
         self.entities[slot] = Entity { vruntime, weight };
+        self.index.pushed(u, task, slot, vruntime);
         SubmitDecision::Enqueue(QueueId::Unit(u))
     }
 
@@ -230,6 +234,7 @@ impl Policy for Cfs {
         rq.exec_start = view.now_ns();
         if let Some((v, t, slot)) = leftmost {
             rq.min_vruntime = rq.min_vruntime.max(v);
+            self.index.taken(slot);
             self.set_curr(unit, t, slot);
             return PickDecision::Run(t);
         }
@@ -250,6 +255,7 @@ impl Policy for Cfs {
             return PickDecision::Idle;
         };
         let slot = self.transfer(view, t, from, unit);
+        self.index.taken(slot);
         self.set_curr(unit, t, slot);
         PickDecision::Steal { from, task: t }
     }
@@ -272,7 +278,9 @@ impl Policy for Cfs {
         let ran = now - rq.exec_start;
         rq.exec_start = now;
         let e = &mut rq.curr_entity;
-        e.vruntime += ran * 1024 / e.weight;
+        e.vruntime = e
+            .vruntime
+            .saturating_add(ran.saturating_mul(1024) / e.weight);
         let (curr, slot) = (e.vruntime, rq.curr_slot);
         self.entities[slot].vruntime = curr;
         let floor = match self.leftmost(view, unit) {
@@ -283,6 +291,7 @@ impl Policy for Cfs {
         match floor {
             Some(left) => {
                 *m = (*m).max(left.min(curr));
+                self.index.pushed(unit, task, slot, curr);
                 CheckpointDecision::Yield
             }
             None => {
@@ -334,7 +343,11 @@ impl Policy for Cfs {
                 else {
                     break;
                 };
-                self.transfer(view, t, from, to);
+                let slot = self.transfer(view, t, from, to);
+                // Pushed before the engine moves it: a pick on `to` in between (the
+                // engine wakes `to` after each move) is answered by a scan, and `to`'s
+                // queue is short then (an idle `to` starts the first task moved there).
+                self.index.pushed(to, t, slot, self.entities[slot].vruntime);
                 actions.push(TickAction::Migrate { task: t, to });
             }
         }

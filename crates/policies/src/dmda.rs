@@ -112,9 +112,12 @@ pub struct Dmda {
 }
 
 impl Dmda {
-    pub fn from_params(spec: &str, mut p: Params) -> Result<Dmda> {
-        let learn = p.u64("learn", 1)? != 0;
-        p.finish()?;
+    pub fn from_params(spec: &str, p: &mut Params) -> Result<Dmda> {
+        let learn = p.flag(
+            "learn",
+            "1: learn per-type run times from completed tasks; 0: the prior only",
+            true,
+        )?;
         Ok(Dmda {
             name: spec.to_string(),
             learn,

@@ -13,10 +13,7 @@ pub const REGISTERED: crate::Registered = crate::Registered {
     name: "fcfs",
     about: "first come, first served from one central queue",
     test_specs: &["fcfs"],
-    build: |_, p, _| {
-        p.finish()?;
-        Ok(Box::new(Fcfs))
-    },
+    build: |_, _, _| Ok(Box::new(Fcfs)),
 };
 
 #[derive(Default)]

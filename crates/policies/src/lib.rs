@@ -7,18 +7,20 @@ pub mod dmda;
 pub mod fcfs;
 pub mod load;
 pub mod params;
+pub mod queue_index;
 pub mod random;
 pub mod recording;
 pub mod ws;
 
 use hetsched_core::policy::Policy;
 use hetsched_core::{Error, Result};
-use params::Params;
+use params::{ParamInfo, Params};
 
 /// A registered policy. Each policy's module declares its own (`REGISTERED`); adding a
 /// policy touches its file and [`REGISTRY`] only, and every test suite that iterates the
 /// registry (the simulator's property test, the arbiter's tests, the conformance of the
-/// two engines) covers it.
+/// two engines) covers it. Its builder reads every parameter it accepts through
+/// [`Params`], so that `hetsched policies` lists them ([`Registered::params`]).
 pub struct Registered {
     pub name: &'static str,
     /// One line on what it does.
@@ -26,13 +28,21 @@ pub struct Registered {
     /// Specs the test suites run: the default (`name` alone) first, then variants that
     /// reach other paths of the policy.
     pub test_specs: &'static [&'static str],
-    build: fn(&str, Params, u64) -> Result<Box<dyn Policy>>,
+    build: fn(spec: &str, p: &mut Params, seed: u64) -> Result<Box<dyn Policy>>,
 }
 
 impl Registered {
     /// The spec with every parameter at its default.
     pub fn default_spec(&self) -> &'static str {
         self.test_specs[0]
+    }
+
+    /// The parameters the policy accepts, with defaults and ranges, as its builder
+    /// reads them.
+    pub fn params(&self) -> Vec<ParamInfo> {
+        let (_, mut p) = Params::parse(self.name).expect("a bare name parses");
+        (self.build)(self.name, &mut p, 0).expect("every policy builds with its defaults");
+        p.known().to_vec()
     }
 }
 
@@ -56,17 +66,22 @@ pub fn test_specs() -> impl Iterator<Item = &'static str> {
     registry().flat_map(|r| r.test_specs.iter().copied())
 }
 
-/// Builds a policy from its spec; `seed` is the default for seeded policies.
-pub fn build(spec: &str, seed: u64) -> Result<Box<dyn Policy>> {
-    let (name, p) = Params::parse(spec)?;
-    let Some(r) = registry().find(|r| r.name == name) else {
+fn lookup(name: &str) -> Result<&'static Registered> {
+    registry().find(|r| r.name == name).ok_or_else(|| {
         let names: Vec<&str> = registry().map(|r| r.name).collect();
-        return Err(Error::input(format!(
+        Error::input(format!(
             "unknown policy {name:?} (known: {})",
             names.join(", ")
-        )));
-    };
-    (r.build)(spec.trim(), p, seed)
+        ))
+    })
+}
+
+/// Builds a policy from its spec; `seed` is the default for seeded policies.
+pub fn build(spec: &str, seed: u64) -> Result<Box<dyn Policy>> {
+    let (name, mut p) = Params::parse(spec)?;
+    let policy = (lookup(&name)?.build)(spec.trim(), &mut p, seed)?;
+    p.finish()?;
+    Ok(policy)
 }
 
 #[cfg(test)]
@@ -98,7 +113,12 @@ mod tests {
         assert!(err("cfs:latency=3")
             .contains("policy cfs: unknown parameter \"latency\" (known: latency_ms"));
         assert!(err("cfs:latency_ms=fast").contains("latency_ms: expected a number, got \"fast\""));
-        assert!(err("cfs:latency_ms=-1").contains("non-negative"));
+        assert!(err("cfs:latency_ms=-1").contains("expected a number in [0.1, 1000], got -1"));
+        assert!(err("cfs:min_granularity_ms=0")
+            .contains("min_granularity_ms: expected a number in [0.1, 1000]"));
+        assert!(err("cfs:balance_ms=0.001").contains("expected 0 (off) or a number in [0.1, 1e6]"));
+        assert!(err("affinity:cpu_check_ms=0").contains("cpu_check_ms"));
+        assert!(err("affinity:fcfs=2").contains("fcfs: expected 0 or 1, got 2"));
         assert!(err("fcfs:x=1").contains("unknown parameter \"x\" (known: none)"));
         assert!(err("dmda:learn").contains("not key=value"));
         assert_eq!(
@@ -108,6 +128,48 @@ mod tests {
             "affinity:gran_ms=0,fcfs=1,acc_limit=5"
         );
         assert!(err("affinity:limit=3").contains("unknown parameter \"limit\" (known: gran_ms"));
-        assert!(err("affinity:gran_ms=-4").contains("non-negative"));
+        assert!(
+            err("affinity:gran_ms=-4").contains("gran_ms: expected a number in [0, 1e9], got -4")
+        );
+        assert!(err("affinity:bonus=NaN").contains("bonus"));
+    }
+
+    /// What `hetsched policies` prints is what the builders accept: each listed
+    /// parameter builds at its default, and unlisted ones are refused.
+    #[test]
+    fn listed_parameters_are_the_accepted_ones() {
+        for r in REGISTRY {
+            for info in r.params() {
+                let default = if info.key == "seed" {
+                    "7"
+                } else {
+                    &info.default
+                };
+                let spec = format!("{}:{}={}", r.name, info.key, default);
+                assert!(build(&spec, 0).is_ok(), "{spec}");
+                assert!(!info.about.is_empty() && !info.accepts.is_empty());
+                // Outside the range (negative numbers never parse, or are below every range).
+                assert!(build(&format!("{}:{}=-1", r.name, info.key), 0).is_err());
+            }
+            let unknown = build(&format!("{}:no_such_key=1", r.name), 0)
+                .err()
+                .unwrap();
+            assert!(
+                unknown.to_string().contains("unknown parameter"),
+                "{unknown}"
+            );
+        }
+        let cfs: Vec<&str> = lookup("cfs")
+            .unwrap()
+            .params()
+            .iter()
+            .map(|p| p.key)
+            .collect();
+        assert_eq!(cfs, ["latency_ms", "min_granularity_ms", "balance_ms"]);
+        let latency = &lookup("cfs").unwrap().params()[0];
+        assert_eq!(
+            (latency.default.as_str(), latency.accepts.as_str()),
+            ("6", "[0.1, 1000]")
+        );
     }
 }

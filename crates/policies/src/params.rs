@@ -1,12 +1,28 @@
 //! Policy specs: `name` or `name:key=value,key=value`, with typed parameters.
+//!
+//! A policy reads each parameter once, with its default, accepted range and a line of
+//! description; [`Params`] records them as it goes, so `hetsched policies` lists exactly
+//! what the builders accept, with no second list to keep in step.
 
+use hetsched_core::error::num;
 use hetsched_core::{Error, Result};
+use std::ops::RangeInclusive;
 
 /// The parameters of one policy spec, consumed key by key.
 pub struct Params {
     policy: String,
     pairs: Vec<(String, String)>,
-    known: Vec<&'static str>,
+    known: Vec<ParamInfo>,
+}
+
+/// What a policy accepts for one parameter, as its builder read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamInfo {
+    pub key: &'static str,
+    pub about: &'static str,
+    pub default: String,
+    /// The accepted values, e.g. `[0.1, 1000]` or `0 or 1`.
+    pub accepts: String,
 }
 
 impl Params {
@@ -33,13 +49,39 @@ impl Params {
         ))
     }
 
-    fn take<T: std::str::FromStr>(
+    /// The parameters read so far, in the order the builder read them.
+    pub fn known(&self) -> &[ParamInfo] {
+        &self.known
+    }
+
+    fn take<T: std::str::FromStr + std::fmt::Display>(
         &mut self,
         key: &'static str,
+        about: &'static str,
         default: T,
+        accepts: String,
         what: &str,
     ) -> Result<T> {
-        self.known.push(key);
+        let shown = default.to_string();
+        self.take_shown(key, about, default, shown, accepts, what)
+    }
+
+    /// `take` with the default as `hetsched policies` should print it.
+    fn take_shown<T: std::str::FromStr>(
+        &mut self,
+        key: &'static str,
+        about: &'static str,
+        default: T,
+        shown: String,
+        accepts: String,
+        what: &str,
+    ) -> Result<T> {
+        self.known.push(ParamInfo {
+            key,
+            about,
+            default: shown,
+            accepts,
+        });
         match self.pairs.iter().position(|(k, _)| k == key) {
             None => Ok(default),
             Some(i) => {
@@ -54,24 +96,79 @@ impl Params {
         }
     }
 
-    /// A non-negative number.
-    pub fn f64(&mut self, key: &'static str, default: f64) -> Result<f64> {
-        let v: f64 = self.take(key, default, "a number")?;
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(Error::input(format!(
-                "policy {}: {key}: expected a non-negative number, got {v}",
-                self.policy
-            )));
+    /// A number in `range`; with `off`, 0 is accepted too (the parameter's "off").
+    /// Ranges keep parameters from making a policy spin (a 0 ns slice) or overflow.
+    pub fn f64_in(
+        &mut self,
+        key: &'static str,
+        about: &'static str,
+        default: f64,
+        range: RangeInclusive<f64>,
+        off: bool,
+    ) -> Result<f64> {
+        let zero = if off { "0 (off) or " } else { "" };
+        let accepts = format!("{zero}[{}, {}]", num(*range.start()), num(*range.end()));
+        let v: f64 = self.take(key, about, default, accepts, "a number")?;
+        if range.contains(&v) || (off && v == 0.0) {
+            return Ok(v);
         }
-        Ok(v)
+        Err(Error::input(format!(
+            "policy {}: {key}: expected {zero}a number in [{}, {}], got {}",
+            self.policy,
+            num(*range.start()),
+            num(*range.end()),
+            num(v)
+        )))
     }
 
-    pub fn u64(&mut self, key: &'static str, default: u64) -> Result<u64> {
-        self.take(key, default, "a non-negative integer")
+    /// A switch: 0 or 1.
+    pub fn flag(&mut self, key: &'static str, about: &'static str, default: bool) -> Result<bool> {
+        let accepts = "0 or 1".to_string();
+        match self.take(key, about, u8::from(default), accepts, "0 or 1")? {
+            0 => Ok(false),
+            1 => Ok(true),
+            v => Err(Error::input(format!(
+                "policy {}: {key}: expected 0 or 1, got {v}",
+                self.policy
+            ))),
+        }
+    }
+
+    /// An integer in `[0, max]`.
+    pub fn u64_upto(
+        &mut self,
+        key: &'static str,
+        about: &'static str,
+        default: u64,
+        max: u64,
+    ) -> Result<u64> {
+        let accepts = format!("[0, {max}]");
+        let v = self.take(key, about, default, accepts, "a non-negative integer")?;
+        if v <= max {
+            return Ok(v);
+        }
+        Err(Error::input(format!(
+            "policy {}: {key}: expected an integer in [0, {max}], got {v}",
+            self.policy
+        )))
+    }
+
+    /// A seed: any 64-bit integer, by default the run's (`--seed`, the scenario's).
+    pub fn seed(&mut self, about: &'static str, run_seed: u64) -> Result<u64> {
+        let accepts = format!("[0, {}]", u64::MAX);
+        let shown = "the run's seed".to_string();
+        self.take_shown(
+            "seed",
+            about,
+            run_seed,
+            shown,
+            accepts,
+            "a non-negative integer",
+        )
     }
 
     /// Fails on parameters no one asked for.
-    pub fn finish(self) -> Result<()> {
+    pub fn finish(&self) -> Result<()> {
         match self.pairs.first() {
             None => Ok(()),
             Some((k, _)) => Err(Error::input(format!(
@@ -80,7 +177,8 @@ impl Params {
                 if self.known.is_empty() {
                     "none".to_string()
                 } else {
-                    self.known.join(", ")
+                    let keys: Vec<&str> = self.known.iter().map(|p| p.key).collect();
+                    keys.join(", ")
                 }
             ))),
         }

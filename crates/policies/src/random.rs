@@ -25,9 +25,8 @@ pub struct Random {
 }
 
 impl Random {
-    pub fn from_params(spec: &str, mut p: Params, default_seed: u64) -> Result<Random> {
-        let seed = p.u64("seed", default_seed)?;
-        p.finish()?;
+    pub fn from_params(spec: &str, p: &mut Params, default_seed: u64) -> Result<Random> {
+        let seed = p.seed("seed of the choices", default_seed)?;
         Ok(Random {
             name: spec.to_string(),
             rng: ChaCha8Rng::seed_from_u64(seed),

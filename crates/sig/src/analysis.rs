@@ -134,7 +134,7 @@ impl Analyzer {
 
 impl TraceSink for Analyzer {
     fn instructions(&mut self, n: u64) {
-        self.instructions += n;
+        self.instructions = self.instructions.saturating_add(n);
     }
 
     #[inline]

@@ -9,6 +9,7 @@ use hetsched_core::{Error, Result};
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader};
 use object::{Endianness, FileKind};
+use std::io::Read;
 use std::path::Path;
 use std::process::Command;
 
@@ -34,12 +35,23 @@ pub fn encode_note(desc: &[u8]) -> Vec<u8> {
     v
 }
 
+/// The largest ELF file `read` loads (1 GiB).
+pub const MAX_ELF_BYTES: u64 = 1 << 30;
+
 /// Read the signature note of an ELF file: `Ok(None)` when it has none, an input error
 /// when the file is not ELF.
 pub fn read(path: &Path) -> Result<Option<Vec<u8>>> {
     let name = path.display().to_string();
-    let data =
-        std::fs::read(path).map_err(|e| Error::input(format!("{name}: cannot read: {e}")))?;
+    let cannot = |e: std::io::Error| Error::input(format!("{name}: cannot read: {e}"));
+    let mut data = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_ELF_BYTES + 1).read_to_end(&mut data))
+        .map_err(cannot)?;
+    if data.len() as u64 > MAX_ELF_BYTES {
+        return Err(Error::input(format!(
+            "{name}: larger than {MAX_ELF_BYTES} bytes: not a program this reads (e.g. /dev/zero)"
+        )));
+    }
     let bad = |e: object::Error| Error::input(format!("{name}: malformed ELF: {e}"));
     match FileKind::parse(&*data) {
         Ok(FileKind::Elf32) => find::<elf::FileHeader32<Endianness>>(&data).map_err(bad),

@@ -4,6 +4,11 @@
 //! pushes the same two events into a [`TraceSink`]: a number of retired instructions,
 //! and one memory access (kind, byte address, byte size).
 
+/// The largest access a trace may record, in bytes (a page). Valgrind's largest are a
+/// few hundred bytes (`xsave`); a size of 4 GB would make the analysis touch 67 million
+/// blocks for one record, so readers reject sizes above this.
+pub const MAX_ACCESS_BYTES: u32 = 4096;
+
 /// The kind of a data access, as lackey reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AccessKind {
@@ -59,7 +64,7 @@ impl TraceSink for Recorded {
     fn instructions(&mut self, n: u64) {
         // Merge runs so that equal traces compare equal whatever their batching.
         if let Some(Err(m)) = self.events.last_mut() {
-            *m += n;
+            *m = m.saturating_add(n);
         } else {
             self.events.push(Err(n));
         }

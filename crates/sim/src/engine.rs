@@ -11,6 +11,10 @@
 //! grows with live tasks, not with the length of the run (unless the recorder keeps
 //! events).
 //!
+//! Time stops at [`HORIZON_NS`]: an arrival or a run end past it (absurd work, speeds
+//! or bandwidths) is an input error, not an overflow. A run that reaches its event
+//! limit stops with an input error too (a runaway run, e.g. nanosecond slices).
+//!
 //! A task no unit of the machine can run is rejected by the engine before the policy
 //! sees it. A policy that breaks the contract (a [`ContractError`]) stops the run with
 //! `Error::Runtime`.
@@ -35,7 +39,13 @@ pub struct Config {
     pub checkpoint_cost_ns: u64,
     /// Stop at this time even if tasks are left.
     pub max_time_ns: Option<u64>,
+    /// Fail (an input error) when the run takes more engine events than this.
+    pub max_events: Option<u64>,
 }
+
+/// The end of simulated time: 10^9 s (about 31 years), far from `u64::MAX` ns so that
+/// sums of times within it cannot overflow.
+pub const HORIZON_NS: u64 = 1_000_000_000 * 1_000_000_000;
 
 /// What a run did, beyond its record.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -200,6 +210,17 @@ where
         if config.max_time_ns.is_some_and(|m| t > m) {
             break;
         }
+        if t > HORIZON_NS {
+            return Err(past_horizon(&core, t, next, pending));
+        }
+        if config.max_events == Some(sim.summary.events) {
+            return Err(Error::input(format!(
+                "the run reached its event limit ({} events, at {:.3} s simulated, {} tasks live): stop it earlier with end.max_time_s, or raise end.max_events or --max-events",
+                sim.summary.events,
+                core.now() as f64 * 1e-9,
+                core.tasks().len()
+            )));
+        }
         if t < core.now() {
             return Err(Error::runtime(format!(
                 "engine: event at {t} ns before now {} ns",
@@ -232,8 +253,12 @@ where
         }
     }
     sim.summary.end_ns = core.now();
-    sim.summary.unfinished =
-        core.tasks().len() as u64 + pending.is_some() as u64 + arrivals.count() as u64;
+    // Tasks never pulled (a generator past `max_time_ns`) are counted, not generated.
+    let left = match arrivals.size_hint() {
+        (lo, Some(hi)) if lo == hi => lo,
+        _ => arrivals.count(),
+    };
+    sim.summary.unfinished = core.tasks().len() as u64 + pending.is_some() as u64 + left as u64;
     let s = &sim.summary;
     if core.tasks().is_empty() && s.work_done_ns != s.work_completed_ns {
         return Err(Error::runtime(format!(
@@ -242,6 +267,21 @@ where
         )));
     }
     Ok(sim.summary)
+}
+
+/// The error for an event at `t_ns`, past [`HORIZON_NS`].
+#[cold]
+fn past_horizon(core: &EngineCore, t_ns: u64, next: Next, pending: Option<Staged>) -> Error {
+    let what = match (next, pending) {
+        (Next::Arrival, Some(p)) => format!("task {} arrives", core.tasks().staged(p).task.id),
+        (Next::RunEnd, _) => "a task would end".to_string(),
+        _ => "a tick would come".to_string(),
+    };
+    Error::input(format!(
+        "{what} at {:.3e} s, past the simulator's horizon of {:.0e} s: its arrival, work, speed, bandwidth or copy sizes are out of range",
+        t_ns as f64 * 1e-9,
+        HORIZON_NS as f64 * 1e-9
+    ))
 }
 
 impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
@@ -275,7 +315,14 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
             Self::bandwidth_node(self.machine, &self.node_bandwidth, u, &e.task, &model.work);
         seg.remaining_ns = model.remaining_ns;
         let node = self.draw(core, u, task, 1.0);
-        self.segment(core, policy, u, task, core.now() + copy_in, None);
+        self.segment(
+            core,
+            policy,
+            u,
+            task,
+            core.now().saturating_add(copy_in),
+            None,
+        );
         if let Some(n) = node {
             self.replan_node(core, n, Some(u));
         }
@@ -432,7 +479,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             let factor = self.speed.ns_per_work_s_shared(&e.task, model, v, sigma) * 1e-9;
             let need = SpeedModel::compute_ns(remaining, factor);
             let (compute, finishes) = match seg.slice_end_ns {
-                end if end != NO_SLICE_END && end < now + need => (end.saturating_sub(now), false),
+                end if end != NO_SLICE_END && end < now.saturating_add(need) => {
+                    (end.saturating_sub(now), false)
+                }
                 _ => (need, true),
             };
             let seg = &mut self.segs[v as usize];
@@ -442,7 +491,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             seg.factor = factor;
             seg.finishes = finishes;
             // CPUs have no copy-out or checkpoint cost (see `segment`).
-            seg.run_end = self.run_ends.push(now + compute, v);
+            seg.run_end = self.run_ends.push(now.saturating_add(compute), v);
         }
     }
 
@@ -491,8 +540,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         seg.compute_ns = compute;
         seg.factor = factor;
         seg.finishes = finishes;
-        seg.slice_end_ns = slice.map_or(NO_SLICE_END, |s| from_ns + s);
-        seg.run_end = self.run_ends.push(from_ns + compute + tail, u);
+        seg.slice_end_ns = slice.map_or(NO_SLICE_END, |s| from_ns.saturating_add(s));
+        let end = from_ns.saturating_add(compute).saturating_add(tail);
+        seg.run_end = self.run_ends.push(end, u);
     }
 
     /// Credits `compute_ns` of unit time on the current segment of `u` to its task (all

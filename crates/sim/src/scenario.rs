@@ -8,6 +8,7 @@
 //! policies = ["fcfs", "cfs", "dmda"]
 //! checkpoint_cost_ms = 0.1      # per accelerator checkpoint
 //! end = { max_time_s = 60 }     # optional; default: until every task ended
+//!                               # (also max_events: the run's event limit)
 //!
 //! [[task]]                      # explicit tasks
 //! type = "gemm"                 # task type (performance models learn per type)
@@ -36,8 +37,15 @@
 //! ```
 //! Exponential sizes and inter-arrival times are drawn by inverse-transform sampling
 //! from a seeded ChaCha8 stream (one per generator), so same file + seed = same tasks.
+//!
+//! Every number is checked against a range ([`limits`], the table in
+//! `docs/simulator.md`) before a run starts, so that no file makes the simulator
+//! overflow its nanosecond clock, spin on nanosecond slices or allocate without bound:
+//! tasks are streamed (a `count` is not expanded into a list), and a run stops with an
+//! error at its event limit.
 
 use crate::task::SimTask as Task;
+use hetsched_core::error::{in_range, num};
 use hetsched_core::machine::{Machine, UnitGranularity, UnitType};
 use hetsched_core::task::PerUnitType;
 use hetsched_core::{Error, Result};
@@ -69,7 +77,10 @@ struct File {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct End {
-    max_time_s: f64,
+    #[serde(default)]
+    max_time_s: Option<f64>,
+    #[serde(default)]
+    max_events: Option<u64>,
 }
 
 /// Per-unit-type numbers in a file: `{ cpu = 1, gpu = 4 }`.
@@ -126,12 +137,12 @@ struct TaskSpec {
     #[serde(default)]
     arrival: f64,
     #[serde(default = "one")]
-    count: u32,
+    count: u64,
     #[serde(flatten)]
     kind: Kind,
 }
 
-fn one() -> u32 {
+fn one() -> u64 {
     1
 }
 
@@ -176,8 +187,38 @@ pub struct Scenario {
     pub seed: u64,
     pub policies: Vec<String>,
     pub config: crate::Config,
-    explicit: Vec<Task>,
+    /// Explicit tasks in arrival order, each with its number of copies.
+    explicit: Vec<(Task, u64)>,
     generators: Vec<Generator>,
+}
+
+/// The accepted ranges of scenario fields. Times stay below the simulator's horizon
+/// ([`crate::engine::HORIZON_NS`]) and sizes keep its arithmetic finite.
+pub mod limits {
+    /// Arrivals, generator starts and `end.max_time_s`, in seconds (about 31 years).
+    pub const MAX_TIME_S: f64 = 1e9;
+    /// A task's work, in reference seconds (about 11 days on a capacity-1024 CPU).
+    pub const MAX_WORK_S: f64 = 1e6;
+    /// Affinities, speed-ups and mix shares.
+    pub const MAX_FACTOR: f64 = 1e6;
+    /// `mem_bandwidth_gbs` (1 PB/s).
+    pub const MAX_BANDWIDTH_GBS: f64 = 1e6;
+    /// `bytes_in` and `bytes_out` (1 PB).
+    pub const MAX_BYTES: u64 = 1_000_000_000_000_000;
+    /// Accelerator checkpoint intervals (0 = none) in ms: 1 µs to 1000 s.
+    pub const CHECKPOINT_MS: (f64, f64) = (1e-3, 1e6);
+    /// `checkpoint_cost_ms`.
+    pub const MAX_CHECKPOINT_COST_MS: f64 = 1e6;
+    /// Generator rates, tasks per second.
+    pub const RATE: (f64, f64) = (1e-6, 1e9);
+    /// Copies of a task or tasks of a generator.
+    pub const MAX_COUNT: u64 = 1_000_000_000_000;
+    /// Engine events (arrivals, run ends, ticks) a run may take unless `end.max_events`
+    /// or `--max-events` says otherwise. A burst of arrivals keeps each task live (about
+    /// 500 bytes with its record): 10^6 events bound a run to about 0.5 GB.
+    pub const DEFAULT_MAX_EVENTS: u64 = 1_000_000;
+    /// The largest event limit one may ask for.
+    pub const MAX_EVENTS: u64 = 1_000_000_000_000;
 }
 
 #[derive(Clone, Debug)]
@@ -228,59 +269,79 @@ impl Scenario {
             hetsched_policies::build(p, file.seed)
                 .map_err(|e| bad(format!("policies[{i}]"), e.to_string()))?;
         }
-        let nonneg = |key: String, v: f64| {
-            if v.is_finite() && v >= 0.0 {
-                Ok(v)
+        let field = |key: &str| format!("{origin}: {key}");
+        let range = |key: &str, v: f64, lo: f64, hi: f64| in_range(field(key), v, lo, hi);
+        let count = |key: &str, n: u64| {
+            if n <= limits::MAX_COUNT {
+                Ok(n)
             } else {
-                Err(bad(key, format!("expected a non-negative number, got {v}")))
+                Err(Error::input(format!(
+                    "{}: expected an integer in [0, {}], got {n}",
+                    field(key),
+                    limits::MAX_COUNT
+                )))
             }
         };
-        nonneg("checkpoint_cost_ms".into(), file.checkpoint_cost_ms)?;
-        let max_time_ns = match &file.end {
-            Some(e) => Some(secs(nonneg("end.max_time_s".into(), e.max_time_s)?)),
+        range(
+            "checkpoint_cost_ms",
+            file.checkpoint_cost_ms,
+            0.0,
+            limits::MAX_CHECKPOINT_COST_MS,
+        )?;
+        let end = file.end.clone().unwrap_or(End {
+            max_time_s: None,
+            max_events: None,
+        });
+        let max_time_ns = match end.max_time_s {
+            Some(t) => Some(secs(range("end.max_time_s", t, 0.0, limits::MAX_TIME_S)?)),
             None => None,
         };
+        let max_events = end.max_events.unwrap_or(limits::DEFAULT_MAX_EVENTS);
+        if !(1..=limits::MAX_EVENTS).contains(&max_events) {
+            return Err(Error::input(format!(
+                "{}: expected an integer in [1, {}], got {max_events}",
+                field("end.max_events"),
+                limits::MAX_EVENTS
+            )));
+        }
 
         let mut explicit = Vec::new();
         for (i, t) in file.tasks.iter().enumerate() {
             let key = format!("task[{i}]");
-            nonneg(format!("{key}.work"), t.work)?;
-            nonneg(format!("{key}.arrival"), t.arrival)?;
-            let tpl = template(&t.kind, &key, &bad)?;
-            for _ in 0..t.count {
-                let mut task = tpl.0.clone();
-                task.model.work_s = t.work;
-                task.arrival_ns = secs(t.arrival);
-                explicit.push(task);
-            }
+            range(&format!("{key}.work"), t.work, 0.0, limits::MAX_WORK_S)?;
+            range(
+                &format!("{key}.arrival"),
+                t.arrival,
+                0.0,
+                limits::MAX_TIME_S,
+            )?;
+            let n = count(&format!("{key}.count"), t.count)?;
+            let mut task = template(&t.kind, origin, &key, &machine)?.0;
+            task.model.work_s = t.work;
+            task.arrival_ns = secs(t.arrival);
+            explicit.push((task, n));
         }
-        explicit.sort_by_key(|t| t.arrival_ns); // stable: file order among equals
+        explicit.sort_by_key(|t| t.0.arrival_ns); // stable: file order among equals
 
         let mut generators = Vec::new();
         for (i, g) in file.generators.iter().enumerate() {
             let key = format!("generator[{i}]");
-            if !(g.rate.is_finite() && g.rate > 0.0) {
-                return Err(bad(
-                    format!("{key}.rate"),
-                    format!("expected a positive number, got {}", g.rate),
-                ));
-            }
-            nonneg(format!("{key}.start"), g.start)?;
+            count(&format!("{key}.count"), g.count)?;
+            let (lo, hi) = limits::RATE;
+            range(&format!("{key}.rate"), g.rate, lo, hi)?;
+            range(&format!("{key}.start"), g.start, 0.0, limits::MAX_TIME_S)?;
+            let work =
+                |k: &str, v: f64| range(&format!("{key}.size.{k}"), v, 0.0, limits::MAX_WORK_S);
             match g.size {
                 Size::Fixed { value } => {
-                    nonneg(format!("{key}.size.value"), value)?;
+                    work("value", value)?;
                 }
                 Size::Uniform { min, max } => {
-                    nonneg(format!("{key}.size.min"), min)?;
-                    if !(max >= min && max.is_finite()) {
-                        return Err(bad(
-                            format!("{key}.size.max"),
-                            format!("expected a number >= min ({min}), got {max}"),
-                        ));
-                    }
+                    work("min", min)?;
+                    range(&format!("{key}.size.max"), max, min, limits::MAX_WORK_S)?;
                 }
                 Size::Exponential { mean } => {
-                    nonneg(format!("{key}.size.mean"), mean)?;
+                    work("mean", mean)?;
                 }
             }
             if g.mix.is_empty() {
@@ -292,8 +353,8 @@ impl Scenario {
             let mut mix = Vec::new();
             for (j, m) in g.mix.iter().enumerate() {
                 let mkey = format!("{key}.mix[{j}]");
-                let share = nonneg(format!("{mkey}.share"), m.share)?;
-                mix.push((share, template(&m.kind, &mkey, &bad)?));
+                let share = range(&format!("{mkey}.share"), m.share, 0.0, limits::MAX_FACTOR)?;
+                mix.push((share, template(&m.kind, origin, &mkey, &machine)?));
             }
             if mix.iter().map(|m| m.0).sum::<f64>() <= 0.0 {
                 return Err(bad(format!("{key}.mix"), "shares must not all be 0".into()));
@@ -306,7 +367,7 @@ impl Scenario {
                 mix,
             });
         }
-        if explicit.is_empty() && generators.iter().all(|g| g.count == 0) {
+        if explicit.iter().all(|t| t.1 == 0) && generators.iter().all(|g| g.count == 0) {
             return Err(Error::input(format!(
                 "{origin}: no tasks: expected [[task]] or [[generator]] entries"
             )));
@@ -320,16 +381,21 @@ impl Scenario {
             config: crate::Config {
                 checkpoint_cost_ns: (file.checkpoint_cost_ms * 1e6).round() as u64,
                 max_time_ns,
+                max_events: Some(max_events),
             },
             explicit,
             generators,
         })
     }
 
-    /// The scenario's tasks in arrival order with ids 0, 1, ... (lazily generated).
-    pub fn tasks(&self) -> impl Iterator<Item = Task> + '_ {
-        let mut streams: Vec<Box<dyn Iterator<Item = Task> + '_>> =
-            vec![Box::new(self.explicit.iter().cloned())];
+    /// The scenario's tasks in arrival order with ids 0, 1, ... (generated as the run
+    /// asks for them; the iterator knows how many are left).
+    pub fn tasks(&self) -> Tasks<'_> {
+        let explicit = self
+            .explicit
+            .iter()
+            .flat_map(|(t, n)| std::iter::repeat_n(t, *n as usize).cloned());
+        let mut streams: Vec<Box<dyn Iterator<Item = Task> + '_>> = vec![Box::new(explicit)];
         for (i, g) in self.generators.iter().enumerate() {
             let seed = self.seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(i as u64 + 1));
             streams.push(Box::new(GeneratorStream {
@@ -339,23 +405,65 @@ impl Scenario {
                 t: g.start,
             }));
         }
-        let mut heads: Vec<Option<Task>> = streams.iter_mut().map(|s| s.next()).collect();
-        let mut next_id = 0u64;
-        std::iter::from_fn(move || {
-            // The earliest head; ties: the first stream (explicit tasks, then generators).
-            let i = (0..heads.len())
-                .filter(|&i| heads[i].is_some())
-                .min_by_key(|&i| heads[i].as_ref().unwrap().arrival_ns)?;
-            let mut task = std::mem::replace(&mut heads[i], streams[i].next()).unwrap();
-            task.id = next_id;
-            next_id += 1;
-            Some(task)
-        })
+        let heads = streams.iter_mut().map(|s| s.next()).collect();
+        Tasks {
+            streams,
+            heads,
+            next_id: 0,
+            left: self.task_count(),
+        }
     }
 
     /// Total number of tasks.
     pub fn task_count(&self) -> u64 {
-        self.explicit.len() as u64 + self.generators.iter().map(|g| g.count).sum::<u64>()
+        let explicit = self.explicit.iter().map(|t| t.1);
+        let generated = self.generators.iter().map(|g| g.count);
+        explicit.chain(generated).fold(0, u64::saturating_add)
+    }
+
+    /// Checks that the run can end within its event limit: without `end.max_time_s`,
+    /// every task costs at least one event (its arrival).
+    pub fn check_event_limit(&self) -> Result<()> {
+        let (n, limit) = (self.task_count(), self.config.max_events);
+        match limit {
+            Some(limit) if self.config.max_time_ns.is_none() && n > limit => {
+                Err(Error::input(format!(
+                    "{}: {n} tasks (the counts of task and generator) exceed the event limit of {limit} events: set end.max_time_s, or raise end.max_events or --max-events (at most {})",
+                    self.origin,
+                    limits::MAX_EVENTS
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The tasks of a scenario in arrival order (see [`Scenario::tasks`]).
+pub struct Tasks<'a> {
+    streams: Vec<Box<dyn Iterator<Item = Task> + 'a>>,
+    heads: Vec<Option<Task>>,
+    next_id: u64,
+    left: u64,
+}
+
+impl Iterator for Tasks<'_> {
+    type Item = Task;
+    fn next(&mut self) -> Option<Task> {
+        // The earliest head; ties: the first stream (explicit tasks, then generators).
+        let heads = &self.heads;
+        let i = (0..heads.len())
+            .filter(|&i| heads[i].is_some())
+            .min_by_key(|&i| heads[i].as_ref().map(|t| t.arrival_ns))?;
+        let mut task = std::mem::replace(&mut self.heads[i], self.streams[i].next())?;
+        task.id = self.next_id;
+        self.next_id += 1;
+        self.left -= 1;
+        Some(task)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = usize::try_from(self.left).unwrap_or(usize::MAX);
+        (n, Some(n))
     }
 }
 
@@ -413,77 +521,95 @@ fn resolve(spec: &str, base: &Path) -> String {
     }
 }
 
-fn template(k: &Kind, key: &str, bad: &dyn Fn(String, String) -> Error) -> Result<Template> {
+/// Validates a task's (or a mix entry's) fields; `key` names it in `origin`.
+fn template(k: &Kind, origin: &str, key: &str, machine: &Machine) -> Result<Template> {
+    let field = |f: &str| format!("{origin}: {key}.{f}");
+    let bad = |f: &str, what: String| Error::input(format!("{}: {what}", field(f)));
+    let range = |f: &str, v: f64, lo: f64, hi: f64| in_range(field(f), v, lo, hi);
     let mut task = Task::cpu(0, 0.0, 0);
     task.kind = k.name.as_deref().unwrap_or("task").into();
     if let Some(a) = k.affinity {
         task.affinity = PerUnitType::default();
         for (kind, v) in a.values() {
-            let v = v.unwrap_or(0.0);
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(bad(
-                    format!("{key}.affinity.{kind}"),
-                    format!("expected a non-negative number, got {v}"),
-                ));
-            }
+            let v = range(
+                &format!("affinity.{kind}"),
+                v.unwrap_or(0.0),
+                0.0,
+                limits::MAX_FACTOR,
+            )?;
             task.affinity.set(kind, v);
         }
         if UnitType::ALL.iter().all(|&t| !task.affinity.runs_on(t)) {
             return Err(bad(
-                format!("{key}.affinity"),
+                "affinity",
                 "all affinities are 0: the task has no implementation for any unit type".into(),
             ));
         }
     }
     if let Some(s) = k.speed {
         for (kind, v) in s.values() {
-            let v = v.unwrap_or(0.0);
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(bad(
-                    format!("{key}.speed.{kind}"),
-                    format!("expected a non-negative number, got {v}"),
-                ));
-            }
+            let v = range(
+                &format!("speed.{kind}"),
+                v.unwrap_or(0.0),
+                0.0,
+                limits::MAX_FACTOR,
+            )?;
             task.model.speed.set(kind, v);
         }
     }
     if let Some(c) = k.checkpoint_ms {
+        let (lo, hi) = limits::CHECKPOINT_MS;
         for (kind, v) in c.values() {
             let v = v.unwrap_or(0.0);
-            if !(v.is_finite() && v >= 0.0) {
+            if v != 0.0 && !(lo..=hi).contains(&v) {
                 return Err(bad(
-                    format!("{key}.checkpoint_ms.{kind}"),
-                    format!("expected a non-negative number, got {v}"),
+                    &format!("checkpoint_ms.{kind}"),
+                    format!(
+                        "expected 0 (none) or a number in [{}, {}], got {}",
+                        num(lo),
+                        num(hi),
+                        num(v)
+                    ),
                 ));
             }
             task.checkpoint_ns.set(kind, (v * 1e6).round() as u64);
         }
     }
-    if !(0.0..=1.0).contains(&k.memory_bound) {
-        return Err(bad(
-            format!("{key}.memory_bound"),
-            format!("expected a fraction in [0, 1], got {}", k.memory_bound),
-        ));
+    task.model.memory_bound = range("memory_bound", k.memory_bound, 0.0, 1.0)?;
+    task.model.mem_bandwidth = range(
+        "mem_bandwidth_gbs",
+        k.mem_bandwidth_gbs,
+        0.0,
+        limits::MAX_BANDWIDTH_GBS,
+    )? * 1e9;
+    for (name, bytes) in [("bytes_in", k.bytes_in), ("bytes_out", k.bytes_out)] {
+        if bytes > limits::MAX_BYTES {
+            return Err(bad(
+                name,
+                format!(
+                    "expected an integer in [0, {}], got {bytes}",
+                    limits::MAX_BYTES
+                ),
+            ));
+        }
     }
-    task.model.memory_bound = k.memory_bound;
-    if !(k.mem_bandwidth_gbs.is_finite() && k.mem_bandwidth_gbs >= 0.0) {
-        return Err(bad(
-            format!("{key}.mem_bandwidth_gbs"),
-            format!(
-                "expected a non-negative number, got {}",
-                k.mem_bandwidth_gbs
-            ),
-        ));
-    }
-    task.model.mem_bandwidth = k.mem_bandwidth_gbs * 1e9;
     task.bytes_in = k.bytes_in;
     task.bytes_out = k.bytes_out;
+    if let Some(node) = k.numa_home {
+        if !machine.numa_nodes.iter().any(|n| n.os_index == node) {
+            let nodes: Vec<u32> = machine.numa_nodes.iter().map(|n| n.os_index).collect();
+            return Err(bad(
+                "numa_home",
+                format!("NUMA node {node} does not exist (the machine has {nodes:?})"),
+            ));
+        }
+    }
     task.numa_home = k.numa_home;
     task.weight = k.weight.unwrap_or(1024);
     if task.weight == 0 {
         return Err(bad(
-            format!("{key}.weight"),
-            "expected a positive integer, got 0".into(),
+            "weight",
+            "expected an integer in [1, 4294967295], got 0".into(),
         ));
     }
     Ok(Template(task))

@@ -232,6 +232,7 @@ fn accelerators_stop_only_at_checkpoints_which_cost_time() {
     let config = Config {
         checkpoint_cost_ns: MS,
         max_time_ns: None,
+        max_events: None,
     };
     run(&m, p.as_mut(), vec![task(0), task(1)], &config, &mut rec).unwrap();
     rec.check().unwrap();
@@ -333,6 +334,7 @@ fn checkpoint_and_tick_migrations_move_running_tasks_and_conserve_work() {
         task,
         busy_ns,
         memory_bound: task.map(|_| 0.0),
+        ..Sample::default()
     };
     let expected: Vec<(u64, Vec<Sample>)> = [250, 500, 750, 1000]
         .into_iter()

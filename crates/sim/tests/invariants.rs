@@ -102,6 +102,7 @@ fn simulate(c: &Case) -> (Record, hetsched_sim::RunSummary) {
     let config = Config {
         checkpoint_cost_ns: c.checkpoint_cost_us as u64 * 1000,
         max_time_ns: None,
+        max_events: None,
     };
     let summary = run(&machine, policy.as_mut(), tasks, &config, &mut rec).unwrap();
     (rec, summary)

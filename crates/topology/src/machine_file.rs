@@ -5,14 +5,51 @@
 //!
 //! A file describes packages of cores by count, not one object per core: the
 //! builder expands them into cores and PUs with OS indexes numbered package by package.
+//! Counts are checked against [`limits`] before anything is expanded (a count of 10^9
+//! would otherwise exhaust memory), and every number against its range.
 
 use bytesize::ByteSize;
+use hetsched_core::error::in_range;
 use hetsched_core::machine::{
     Accelerator, Cache, CacheKind, Core, CpuKind, Distances, IoDevice, IoKind, Link, Machine, Mesh,
     NumaNode, Package, Pu, UnitType,
 };
 use hetsched_core::{Error, Result};
 use serde::Deserialize;
+
+/// The accepted ranges of machine file fields (`machines/README.md` lists them).
+pub mod limits {
+    /// PUs (cores × smt, over all packages): twice Linux's largest `NR_CPUS`.
+    pub const MAX_PUS: u64 = 16_384;
+    /// Packages, NUMA nodes, accelerators (counts included), I/O devices, links.
+    pub const MAX_PACKAGES: usize = 1024;
+    pub const MAX_NUMA_NODES: usize = 1024;
+    pub const MAX_ACCELERATORS: u64 = 1024;
+    pub const MAX_IO_DEVICES: u64 = 1024;
+    pub const MAX_LINKS: usize = 4096;
+    /// `[[cache]]` entries, each expanded into one cache per sharing group.
+    pub const MAX_CACHES: usize = 16;
+    /// Capacity on Linux's scale.
+    pub const CAPACITY: (u32, u32) = (1, 1024);
+    /// Frequencies in MHz, and operating points per kind.
+    pub const MHZ: (u32, u32) = (1, 100_000);
+    pub const MAX_FREQUENCIES: usize = 256;
+    /// Cache levels, associativity (0 = fully associative), line size (a power of two).
+    pub const CACHE_LEVEL: (u8, u8) = (1, 4);
+    pub const MAX_WAYS: u32 = 1 << 16;
+    pub const LINE: (u32, u32) = (8, 4096);
+    /// Bandwidths in bytes/s: 1 kB/s to 1 PB/s.
+    pub const BANDWIDTH: (f64, f64) = (1e3, 1e15);
+    /// `link_latency_us` (up to a second).
+    pub const MAX_LATENCY_US: f64 = 1e6;
+    /// `relative_speed` (the unit's capacity is 1024 × it).
+    pub const RELATIVE_SPEED: (f64, f64) = (1e-3, 1e6);
+    /// NUMA distances (ACPI SLIT: 10 = local).
+    pub const DISTANCE: (u64, u64) = (1, 255);
+    /// Mesh hop latency in cycles and flit width in bits.
+    pub const MAX_CYCLES_PER_HOP: u32 = 1_000_000;
+    pub const FLIT_BITS: (u32, u32) = (1, 1 << 20);
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -209,13 +246,169 @@ fn bandwidth(origin: &str, field: &str, b: &Bandwidth) -> Result<f64> {
             })?
         }
     };
-    if value.is_finite() && value > 0.0 {
-        Ok(value)
+    let (lo, hi) = limits::BANDWIDTH;
+    in_range(
+        format!("{origin}: field `{field}` (bytes/s)"),
+        value,
+        lo,
+        hi,
+    )
+}
+
+/// An integer field in `[lo, hi]`.
+fn int_in<T: PartialOrd + std::fmt::Display>(
+    origin: &str,
+    field: &str,
+    v: T,
+    lo: T,
+    hi: T,
+) -> Result<T> {
+    if v >= lo && v <= hi {
+        Ok(v)
     } else {
         Err(Error::input(format!(
-            "{origin}: field `{field}`: bandwidth must be positive"
+            "{origin}: field `{field}`: expected an integer in [{lo}, {hi}], got {v}"
         )))
     }
+}
+
+/// Checks counts and ranges before anything is expanded.
+fn check(file: &File, origin: &str) -> Result<()> {
+    let int = |field: &str, v: u64, lo: u64, hi: u64| int_in(origin, field, v, lo, hi);
+    let many = |field: &str, n: usize, max: usize| {
+        int_in(origin, field, n as u64, 0, max as u64).map(|_| ())
+    };
+    many(
+        "package (entries)",
+        file.packages.len(),
+        limits::MAX_PACKAGES,
+    )?;
+    many(
+        "numa_node (entries)",
+        file.numa_nodes.len(),
+        limits::MAX_NUMA_NODES,
+    )?;
+    many("cache (entries)", file.caches.len(), limits::MAX_CACHES)?;
+    many("link (entries)", file.links.len(), limits::MAX_LINKS)?;
+    let mut pus = 0u64;
+    for (p, spec) in file.packages.iter().enumerate() {
+        let cores = int(
+            &format!("package[{p}].cores"),
+            spec.cores.into(),
+            1,
+            limits::MAX_PUS,
+        )?;
+        let smt = int(
+            &format!("package[{p}].smt"),
+            spec.smt.into(),
+            1,
+            limits::MAX_PUS,
+        )?;
+        pus += cores * smt; // both ≤ 2^14: no overflow
+        if pus > limits::MAX_PUS {
+            return Err(Error::input(format!(
+                "{origin}: field `package[{p}]`: {pus} PUs so far (cores × smt over the packages), expected at most {}",
+                limits::MAX_PUS
+            )));
+        }
+    }
+    for (i, k) in file.cpu_kinds.iter().enumerate() {
+        let field = format!("cpu_kind[{i}]");
+        let (lo, hi) = limits::CAPACITY;
+        if let Some(c) = k.capacity {
+            int_in(origin, &format!("{field}.capacity"), c, lo, hi)?;
+        }
+        let (lo, hi) = limits::MHZ;
+        for (name, v) in [("max_mhz", k.max_mhz), ("base_mhz", k.base_mhz)] {
+            if let Some(v) = v {
+                int_in(origin, &format!("{field}.{name}"), v, lo, hi)?;
+            }
+        }
+        many(
+            &format!("{field}.frequencies_mhz (entries)"),
+            k.frequencies_mhz.len(),
+            limits::MAX_FREQUENCIES,
+        )?;
+        for (j, &f) in k.frequencies_mhz.iter().enumerate() {
+            int_in(origin, &format!("{field}.frequencies_mhz[{j}]"), f, lo, hi)?;
+        }
+    }
+    for (i, c) in file.caches.iter().enumerate() {
+        let field = format!("cache[{i}]");
+        let (lo, hi) = limits::CACHE_LEVEL;
+        int_in(origin, &format!("{field}.level"), c.level, lo, hi)?;
+        if let Some(w) = c.ways {
+            int_in(origin, &format!("{field}.ways"), w, 0, limits::MAX_WAYS)?;
+        }
+        let (lo, hi) = limits::LINE;
+        if !c.line.is_power_of_two() || c.line < lo || c.line > hi {
+            return Err(Error::input(format!(
+                "{origin}: field `{field}.line`: expected a power of two in [{lo}, {hi}], got {}",
+                c.line
+            )));
+        }
+    }
+    if let Some(d) = &file.distances {
+        let (lo, hi) = limits::DISTANCE;
+        for (i, row) in d.iter().enumerate() {
+            for (j, &v) in row.iter().enumerate() {
+                int(&format!("distances[{i}][{j}]"), v, lo, hi)?;
+            }
+        }
+    }
+    let mut accelerators = 0u64;
+    for (i, a) in file.accelerators.iter().enumerate() {
+        let field = format!("accelerator[{i}]");
+        accelerators += u64::from(a.count);
+        int(&format!("{field}.count"), accelerators, 0, limits::MAX_ACCELERATORS).map_err(
+            |_| {
+                Error::input(format!(
+                    "{origin}: field `{field}.count`: {accelerators} accelerators so far, expected at most {}",
+                    limits::MAX_ACCELERATORS
+                ))
+            },
+        )?;
+        if let Some(us) = a.link_latency_us {
+            in_range(
+                format!("{origin}: field `{field}.link_latency_us`"),
+                us,
+                0.0,
+                limits::MAX_LATENCY_US,
+            )?;
+        }
+        if let Some(s) = a.relative_speed {
+            let (lo, hi) = limits::RELATIVE_SPEED;
+            in_range(
+                format!("{origin}: field `{field}.relative_speed`"),
+                s,
+                lo,
+                hi,
+            )?;
+        }
+    }
+    let mut devices = 0u64;
+    for (i, d) in file.io_devices.iter().enumerate() {
+        devices += u64::from(d.count);
+        if devices > limits::MAX_IO_DEVICES {
+            return Err(Error::input(format!(
+                "{origin}: field `io_device[{i}].count`: {devices} I/O devices so far, expected at most {}",
+                limits::MAX_IO_DEVICES
+            )));
+        }
+    }
+    if let Some(m) = &file.mesh {
+        int("mesh.width", m.width.into(), 1, limits::MAX_PUS)?;
+        int("mesh.height", m.height.into(), 1, limits::MAX_PUS)?;
+        int(
+            "mesh.cycles_per_hop",
+            m.cycles_per_hop.into(),
+            0,
+            limits::MAX_CYCLES_PER_HOP.into(),
+        )?;
+        let (lo, hi) = limits::FLIT_BITS;
+        int("mesh.flit_bits", m.flit_bits.into(), lo.into(), hi.into())?;
+    }
+    Ok(())
 }
 
 /// Parses and expands a TOML machine file. `origin` names it in errors.
@@ -242,6 +435,7 @@ fn one_line(msg: &str) -> String {
 }
 
 fn build(file: File, origin: &str) -> Result<Machine> {
+    check(&file, origin)?;
     let mut m = Machine {
         name: file.name.clone(),
         source: format!("toml:{origin}"),
@@ -394,11 +588,16 @@ fn build(file: File, origin: &str) -> Result<Machine> {
     for (i, c) in file.caches.iter().enumerate() {
         let field = format!("cache[{i}]");
         let size_bytes = size(origin, &format!("{field}.size"), &c.size)?;
+        if size_bytes == 0 {
+            return Err(Error::input(format!(
+                "{origin}: field `{field}.size`: expected at least 1 byte, got 0"
+            )));
+        }
         let groups: Vec<Vec<u32>> = match &c.shared_by {
             SharedBy::Scope(s) if s == "core" => m.cores.iter().map(|c| c.cpus.clone()).collect(),
             SharedBy::Scope(s) if s == "package" => m.packages.iter().map(|p| p.cpus.clone()).collect(),
             SharedBy::Scope(s) if s == "machine" => vec![m.pus.iter().map(|p| p.os_index).collect()],
-            SharedBy::Cores(n) if *n > 0 => {
+            SharedBy::Cores(n) if *n > 0 && *n as usize <= m.cores.len() => {
                 // Groups of n consecutive cores, never spanning two packages.
                 let mut groups = Vec::new();
                 for pkg in &m.packages {
@@ -411,7 +610,7 @@ fn build(file: File, origin: &str) -> Result<Machine> {
             }
             _ => {
                 return Err(Error::input(format!(
-                    "{origin}: field `{field}.shared_by`: expected \"core\", \"package\", \"machine\" or a positive number of cores"
+                    "{origin}: field `{field}.shared_by`: expected \"core\", \"package\", \"machine\" or a number of cores in [1, {}]", m.cores.len()
                 )))
             }
         };
@@ -435,13 +634,6 @@ fn build(file: File, origin: &str) -> Result<Machine> {
         if let Some(node) = a.numa_node.filter(|&n| n as usize >= node_count) {
             return Err(Error::input(format!(
                 "{origin}: field `{field}.numa_node`: node {node} does not exist"
-            )));
-        }
-        if a.relative_speed
-            .is_some_and(|s| !(s.is_finite() && s > 0.0))
-        {
-            return Err(Error::input(format!(
-                "{origin}: field `{field}.relative_speed`: must be positive"
             )));
         }
         let memory_bytes = a
@@ -516,7 +708,7 @@ fn build(file: File, origin: &str) -> Result<Machine> {
     }
 
     if let Some(mesh) = file.mesh {
-        if mesh.width * mesh.height != m.cores.len() as u32 {
+        if u64::from(mesh.width) * u64::from(mesh.height) != m.cores.len() as u64 {
             return Err(Error::input(format!(
                 "{origin}: field `mesh`: {}×{} tiles but {} cores",
                 mesh.width,

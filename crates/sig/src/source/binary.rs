@@ -10,7 +10,7 @@
 //! Instruction addresses are not kept (the analysis only counts instructions), so a
 //! typical access costs 2–4 bytes against ~14 bytes of lackey text.
 
-use crate::trace::{AccessKind, TraceSink};
+use crate::trace::{AccessKind, TraceSink, MAX_ACCESS_BYTES};
 use hetsched_core::{Error, Result};
 use std::io::{ErrorKind, Read, Write};
 
@@ -86,7 +86,7 @@ impl<W: Write> Writer<W> {
 
 impl<W: Write> TraceSink for Writer<W> {
     fn instructions(&mut self, n: u64) {
-        self.pending_instr += n;
+        self.pending_instr = self.pending_instr.saturating_add(n);
     }
 
     #[inline]
@@ -161,8 +161,18 @@ pub fn parse<R: Read>(mut input: R, name: &str, sink: &mut dyn TraceSink) -> Res
                 sink.instructions(v >> 2)
             }
             k => {
-                let size =
-                    u32::try_from(v >> 2).map_err(|_| corrupt(at, "access size out of range"))?;
+                let size = u32::try_from(v >> 2)
+                    .ok()
+                    .filter(|&s| s <= MAX_ACCESS_BYTES)
+                    .ok_or_else(|| {
+                        corrupt(
+                            at,
+                            &format!(
+                                "access size {} out of range: expected [0, {MAX_ACCESS_BYTES}] bytes",
+                                v >> 2
+                            ),
+                        )
+                    })?;
                 let z = get_varint(&buf[..filled], &mut pos)
                     .ok_or_else(|| corrupt(at, "truncated address delta"))?;
                 let delta = ((z >> 1) as i64) ^ -((z & 1) as i64);

@@ -6,11 +6,14 @@
 //! other line is an input error naming its line number. The parser reads in large
 //! chunks and never holds more than one chunk, so traces of any size stream through.
 
-use crate::trace::{AccessKind, TraceSink};
+use crate::trace::{AccessKind, TraceSink, MAX_ACCESS_BYTES};
 use hetsched_core::{Error, Result};
 use std::io::{ErrorKind, Read};
 
 const CHUNK: usize = 1 << 20;
+/// The longest line accepted (lackey's are under 40 bytes): a file without newlines
+/// (`/dev/zero`) is an error, not a buffer that grows without end.
+pub const MAX_LINE: usize = 4096;
 
 /// What a parse consumed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,8 +31,11 @@ pub fn parse<R: Read>(mut input: R, name: &str, sink: &mut dyn TraceSink) -> Res
     let mut stats = ParseStats::default();
     let mut pending_instr = 0u64;
     loop {
-        if filled == buf.len() {
-            buf.resize(buf.len() * 2, 0); // a single line longer than the buffer
+        if filled > MAX_LINE {
+            return Err(Error::input(format!(
+                "{name}:{}: line longer than {MAX_LINE} bytes: not a lackey trace",
+                stats.lines + 1
+            )));
         }
         let n = match input.read(&mut buf[filled..]) {
             Ok(n) => n,
@@ -109,6 +115,11 @@ fn line(
                 _ => return Err(bad()),
             };
             let (addr, size) = addr_size(&l[3..]).ok_or_else(bad)?;
+            if size > MAX_ACCESS_BYTES {
+                return Err(Error::input(format!(
+                    "{name}:{lineno}: access size {size} out of range: expected [0, {MAX_ACCESS_BYTES}] bytes"
+                )));
+            }
             if *pending_instr > 0 {
                 sink.instructions(*pending_instr);
                 *pending_instr = 0;

@@ -1,0 +1,223 @@
+//! What the daemon's integration tests share: a real `hetsched daemon` child process
+//! over a machine file in a temporary directory, raw connections, and a look at the
+//! daemon's memory and descriptors in `/proc`.
+#![allow(dead_code)] // each test file uses its own part
+
+use hetsched_live::client::Client;
+use hetsched_live::protocol::{MetaInfo, WireAffinity};
+use hetsched_live::shm::SharedPage;
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_hetsched");
+
+pub struct Daemon {
+    pub child: Child,
+    pub socket: PathBuf,
+    pub _dir: tempfile::TempDir,
+}
+
+impl Daemon {
+    /// Starts a daemon over a machine file with `cpus` CPU units and `opencl` OpenCL units.
+    pub fn start(cpus: u32, opencl: u32, policy: &str) -> Daemon {
+        Self::start_with(cpus, opencl, policy, &[], Stdio::null())
+    }
+
+    pub fn start_with(
+        cpus: u32,
+        opencl: u32,
+        policy: &str,
+        extra: &[&str],
+        stderr: Stdio,
+    ) -> Daemon {
+        Self::start_in(Command::new(BIN), cpus, opencl, policy, extra, stderr)
+    }
+
+    /// `command` runs the daemon binary (e.g. through a shell that sets limits first).
+    pub fn start_in(
+        command: Command,
+        cpus: u32,
+        opencl: u32,
+        policy: &str,
+        extra: &[&str],
+        stderr: Stdio,
+    ) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        let machine = dir.path().join("m.toml");
+        let mut text = format!("name = \"test\"\n[[package]]\ncores = {cpus}\n");
+        if opencl > 0 {
+            text +=
+                &format!("[[accelerator]]\ntype = \"opencl\"\nname = \"cl\"\ncount = {opencl}\n");
+        }
+        std::fs::write(&machine, text).unwrap();
+        let machine = machine.to_str().unwrap().to_string();
+        Self::spawn(command, dir, &machine, policy, extra, stderr)
+    }
+
+    /// A daemon over this machine's own units (`--machine live`: PUs and the OpenCL
+    /// devices found, loading the OpenCL driver).
+    pub fn start_live(policy: &str, extra: &[&str], stderr: Stdio) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        Self::spawn(Command::new(BIN), dir, "live", policy, extra, stderr)
+    }
+
+    fn spawn(
+        mut command: Command,
+        dir: tempfile::TempDir,
+        machine: &str,
+        policy: &str,
+        extra: &[&str],
+        stderr: Stdio,
+    ) -> Daemon {
+        let socket = dir.path().join("run/daemon.sock");
+        let child = command
+            .args(["daemon", "--socket", socket.to_str().unwrap()])
+            .args(["--machine", machine, "--policy", policy])
+            .args(extra)
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while UnixStream::connect(&socket).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "daemon did not start"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Daemon {
+            child,
+            socket,
+            _dir: dir,
+        }
+    }
+
+    pub fn client(&self) -> Client {
+        Client::connect(&self.socket, "test").unwrap()
+    }
+
+    pub fn signal(&self, sig: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), sig).unwrap();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn meta(cpu: f64, opencl: f64) -> MetaInfo {
+    MetaInfo {
+        kind: "t".into(),
+        affinity: WireAffinity {
+            cpu,
+            opencl,
+            ..Default::default()
+        },
+        memory_to_copy: 0,
+        weight: 1024,
+    }
+}
+
+pub fn frame(json: &str) -> Vec<u8> {
+    let mut v = (json.len() as u32).to_le_bytes().to_vec();
+    v.extend_from_slice(json.as_bytes());
+    v
+}
+
+/// A raw connection that said a compact hello and mapped the shared page and doorbell
+/// that came with `welcome`.
+pub fn raw_paged(socket: &Path) -> (UnixStream, SharedPage, std::os::fd::OwnedFd) {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+    let mut s = UnixStream::connect(socket).unwrap();
+    s.write_all(&frame(
+        r#"{"op":"hello","version":1,"name":"raw","compact":true}"#,
+    ))
+    .unwrap();
+    let mut buf = [0u8; 512];
+    let mut cmsg = nix::cmsg_space!([RawFd; 2]);
+    let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+    let msg = nix::sys::socket::recvmsg::<()>(
+        s.as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg),
+        nix::sys::socket::MsgFlags::empty(),
+    )
+    .unwrap();
+    let mut fds = Vec::new();
+    for c in msg.cmsgs().unwrap() {
+        if let nix::sys::socket::ControlMessageOwned::ScmRights(received) = c {
+            // SAFETY: the kernel just installed these descriptors for us.
+            fds.extend(
+                received
+                    .into_iter()
+                    .map(|f| unsafe { OwnedFd::from_raw_fd(f) }),
+            );
+        }
+    }
+    assert_eq!(fds.len(), 2, "welcome brings the page and the doorbell");
+    let bell = fds.pop().unwrap();
+    (s, SharedPage::from_fd(fds.pop().unwrap()).unwrap(), bell)
+}
+
+impl Daemon {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The daemon's open descriptors.
+    pub fn fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .unwrap()
+            .count()
+    }
+
+    /// A `kB` figure of the daemon's `/proc/PID/status` (`VmRSS`, `VmHWM`).
+    pub fn status_kb(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {field} in /proc/{}/status", self.pid()))
+    }
+
+    /// Stops the daemon with `sig`; it must exit with success, its socket removed.
+    /// Returns its stderr when that was piped.
+    pub fn stop_with(&mut self, sig: nix::sys::signal::Signal) -> String {
+        use std::io::Read;
+        self.signal(sig);
+        let status = self.child.wait().unwrap();
+        let mut stderr = String::new();
+        if let Some(mut pipe) = self.child.stderr.take() {
+            pipe.read_to_string(&mut stderr).unwrap();
+        }
+        assert!(status.success(), "{status}: {stderr}");
+        assert!(!self.socket.exists(), "socket left behind");
+        stderr
+    }
+
+    /// Panics unless the daemon process still runs.
+    pub fn assert_alive(&mut self) {
+        if let Some(status) = self.child.try_wait().unwrap() {
+            panic!("the daemon died: {status}");
+        }
+    }
+}
+
+/// Waits up to `limit` for `done`, looking every 10 ms; whether it came true.
+pub fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
