@@ -73,6 +73,7 @@ thread_local! {
 
 impl Task {
     /// A CPU-only task of type "task" with nothing else known.
+    #[inline]
     pub fn cpu(id: TaskId, arrival_ns: u64) -> Task {
         let mut affinity = Affinity::default();
         affinity.set(UnitType::Cpu, 1.0);

@@ -40,6 +40,7 @@ pub struct SimTask {
 
 impl SimTask {
     /// A CPU-only, compute-bound task of `work_s` reference seconds.
+    #[inline]
     pub fn cpu(id: TaskId, work_s: f64, arrival_ns: u64) -> SimTask {
         SimTask {
             meta: Task::cpu(id, arrival_ns),
