@@ -141,17 +141,14 @@ pub trait Host {
 
 /// The shared state and schedule of an engine (see the module documentation).
 pub struct EngineCore<'m> {
-    machine: Cow<'m, Machine>,
+    /// The time, the machine, the queues, what runs where and the live tasks: what a
+    /// policy reads, handed to it by reference.
+    view: View<'m>,
     /// Each unit's type, by unit id: 1 KiB for 1,024 units stays in cache, where the
     /// machine's units are far apart.
     kinds: Vec<UnitType>,
-    now: u64,
-    queues: Vec<VecDeque<TaskId>>,
-    central: VecDeque<TaskId>,
-    running: Vec<Option<Running>>,
     /// The store slot of each unit's running task (saves a look-up when it leaves).
     running_slot: Vec<u32>,
-    tasks: TaskStore,
     /// Idle online units that may be asked to pick (their last pick said `Idle`).
     idle: UnitSet,
     online: UnitSet,
@@ -181,14 +178,16 @@ impl<'m> EngineCore<'m> {
         kinds.iter().for_each(|&k| online_kinds[k as usize] += 1);
         let tick_interval = policy.tick_interval().filter(|&t| t > 0);
         EngineCore {
-            machine,
+            view: View {
+                now_ns: 0,
+                machine,
+                queues: vec![VecDeque::new(); n],
+                central: VecDeque::new(),
+                running: vec![None; n],
+                tasks: TaskStore::default(),
+            },
             kinds,
-            now: 0,
-            queues: vec![VecDeque::new(); n],
-            central: VecDeque::new(),
-            running: vec![None; n],
             running_slot: vec![0; n],
-            tasks: TaskStore::default(),
             idle: UnitSet::full(n),
             online: UnitSet::full(n),
             online_kinds,
@@ -205,36 +204,29 @@ impl<'m> EngineCore<'m> {
 
     /// The policy's view of this state at the current time.
     #[inline]
-    pub fn view(&self) -> View<'_> {
-        View::new(
-            self.now,
-            &self.machine,
-            &self.queues,
-            &self.central,
-            &self.running,
-            &self.tasks,
-        )
+    pub fn view(&self) -> &View<'m> {
+        &self.view
     }
 
     #[inline]
     pub fn now(&self) -> u64 {
-        self.now
+        self.view.now_ns
     }
 
     /// Sets the engine's time (never backwards).
     #[inline]
     pub fn set_now(&mut self, now_ns: u64) {
-        self.now = self.now.max(now_ns);
+        self.view.now_ns = self.view.now_ns.max(now_ns);
     }
 
     #[inline]
     pub fn machine(&self) -> &Machine {
-        &self.machine
+        &self.view.machine
     }
 
     /// The machine, to alter a unit's attributes (not its type or id).
     pub fn machine_mut(&mut self) -> &mut Machine {
-        self.machine.to_mut()
+        self.view.machine.to_mut()
     }
 
     #[inline]
@@ -249,28 +241,28 @@ impl<'m> EngineCore<'m> {
 
     #[inline]
     pub fn tasks(&self) -> &TaskStore {
-        &self.tasks
+        &self.view.tasks
     }
 
     /// The task store, for what the engine keeps in its entries beside the core.
     #[inline]
     pub fn tasks_mut(&mut self) -> &mut TaskStore {
-        &mut self.tasks
+        &mut self.view.tasks
     }
 
     #[inline]
     pub fn running(&self, unit: UnitId) -> Option<Running> {
-        self.running[unit as usize]
+        self.view.running[unit as usize]
     }
 
     /// What runs on each unit, by unit id.
     #[inline]
     pub fn running_all(&self) -> &[Option<Running>] {
-        &self.running
+        &self.view.running
     }
 
     pub fn queue(&self, unit: UnitId) -> &VecDeque<TaskId> {
-        &self.queues[unit as usize]
+        &self.view.queues[unit as usize]
     }
 
     pub fn is_online(&self, unit: UnitId) -> bool {
@@ -301,7 +293,7 @@ impl<'m> EngineCore<'m> {
     #[inline]
     fn emit<H: Host + ?Sized>(&self, host: &mut H, task: TaskId, kind: EventKind) {
         host.record(Event {
-            t_ns: self.now,
+            t_ns: self.view.now_ns,
             task,
             kind,
         });
@@ -334,11 +326,11 @@ impl<'m> EngineCore<'m> {
         staged: Staged,
         ideal_ns: u64,
     ) -> Result<Arrival, ContractError> {
-        let task = &self.tasks.staged(staged).task;
+        let task = &self.view.tasks.staged(staged).task;
         let (id, kind, affinity) = (task.id, task.kind.clone(), task.affinity);
         self.emit(host, id, EventKind::Submit { ideal_ns, kind });
         if !self.runnable(&affinity) {
-            self.tasks.unstage(staged);
+            self.view.tasks.unstage(staged);
             self.emit(
                 host,
                 id,
@@ -348,15 +340,15 @@ impl<'m> EngineCore<'m> {
             );
             return Ok(Arrival::Unrunnable);
         }
-        self.tasks.admit(staged);
+        self.view.tasks.admit(staged);
         if self.next_tick.is_none() {
             if let Some(i) = self.tick_interval {
                 // The first multiple of the interval not before now (after 0).
-                self.next_tick = Some(self.now.div_ceil(i).max(1).saturating_mul(i));
+                self.next_tick = Some(self.view.now_ns.div_ceil(i).max(1).saturating_mul(i));
             }
         }
         self.decisions += 1;
-        match policy.submit(&self.view(), id) {
+        match policy.submit(self.view(), id) {
             SubmitDecision::Enqueue(q) => {
                 if let QueueId::Unit(u) = q {
                     if !self.fits(&affinity, u) {
@@ -381,7 +373,7 @@ impl<'m> EngineCore<'m> {
     /// An admitted task leaves at once, rejected.
     fn reject<H: Host + ?Sized>(&mut self, host: &mut H, id: TaskId, reason: String) -> Arrival {
         host.ended(self, id);
-        self.tasks.discard(&id);
+        self.view.tasks.discard(&id);
         self.emit(
             host,
             id,
@@ -402,8 +394,8 @@ impl<'m> EngineCore<'m> {
         task: TaskId,
     ) -> Result<QueueId, ContractError> {
         self.decisions += 1;
-        let affinity = self.tasks[&task].task.affinity;
-        match policy.submit(&self.view(), task) {
+        let affinity = self.view.tasks[&task].task.affinity;
+        match policy.submit(self.view(), task) {
             SubmitDecision::Enqueue(QueueId::Unit(u)) if !self.fits(&affinity, u) => {
                 host.refuse(ContractError::Misplaced {
                     who: "submit",
@@ -421,10 +413,14 @@ impl<'m> EngineCore<'m> {
     #[inline]
     pub fn enqueue<H: Host + ?Sized>(&mut self, host: &mut H, task: TaskId, q: QueueId) {
         match q {
-            QueueId::Unit(u) => self.queues[u as usize].push_back(task),
-            QueueId::Central => self.central.push_back(task),
+            QueueId::Unit(u) => self.view.queues[u as usize].push_back(task),
+            QueueId::Central => self.view.central.push_back(task),
         }
-        self.tasks.get_mut(&task).expect("a live task").placement = Placement::Queued(q);
+        self.view
+            .tasks
+            .get_mut(&task)
+            .expect("a live task")
+            .placement = Placement::Queued(q);
         self.emit(host, task, EventKind::Enqueue { queue: q });
         host.queued(self, task, q);
     }
@@ -462,7 +458,8 @@ impl<'m> EngineCore<'m> {
     /// The affinity of `task` if it is live and queued.
     #[inline]
     fn queued_affinity(&self, task: TaskId) -> Option<Affinity> {
-        self.tasks
+        self.view
+            .tasks
             .get(&task)
             .filter(|e| matches!(e.placement, Placement::Queued(_)))
             .map(|e| e.task.affinity)
@@ -471,8 +468,8 @@ impl<'m> EngineCore<'m> {
     #[inline]
     fn queue_mut(&mut self, q: QueueId) -> &mut VecDeque<TaskId> {
         match q {
-            QueueId::Unit(u) => &mut self.queues[u as usize],
-            QueueId::Central => &mut self.central,
+            QueueId::Unit(u) => &mut self.view.queues[u as usize],
+            QueueId::Central => &mut self.view.central,
         }
     }
 
@@ -517,7 +514,7 @@ impl<'m> EngineCore<'m> {
             return Ok(None);
         }
         self.decisions += 1;
-        let (task, from, at) = match policy.pick(&self.view(), u) {
+        let (task, from, at) = match policy.pick(self.view(), u) {
             PickDecision::Idle => {
                 self.idle.insert(u);
                 return Ok(None);
@@ -536,7 +533,7 @@ impl<'m> EngineCore<'m> {
                 }
             }
             PickDecision::Steal { from, task } => {
-                let found = (from != u && (from as usize) < self.queues.len())
+                let found = (from != u && (from as usize) < self.view.queues.len())
                     .then(|| self.position(QueueId::Unit(from), task))
                     .flatten();
                 match found {
@@ -552,8 +549,13 @@ impl<'m> EngineCore<'m> {
                 }
             }
         };
-        let slot = self.tasks.slot_of(&task).expect("a queued task is live");
+        let slot = self
+            .view
+            .tasks
+            .slot_of(&task)
+            .expect("a queued task is live");
         if !self
+            .view
             .tasks
             .at_slot(slot)
             .task
@@ -596,12 +598,12 @@ impl<'m> EngineCore<'m> {
         slot: usize,
         from: QueueId,
     ) -> Result<(), ContractError> {
-        let e = self.tasks.at_slot_mut(slot);
+        let e = self.view.tasks.at_slot_mut(slot);
         e.placement = Placement::Running(u);
         e.runs += 1;
-        self.running[u as usize] = Some(Running {
+        self.view.running[u as usize] = Some(Running {
             task,
-            since_ns: self.now,
+            since_ns: self.view.now_ns,
         });
         self.running_slot[u as usize] = slot as u32;
         self.idle.remove(u);
@@ -622,9 +624,9 @@ impl<'m> EngineCore<'m> {
     ) -> Option<u64> {
         let kind = self.kinds[u as usize];
         if kind == UnitType::Cpu {
-            policy.time_slice(&self.view(), u, task)
+            policy.time_slice(self.view(), u, task)
         } else {
-            Some(self.tasks.at_slot(slot).task.checkpoint_ns.get(kind)).filter(|&c| c > 0)
+            Some(self.view.tasks.at_slot(slot).task.checkpoint_ns.get(kind)).filter(|&c| c > 0)
         }
         .map(|s| s.max(1))
     }
@@ -632,17 +634,18 @@ impl<'m> EngineCore<'m> {
     /// The task on `u` stops running there: its run and busy time are accounted.
     #[inline]
     fn vacate<H: Host + ?Sized>(&mut self, host: &mut H, u: UnitId) -> TaskId {
-        let r = self.running[u as usize]
+        let r = self.view.running[u as usize]
             .take()
             .expect("a vacated unit runs a task");
         if self.sampling {
-            self.busy_ns[u as usize] += self.now - r.since_ns.max(self.last_tick);
+            self.busy_ns[u as usize] += self.view.now_ns - r.since_ns.max(self.last_tick);
         }
         let e = self
+            .view
             .tasks
             .at_slot_mut(self.running_slot[u as usize] as usize);
         debug_assert_eq!(e.task.id, r.task);
-        e.run_ns += self.now - r.since_ns;
+        e.run_ns += self.view.now_ns - r.since_ns;
         host.left(self, u, r.task);
         r.task
     }
@@ -670,9 +673,9 @@ impl<'m> EngineCore<'m> {
         task: TaskId,
     ) -> Result<(), ContractError> {
         self.emit(host, task, EventKind::Complete { unit: u });
-        policy.complete(&self.view(), task, u);
+        policy.complete(self.view(), task, u);
         host.ended(self, task);
-        self.tasks.discard(&task);
+        self.view.tasks.discard(&task);
         self.pick(policy, host, u).map(|_| ())
     }
 
@@ -686,18 +689,18 @@ impl<'m> EngineCore<'m> {
         host: &mut H,
         u: UnitId,
     ) -> Result<CheckpointDecision, ContractError> {
-        let task = self.running[u as usize]
+        let task = self.view.running[u as usize]
             .expect("a checkpoint on a busy unit")
             .task;
         self.decisions += 1;
-        let decision = policy.checkpoint(&self.view(), task, u);
+        let decision = policy.checkpoint(self.view(), task, u);
         match decision {
             CheckpointDecision::Continue => return Ok(decision),
             CheckpointDecision::Yield => {
                 self.release(policy, host, u, Requeue::Queue(QueueId::Unit(u)))?
             }
             CheckpointDecision::Migrate(to) => {
-                if !self.fits(&self.tasks[&task].task.affinity, to) {
+                if !self.fits(&self.view.tasks[&task].task.affinity, to) {
                     host.refuse(ContractError::Misplaced {
                         who: "checkpoint",
                         task,
@@ -788,9 +791,12 @@ impl<'m> EngineCore<'m> {
         to: UnitId,
     ) {
         self.emit(host, task, EventKind::Migrate { from, to });
-        self.queues[to as usize].push_back(task);
-        self.tasks.get_mut(&task).expect("a live task").placement =
-            Placement::Queued(QueueId::Unit(to));
+        self.view.queues[to as usize].push_back(task);
+        self.view
+            .tasks
+            .get_mut(&task)
+            .expect("a live task")
+            .placement = Placement::Queued(QueueId::Unit(to));
         host.queued(self, task, QueueId::Unit(to));
     }
 
@@ -801,8 +807,8 @@ impl<'m> EngineCore<'m> {
         let mut samples = std::mem::take(&mut self.samples);
         samples.clear();
         if self.sampling {
-            let (now, last_tick) = (self.now, self.last_tick);
-            for (u, (running, &busy)) in self.running.iter().zip(&self.busy_ns).enumerate() {
+            let (now, last_tick) = (self.view.now_ns, self.last_tick);
+            for (u, (running, &busy)) in self.view.running.iter().zip(&self.busy_ns).enumerate() {
                 let u = u as UnitId;
                 samples.push(Sample {
                     unit: u,
@@ -815,7 +821,7 @@ impl<'m> EngineCore<'m> {
                 });
             }
             self.busy_ns.iter_mut().for_each(|b| *b = 0);
-            self.last_tick = self.now;
+            self.last_tick = self.view.now_ns;
         }
         samples
     }
@@ -828,24 +834,24 @@ impl<'m> EngineCore<'m> {
         policy: &mut P,
         host: &mut H,
     ) -> Result<(), ContractError> {
-        let due = self.next_tick.take().unwrap_or(self.now);
-        if let Some(i) = self.tick_interval.filter(|_| !self.tasks.is_empty()) {
+        let due = self.next_tick.take().unwrap_or(self.view.now_ns);
+        if let Some(i) = self.tick_interval.filter(|_| !self.view.tasks.is_empty()) {
             let next = due.saturating_add(i);
             // Late (a live engine): the next multiple of the interval after now.
-            self.next_tick = Some(if next > self.now {
+            self.next_tick = Some(if next > self.view.now_ns {
                 next
             } else {
-                (self.now / i + 1).saturating_mul(i)
+                (self.view.now_ns / i + 1).saturating_mul(i)
             });
         }
         let samples = self.samples(host);
-        let actions = policy.tick(&self.view(), &samples);
+        let actions = policy.tick(self.view(), &samples);
         self.samples = samples;
         for TickAction::Migrate { task, to } in actions {
             self.tick_migrate(policy, host, task, to)?;
         }
         // Tasks that ended during the actions: no tick unless one is live.
-        if self.tasks.is_empty() {
+        if self.view.tasks.is_empty() {
             self.next_tick = None;
         }
         Ok(())
@@ -858,7 +864,7 @@ impl<'m> EngineCore<'m> {
         task: TaskId,
         to: UnitId,
     ) -> Result<(), ContractError> {
-        let Some(entry) = self.tasks.get(&task) else {
+        let Some(entry) = self.view.tasks.get(&task) else {
             return host.refuse(ContractError::NotLive { task });
         };
         let placement = entry.placement;
@@ -882,7 +888,7 @@ impl<'m> EngineCore<'m> {
                 if u == to {
                     return Ok(());
                 }
-                if self.running[u as usize].is_none() {
+                if self.view.running[u as usize].is_none() {
                     // Already releasing (daemon): it goes to `to` instead.
                     self.retarget(u, Requeue::Migrate(to));
                     return Ok(());
@@ -908,12 +914,12 @@ impl<'m> EngineCore<'m> {
         reason: &str,
         fallback: UnitId,
     ) -> Result<(), ContractError> {
-        let Some(entry) = self.tasks.get(&task) else {
+        let Some(entry) = self.view.tasks.get(&task) else {
             return Ok(());
         };
         let (unit, freed) = match entry.placement {
             Placement::Running(u) => {
-                if self.running[u as usize].is_some_and(|r| r.task == task) {
+                if self.view.running[u as usize].is_some_and(|r| r.task == task) {
                     self.vacate(host, u);
                 } else {
                     self.releasing[u as usize] = None;
@@ -936,9 +942,9 @@ impl<'m> EngineCore<'m> {
                 reason: reason.into(),
             },
         );
-        policy.complete(&self.view(), task, unit);
+        policy.complete(self.view(), task, unit);
         host.ended(self, task);
-        self.tasks.discard(&task);
+        self.view.tasks.discard(&task);
         if freed {
             self.pick(policy, host, unit)?;
         }
@@ -956,9 +962,9 @@ impl<'m> EngineCore<'m> {
         unit.id = id;
         self.kinds.push(unit.kind);
         self.online_kinds[unit.kind as usize] += 1;
-        self.machine.to_mut().units.push(unit);
-        self.queues.push(VecDeque::new());
-        self.running.push(None);
+        self.view.machine.to_mut().units.push(unit);
+        self.view.queues.push(VecDeque::new());
+        self.view.running.push(None);
         self.running_slot.push(0);
         self.releasing.push(None);
         self.busy_ns.push(0);
@@ -985,7 +991,7 @@ impl<'m> EngineCore<'m> {
         self.online.remove(unit);
         self.idle.remove(unit);
         self.online_kinds[self.kinds[unit as usize] as usize] -= 1;
-        let waiting = std::mem::take(&mut self.queues[unit as usize]);
+        let waiting = std::mem::take(&mut self.view.queues[unit as usize]);
         for task in waiting {
             let q = self.resubmit(policy, host, task)?;
             self.enqueue(host, task, q);

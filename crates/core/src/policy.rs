@@ -34,6 +34,7 @@
 use crate::machine::{Machine, Unit, UnitType};
 use crate::task::{QueueId, Task, TaskEntry, TaskId};
 use crate::task_store::TaskStore;
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 pub type UnitId = u32;
@@ -130,61 +131,45 @@ pub struct Running {
     pub since_ns: u64,
 }
 
-/// A read-only snapshot of an engine's state, handed to every policy call.
-pub struct View<'a> {
-    now_ns: u64,
-    machine: &'a Machine,
-    queues: &'a [VecDeque<TaskId>],
-    central: &'a VecDeque<TaskId>,
-    running: &'a [Option<Running>],
-    tasks: &'a TaskStore,
+/// The engine state a policy reads, handed by reference to every policy call. The
+/// engine core keeps its scheduling state in it (`engine_core::EngineCore`), so that
+/// handing it over costs nothing on the engines' hot paths; a policy can only read it.
+pub struct View<'m> {
+    pub(crate) now_ns: u64,
+    pub(crate) machine: Cow<'m, Machine>,
+    pub(crate) queues: Vec<VecDeque<TaskId>>,
+    pub(crate) central: VecDeque<TaskId>,
+    pub(crate) running: Vec<Option<Running>>,
+    pub(crate) tasks: TaskStore,
 }
 
-impl<'a> View<'a> {
-    #[inline]
-    pub fn new(
-        now_ns: u64,
-        machine: &'a Machine,
-        queues: &'a [VecDeque<TaskId>],
-        central: &'a VecDeque<TaskId>,
-        running: &'a [Option<Running>],
-        tasks: &'a TaskStore,
-    ) -> Self {
-        View {
-            now_ns,
-            machine,
-            queues,
-            central,
-            running,
-            tasks,
-        }
-    }
+impl View<'_> {
     /// Current time in nanoseconds since the start of the run.
     #[inline]
     pub fn now_ns(&self) -> u64 {
         self.now_ns
     }
     #[inline]
-    pub fn machine(&self) -> &'a Machine {
-        self.machine
+    pub fn machine(&self) -> &Machine {
+        &self.machine
     }
     #[inline]
-    pub fn units(&self) -> &'a [Unit] {
+    pub fn units(&self) -> &[Unit] {
         &self.machine.units
     }
     #[inline]
-    pub fn unit(&self, id: UnitId) -> &'a Unit {
+    pub fn unit(&self, id: UnitId) -> &Unit {
         &self.machine.units[id as usize]
     }
     /// Tasks waiting in a unit's queue, head first.
     #[inline]
-    pub fn queue(&self, unit: UnitId) -> &'a VecDeque<TaskId> {
+    pub fn queue(&self, unit: UnitId) -> &VecDeque<TaskId> {
         &self.queues[unit as usize]
     }
     /// Tasks waiting in the central queue, head first.
     #[inline]
-    pub fn central(&self) -> &'a VecDeque<TaskId> {
-        self.central
+    pub fn central(&self) -> &VecDeque<TaskId> {
+        &self.central
     }
     #[inline]
     pub fn running(&self, unit: UnitId) -> Option<Running> {
@@ -197,7 +182,7 @@ impl<'a> View<'a> {
     }
     /// A live task (submitted and not yet finished).
     #[inline]
-    pub fn task(&self, id: TaskId) -> &'a Task {
+    pub fn task(&self, id: TaskId) -> &Task {
         &self.tasks[&id].task
     }
     /// A live task's slot in the engine's task store: unique among live tasks, reused
@@ -211,7 +196,7 @@ impl<'a> View<'a> {
             .unwrap_or_else(|| panic!("task {id} is not live"))
     }
     #[inline]
-    pub fn entry(&self, id: TaskId) -> Option<&'a TaskEntry> {
+    pub fn entry(&self, id: TaskId) -> Option<&TaskEntry> {
         self.tasks.get(&id)
     }
     /// Whether `task` has an implementation for `unit`'s type.
@@ -221,7 +206,7 @@ impl<'a> View<'a> {
     }
     /// Units of one type.
     #[inline]
-    pub fn units_of(&self, kind: UnitType) -> impl Iterator<Item = &'a Unit> {
+    pub fn units_of(&self, kind: UnitType) -> impl Iterator<Item = &Unit> + '_ {
         self.machine.units.iter().filter(move |u| u.kind == kind)
     }
 }
