@@ -20,9 +20,9 @@
 //!
 //! The schedule (see also `policy.rs`):
 //! - [`arrive`](EngineCore::arrive): `Submit` recorded; a task no online unit can run is
-//!   refused; else `submit`, the task is enqueued, and [`wake`](EngineCore::wake): the
-//!   queue's unit picks if idle, then the other idle units that could run the task, in id
-//!   order, until it has started;
+//!   refused; else `submit`, the task is enqueued, and `wake`: the queue's unit picks if
+//!   idle, then the other idle units that could run the task, in id order, until it has
+//!   started;
 //! - [`complete`](EngineCore::complete): the unit is vacated, `complete`, the unit picks;
 //! - [`checkpoint`](EngineCore::checkpoint): `Continue` (the engine plans the next
 //!   stretch), `Yield` (back to the tail of the unit's queue) or `Migrate(v)` (to the tail
@@ -362,8 +362,8 @@ impl<'m> EngineCore<'m> {
                         return Ok(self.reject(host, id, reason));
                     }
                 }
-                self.enqueue(host, id, q);
-                self.wake(policy, host, q, id)?;
+                self.enqueue(host, id, staged.slot(), q);
+                self.wake(policy, host, q, id, staged.slot())?;
                 Ok(Arrival::Queued(q))
             }
             SubmitDecision::Reject(reason) => Ok(self.reject(host, id, reason)),
@@ -409,41 +409,52 @@ impl<'m> EngineCore<'m> {
         }
     }
 
-    /// Puts `task` at the tail of `q` and records it.
+    /// The store slot of a live task.
     #[inline]
-    pub fn enqueue<H: Host + ?Sized>(&mut self, host: &mut H, task: TaskId, q: QueueId) {
+    fn slot_of(&self, task: TaskId) -> usize {
+        self.view.tasks.slot_of(&task).expect("a live task")
+    }
+
+    /// Puts `task` (store slot `slot`: the callers know it, which saves a look-up on
+    /// every arrival and yield) at the tail of `q` and records it.
+    #[inline]
+    fn enqueue<H: Host + ?Sized>(&mut self, host: &mut H, task: TaskId, slot: usize, q: QueueId) {
         match q {
             QueueId::Unit(u) => self.view.queues[u as usize].push_back(task),
             QueueId::Central => self.view.central.push_back(task),
         }
-        self.view
-            .tasks
-            .get_mut(&task)
-            .expect("a live task")
-            .placement = Placement::Queued(q);
+        let e = self.view.tasks.at_slot_mut(slot);
+        debug_assert_eq!(e.task.id, task);
+        e.placement = Placement::Queued(q);
         self.emit(host, task, EventKind::Enqueue { queue: q });
         host.queued(self, task, q);
     }
 
-    /// After `task` was queued on `q`: lets `q`'s unit pick if idle, then offers the
-    /// other idle units that could run it, in id order, until it has started.
+    /// After `task` (store slot `slot`) was queued on `q`: lets `q`'s unit pick if
+    /// idle, then offers the other idle units that could run it, in id order, until it
+    /// has started.
     #[inline]
-    pub fn wake<P: Policy + ?Sized, H: Host + ?Sized>(
+    fn wake<P: Policy + ?Sized, H: Host + ?Sized>(
         &mut self,
         policy: &mut P,
         host: &mut H,
         q: QueueId,
         task: TaskId,
+        slot: usize,
     ) -> Result<(), ContractError> {
         if let QueueId::Unit(u) = q {
             if self.idle.contains(u) && self.pick(policy, host, u)? == Some(task) {
                 return Ok(());
             }
         }
-        // A pick starts one task, so `task` stays queued until a pick starts it.
-        let Some(affinity) = self.queued_affinity(task) else {
+        // A pick starts one task, so `task` stays queued until a pick starts it (a
+        // pick before this one may have started it: after a yield, its own unit's).
+        let e = self.view.tasks.at_slot(slot);
+        debug_assert_eq!(e.task.id, task);
+        if !matches!(e.placement, Placement::Queued(_)) {
             return Ok(());
-        };
+        }
+        let affinity = e.task.affinity;
         let mut after = 0;
         while let Some(u) = self.idle.first_from(after) {
             after = u + 1;
@@ -453,16 +464,6 @@ impl<'m> EngineCore<'m> {
             }
         }
         Ok(())
-    }
-
-    /// The affinity of `task` if it is live and queued.
-    #[inline]
-    fn queued_affinity(&self, task: TaskId) -> Option<Affinity> {
-        self.view
-            .tasks
-            .get(&task)
-            .filter(|e| matches!(e.placement, Placement::Queued(_)))
-            .map(|e| e.task.affinity)
     }
 
     #[inline]
@@ -769,34 +770,34 @@ impl<'m> EngineCore<'m> {
         then: Requeue,
     ) -> Result<(), ContractError> {
         self.emit(host, task, EventKind::Stop { unit: u });
+        let slot = self.slot_of(task);
         let q = match then {
             Requeue::Queue(q) => {
-                self.enqueue(host, task, q);
+                self.enqueue(host, task, slot, q);
                 q
             }
             Requeue::Migrate(to) => {
-                self.migrate(host, task, Placement::Running(u), to);
+                self.migrate(host, task, slot, Placement::Running(u), to);
                 QueueId::Unit(to)
             }
         };
         self.pick(policy, host, u)?;
-        self.wake(policy, host, q, task)
+        self.wake(policy, host, q, task, slot)
     }
 
     fn migrate<H: Host + ?Sized>(
         &mut self,
         host: &mut H,
         task: TaskId,
+        slot: usize,
         from: Placement,
         to: UnitId,
     ) {
         self.emit(host, task, EventKind::Migrate { from, to });
         self.view.queues[to as usize].push_back(task);
-        self.view
-            .tasks
-            .get_mut(&task)
-            .expect("a live task")
-            .placement = Placement::Queued(QueueId::Unit(to));
+        let e = self.view.tasks.at_slot_mut(slot);
+        debug_assert_eq!(e.task.id, task);
+        e.placement = Placement::Queued(QueueId::Unit(to));
         host.queued(self, task, QueueId::Unit(to));
     }
 
@@ -864,9 +865,10 @@ impl<'m> EngineCore<'m> {
         task: TaskId,
         to: UnitId,
     ) -> Result<(), ContractError> {
-        let Some(entry) = self.view.tasks.get(&task) else {
+        let Some(slot) = self.view.tasks.slot_of(&task) else {
             return host.refuse(ContractError::NotLive { task });
         };
+        let entry = self.view.tasks.at_slot(slot);
         let placement = entry.placement;
         if !self.fits(&entry.task.affinity, to) {
             return host.refuse(ContractError::Misplaced {
@@ -881,8 +883,8 @@ impl<'m> EngineCore<'m> {
                     return Ok(());
                 }
                 self.take_from(q, task);
-                self.migrate(host, task, placement, to);
-                self.wake(policy, host, QueueId::Unit(to), task)
+                self.migrate(host, task, slot, placement, to);
+                self.wake(policy, host, QueueId::Unit(to), task, slot)
             }
             Placement::Running(u) => {
                 if u == to {
@@ -994,8 +996,9 @@ impl<'m> EngineCore<'m> {
         let waiting = std::mem::take(&mut self.view.queues[unit as usize]);
         for task in waiting {
             let q = self.resubmit(policy, host, task)?;
-            self.enqueue(host, task, q);
-            self.wake(policy, host, q, task)?;
+            let slot = self.slot_of(task);
+            self.enqueue(host, task, slot, q);
+            self.wake(policy, host, q, task, slot)?;
         }
         Ok(())
     }
