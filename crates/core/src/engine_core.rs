@@ -45,7 +45,6 @@ use crate::record::{Event, EventKind};
 use crate::task::{Affinity, Placement, QueueId, TaskId};
 use crate::task_store::{Staged, TaskStore};
 use crate::unit_set::UnitSet;
-use std::borrow::Cow;
 use std::collections::VecDeque;
 
 /// A policy answer that breaks the contract. The simulator stops with it; the daemon
@@ -140,10 +139,10 @@ pub trait Host {
 }
 
 /// The shared state and schedule of an engine (see the module documentation).
-pub struct EngineCore<'m> {
+pub struct EngineCore {
     /// The time, the machine, the queues, what runs where and the live tasks: what a
     /// policy reads, handed to it by reference.
-    view: View<'m>,
+    view: View,
     /// Each unit's type, by unit id: 1 KiB for 1,024 units stays in cache, where the
     /// machine's units are far apart.
     kinds: Vec<UnitType>,
@@ -169,9 +168,9 @@ pub struct EngineCore<'m> {
     decisions: u64,
 }
 
-impl<'m> EngineCore<'m> {
+impl EngineCore {
     /// The core of an engine running `policy` on `machine`, all units online and idle.
-    pub fn new<P: Policy + ?Sized>(machine: Cow<'m, Machine>, policy: &P) -> EngineCore<'m> {
+    pub fn new<P: Policy + ?Sized>(machine: Machine, policy: &P) -> EngineCore {
         let n = machine.units.len();
         let kinds: Vec<UnitType> = machine.units.iter().map(|u| u.kind).collect();
         let mut online_kinds = [0; 4];
@@ -204,7 +203,7 @@ impl<'m> EngineCore<'m> {
 
     /// The policy's view of this state at the current time.
     #[inline]
-    pub fn view(&self) -> &View<'m> {
+    pub fn view(&self) -> &View {
         &self.view
     }
 
@@ -226,7 +225,7 @@ impl<'m> EngineCore<'m> {
 
     /// The machine, to alter a unit's attributes (not its type or id).
     pub fn machine_mut(&mut self) -> &mut Machine {
-        self.view.machine.to_mut()
+        &mut self.view.machine
     }
 
     #[inline]
@@ -964,7 +963,7 @@ impl<'m> EngineCore<'m> {
         unit.id = id;
         self.kinds.push(unit.kind);
         self.online_kinds[unit.kind as usize] += 1;
-        self.view.machine.to_mut().units.push(unit);
+        self.view.machine.units.push(unit);
         self.view.queues.push(VecDeque::new());
         self.view.running.push(None);
         self.running_slot.push(0);

@@ -34,7 +34,6 @@
 use crate::machine::{Machine, Unit, UnitType};
 use crate::task::{QueueId, Task, TaskEntry, TaskId};
 use crate::task_store::TaskStore;
-use std::borrow::Cow;
 use std::collections::VecDeque;
 
 pub type UnitId = u32;
@@ -134,16 +133,16 @@ pub struct Running {
 /// The engine state a policy reads, handed by reference to every policy call. The
 /// engine core keeps its scheduling state in it (`engine_core::EngineCore`), so that
 /// handing it over costs nothing on the engines' hot paths; a policy can only read it.
-pub struct View<'m> {
+pub struct View {
     pub(crate) now_ns: u64,
-    pub(crate) machine: Cow<'m, Machine>,
+    pub(crate) machine: Machine,
     pub(crate) queues: Vec<VecDeque<TaskId>>,
     pub(crate) central: VecDeque<TaskId>,
     pub(crate) running: Vec<Option<Running>>,
     pub(crate) tasks: TaskStore,
 }
 
-impl View<'_> {
+impl View {
     /// Current time in nanoseconds since the start of the run.
     #[inline]
     pub fn now_ns(&self) -> u64 {

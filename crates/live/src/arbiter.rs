@@ -41,7 +41,6 @@ use hetsched_core::policy::{CheckpointDecision, Policy, UnitId};
 use hetsched_core::record::{Event, Record};
 use hetsched_core::task::{Affinity, PerUnitType, Placement, QueueId, Task, TaskId};
 use rustc_hash::FxHashMap;
-use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -151,7 +150,7 @@ struct Live {
 }
 
 pub struct Arbiter {
-    core: EngineCore<'static>,
+    core: EngineCore,
     policy: Box<dyn Policy>,
     live: Live,
     clock: Box<dyn Clock>,
@@ -183,7 +182,7 @@ impl Arbiter {
         clock: Box<dyn Clock>,
     ) -> Arbiter {
         devices.resize(machine.units.len(), None);
-        let core = EngineCore::new(Cow::Owned(machine), policy.as_ref());
+        let core = EngineCore::new(machine, policy.as_ref());
         Arbiter {
             live: Live {
                 devices,

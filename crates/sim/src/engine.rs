@@ -30,7 +30,6 @@ use hetsched_core::record::{Event, Recorder};
 use hetsched_core::task::{Task, TaskId};
 use hetsched_core::task_store::Staged;
 use hetsched_core::{Error, Result};
-use std::borrow::Cow;
 
 /// Engine settings that are not the policy's business.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -177,7 +176,9 @@ where
     for node in &machine.numa_nodes {
         node_bandwidth[node.os_index as usize] = node.bandwidth_bytes_per_s.filter(|&b| b > 0.0);
     }
-    let mut core = EngineCore::new(Cow::Borrowed(machine), policy);
+    // The core's own copy of the machine: policies read it directly (no copy-on-write
+    // indirection on every access), for one copy per run.
+    let mut core = EngineCore::new(machine.clone(), policy);
     let mut sim = Sim {
         machine,
         models: Vec::new(),
