@@ -19,7 +19,8 @@
 //! re-transfers the kernel and state, modelled as [`GPU_SWITCH_BYTES`] copied in.
 
 use hetsched_core::machine::UnitType;
-use hetsched_core::task::{Affinity, PerUnitType, Task, TaskId};
+use hetsched_core::task::{Affinity, PerUnitType, TaskId};
+use hetsched_sim::SimTask as Task;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -99,7 +100,7 @@ pub fn task(id: TaskId, app: App, items: f64, devices: Devices) -> Task {
     t.affinity = affinity;
     let mut speed = PerUnitType::default();
     speed.set(UnitType::Gpu, ratio);
-    t.speed = speed;
+    t.model.speed = speed;
     let mut cp = PerUnitType::default();
     cp.set(UnitType::Cpu, secs_to_ns(cpu_cp / cpu_rate));
     cp.set(UnitType::Gpu, secs_to_ns(gpu_cp / (cpu_rate * ratio)));
@@ -184,7 +185,7 @@ mod tests {
     #[test]
     fn md5_task_follows_the_measured_rates_and_intervals() {
         let t = task(0, App::Md5, 2.03e6 * 10.0, Devices::Both);
-        assert!((t.work_s - 10.0).abs() < 1e-9);
+        assert!((t.model.work_s - 10.0).abs() < 1e-9);
         // 500 words at 2.03e6/s on a CPU; 1e8 words at 2.03e8/s on the GPU.
         assert_eq!(t.checkpoint_ns.get(UnitType::Cpu), 246_305);
         assert_eq!(t.checkpoint_ns.get(UnitType::Gpu), 492_610_837);

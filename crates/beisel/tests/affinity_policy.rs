@@ -6,7 +6,8 @@ use hetsched_beisel::experiments::{ever_on, machine, simulate};
 use hetsched_beisel::workload::{self, App, Devices};
 use hetsched_core::machine::UnitType;
 use hetsched_core::record::{EventKind, Record};
-use hetsched_core::task::{QueueId, Task};
+use hetsched_core::task::QueueId;
+use hetsched_sim::SimTask as Task;
 use proptest::prelude::*;
 
 fn gpu_unit(rec: &Record) -> u32 {
@@ -130,7 +131,7 @@ fn a_freed_cpu_pulls_the_waiting_task_from_the_longer_queue() {
     // Task 16..18 wait on PUs 0..2; PU 15's task is short, so PU 15 frees first and
     // pulls a waiting task (late binding) instead of idling.
     let mut tasks: Vec<Task> = (0..19).map(|i| Task::cpu(i, 10.0, 0)).collect();
-    tasks[15].work_s = 1.0;
+    tasks[15].model.work_s = 1.0;
     let r = simulate(&m, "affinity:cpu_gran_ms=1e9", tasks).unwrap();
     let steals = r.record.metrics().steals;
     assert!(steals >= 1, "no pull");

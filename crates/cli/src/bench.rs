@@ -177,7 +177,7 @@ fn sim(args: SimBench) -> Result<()> {
         );
     }
     // The task stream is generated lazily inside each run; its own cost, for reference.
-    let (gen_cpu, _, work) = timed(|| tasks().map(|t| t.work_s).sum::<f64>());
+    let (gen_cpu, _, work) = timed(|| tasks().map(|t| t.model.work_s).sum::<f64>());
     std::hint::black_box(work);
     println!(
         "of which generating the {} tasks alone: {gen_cpu:.2} s CPU",

@@ -616,7 +616,7 @@ fn the_live_run_record_becomes_a_perfetto_trace_on_sigterm() {
 
 #[test]
 fn a_unit_added_through_the_control_api_is_used_under_every_policy() {
-    for policy in ["fcfs", "cfs", "ws", "dmda", "random", "affinity"] {
+    for policy in hetsched_policies::registry().map(|r| r.default_spec()) {
         let d = Daemon::start(1, 0, policy);
         let mut holder = d.client();
         assert_eq!(holder.alloc(&meta(1.0, 0.0)).unwrap().id, 0);

@@ -17,8 +17,15 @@
 //!   checkpoint cost); never when the task finishes first;
 //! - `complete` once per finished task, after its unit became free and before the unit's
 //!   next `pick`;
-//! - `tick` every `tick_interval` while tasks are live, with counter samples (none for a
-//!   policy whose `wants_samples` is false).
+//! - `tick` at the multiples of `tick_interval` while tasks are live (and once after the
+//!   last one ended), with counter samples (none for a policy whose `wants_samples` is
+//!   false).
+//!
+//! Both engines make these calls through one engine core (`engine_core.rs`), which also
+//! checks every answer: an answer that breaks the contract stops a simulation and is
+//! refused (logged, without effect) by the live daemon. A policy sees a task's meta info
+//! ([`Task`]) and the run times the engine reported ([`TaskEntry`]), never the
+//! simulator's workload model.
 //!
 //! Units are never removed from the view and their ids never change, but a live engine
 //! may add units (the daemon's control API): a policy must accept unit ids above those
@@ -68,20 +75,28 @@ pub enum TickAction {
 
 /// One counter sample per unit since the previous tick.
 ///
-/// The simulator fills the first four fields from its model. The live runtime measures
-/// the running task's process (`hetsched_live::sampler`); a measurement no source on
-/// this machine provides is `None`, never a zero that looks measured, and `sources`
-/// says which sources filled the sample.
+/// Both engines' ticks take their samples from the engine core
+/// (`engine_core::EngineCore::tick`), which fills the first four fields from what the
+/// engine itself knows — the simulator from its model, the live arbiter from the times
+/// it granted units — and no measurement source (`sources` all false). The live
+/// runtime's sampler (`hetsched_live::sampler`) measures a running task's process and
+/// fills the optional fields; a measurement no source on this machine provides is
+/// `None`, never a zero that looks measured, and `sources` says which sources filled
+/// the sample.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Sample {
     pub unit: UnitId,
     /// The task running at sample time.
     pub task: Option<TaskId>,
-    /// Nanoseconds the unit was busy since the previous sample (live: the CPU time,
-    /// user plus system, of the task's process and all its threads).
+    /// Nanoseconds the unit was busy since the previous sample. From the engine core:
+    /// the time a task held the unit — in the simulator its modelled run time, in the
+    /// live arbiter the daemon's view of its grants (from grant to release), not CPU time
+    /// measured. From the sampler (`sources.proc`): the CPU time, user plus system, of
+    /// the task's process and all its threads.
     pub busy_ns: u64,
     /// Estimated memory-bound fraction of the running task: the task's model value in
-    /// the simulator; `None` live, where the raw counters below are reported instead.
+    /// the simulator; `None` live, where the sampler reports the raw counters below
+    /// instead.
     pub memory_bound: Option<f64>,
     /// Nanoseconds the task's threads waited on a run queue.
     pub run_delay_ns: Option<u64>,
@@ -115,61 +130,45 @@ pub struct Running {
     pub since_ns: u64,
 }
 
-/// A read-only snapshot of an engine's state, handed to every policy call.
-pub struct View<'a> {
-    now_ns: u64,
-    machine: &'a Machine,
-    queues: &'a [VecDeque<TaskId>],
-    central: &'a VecDeque<TaskId>,
-    running: &'a [Option<Running>],
-    tasks: &'a TaskStore,
+/// The engine state a policy reads, handed by reference to every policy call. The
+/// engine core keeps its scheduling state in it (`engine_core::EngineCore`), so that
+/// handing it over costs nothing on the engines' hot paths; a policy can only read it.
+pub struct View {
+    pub(crate) now_ns: u64,
+    pub(crate) machine: Machine,
+    pub(crate) queues: Vec<VecDeque<TaskId>>,
+    pub(crate) central: VecDeque<TaskId>,
+    pub(crate) running: Vec<Option<Running>>,
+    pub(crate) tasks: TaskStore,
 }
 
-impl<'a> View<'a> {
-    #[inline]
-    pub fn new(
-        now_ns: u64,
-        machine: &'a Machine,
-        queues: &'a [VecDeque<TaskId>],
-        central: &'a VecDeque<TaskId>,
-        running: &'a [Option<Running>],
-        tasks: &'a TaskStore,
-    ) -> Self {
-        View {
-            now_ns,
-            machine,
-            queues,
-            central,
-            running,
-            tasks,
-        }
-    }
+impl View {
     /// Current time in nanoseconds since the start of the run.
     #[inline]
     pub fn now_ns(&self) -> u64 {
         self.now_ns
     }
     #[inline]
-    pub fn machine(&self) -> &'a Machine {
-        self.machine
+    pub fn machine(&self) -> &Machine {
+        &self.machine
     }
     #[inline]
-    pub fn units(&self) -> &'a [Unit] {
+    pub fn units(&self) -> &[Unit] {
         &self.machine.units
     }
     #[inline]
-    pub fn unit(&self, id: UnitId) -> &'a Unit {
+    pub fn unit(&self, id: UnitId) -> &Unit {
         &self.machine.units[id as usize]
     }
     /// Tasks waiting in a unit's queue, head first.
     #[inline]
-    pub fn queue(&self, unit: UnitId) -> &'a VecDeque<TaskId> {
+    pub fn queue(&self, unit: UnitId) -> &VecDeque<TaskId> {
         &self.queues[unit as usize]
     }
     /// Tasks waiting in the central queue, head first.
     #[inline]
-    pub fn central(&self) -> &'a VecDeque<TaskId> {
-        self.central
+    pub fn central(&self) -> &VecDeque<TaskId> {
+        &self.central
     }
     #[inline]
     pub fn running(&self, unit: UnitId) -> Option<Running> {
@@ -182,7 +181,7 @@ impl<'a> View<'a> {
     }
     /// A live task (submitted and not yet finished).
     #[inline]
-    pub fn task(&self, id: TaskId) -> &'a Task {
+    pub fn task(&self, id: TaskId) -> &Task {
         &self.tasks[&id].task
     }
     /// A live task's slot in the engine's task store: unique among live tasks, reused
@@ -196,7 +195,7 @@ impl<'a> View<'a> {
             .unwrap_or_else(|| panic!("task {id} is not live"))
     }
     #[inline]
-    pub fn entry(&self, id: TaskId) -> Option<&'a TaskEntry> {
+    pub fn entry(&self, id: TaskId) -> Option<&TaskEntry> {
         self.tasks.get(&id)
     }
     /// Whether `task` has an implementation for `unit`'s type.
@@ -206,7 +205,7 @@ impl<'a> View<'a> {
     }
     /// Units of one type.
     #[inline]
-    pub fn units_of(&self, kind: UnitType) -> impl Iterator<Item = &'a Unit> {
+    pub fn units_of(&self, kind: UnitType) -> impl Iterator<Item = &Unit> + '_ {
         self.machine.units.iter().filter(move |u| u.kind == kind)
     }
 }

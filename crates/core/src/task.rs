@@ -1,8 +1,11 @@
-//! Tasks: the unit of work a policy places, with the meta info it may use.
+//! Tasks as the scheduler knows them: a task's meta info (what an application tells the
+//! scheduler: Beisel et al.'s meta info) and what an engine reports of its runs.
 //!
-//! Work is given in *reference units*: seconds on one capacity-1024 CPU with local
-//! memory. How long a task takes elsewhere is the engine's business (the simulator's
-//! speed model, or the clock on a live machine).
+//! How much work a task really is, and how fast it goes on each unit, is not here: live,
+//! only the application's run knows; in the simulator it is the workload model
+//! (`hetsched_sim::task::SimTask`), which policies never see. A policy learns run times
+//! from what the engines report ([`TaskEntry::run_ns`], [`TaskEntry::runs`]), the same
+//! in both.
 
 use crate::machine::UnitType;
 use serde::{Deserialize, Serialize};
@@ -36,6 +39,7 @@ impl Affinity {
     }
 }
 
+/// A task's meta info.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     pub id: TaskId,
@@ -43,21 +47,13 @@ pub struct Task {
     /// copied: every record of a task names its type.
     pub kind: Arc<str>,
     pub affinity: Affinity,
-    /// Explicit speed relative to a capacity-1024 CPU per unit type (0 = derive from the
-    /// affinity ratio, see the simulator's speed model).
-    pub speed: PerUnitType<f64>,
-    /// Work in reference units (seconds on a capacity-1024 CPU).
-    pub work_s: f64,
     /// Bytes copied to an accelerator before a run there / back after completion.
     pub bytes_in: u64,
     pub bytes_out: u64,
-    /// Fraction of the work bound by memory rather than the core, in [0, 1].
-    pub memory_bound: f64,
-    /// Memory bandwidth in bytes/s the memory-bound part draws when the task runs alone
-    /// (0 = not modelled): concurrent tasks on one NUMA node share its bandwidth.
-    pub mem_bandwidth: f64,
     /// NUMA node holding the task's memory, if known.
     pub numa_home: Option<u32>,
+    /// The accelerator unit holding the task's data, if any.
+    pub device_home: Option<u32>,
     /// CFS-style weight (1024 = nice 0).
     pub weight: u32,
     /// Arrival time in nanoseconds since the start of the run.
@@ -65,6 +61,9 @@ pub struct Task {
     /// Checkpoint interval per unit type in ns (0 = none): where an accelerator run may
     /// be interrupted.
     pub checkpoint_ns: PerUnitType<u64>,
+    /// The task's cache and memory signature (`hetsched-sig`), opaque here; room for
+    /// policies that place by it.
+    pub signature: Option<Arc<str>>,
 }
 
 thread_local! {
@@ -73,30 +72,23 @@ thread_local! {
 }
 
 impl Task {
-    /// The work in reference nanoseconds.
+    /// A CPU-only task of type "task" with nothing else known.
     #[inline]
-    pub fn work_ns(&self) -> u64 {
-        crate::ns::round_u64(self.work_s * 1e9)
-    }
-
-    /// A CPU-only, compute-bound task of `work_s` reference seconds.
-    pub fn cpu(id: TaskId, work_s: f64, arrival_ns: u64) -> Task {
+    pub fn cpu(id: TaskId, arrival_ns: u64) -> Task {
         let mut affinity = Affinity::default();
         affinity.set(UnitType::Cpu, 1.0);
         Task {
             id,
             kind: DEFAULT_KIND.with(Arc::clone),
             affinity,
-            speed: PerUnitType::default(),
-            work_s,
             bytes_in: 0,
             bytes_out: 0,
-            memory_bound: 0.0,
-            mem_bandwidth: 0.0,
             numa_home: None,
+            device_home: None,
             weight: 1024,
             arrival_ns,
             checkpoint_ns: PerUnitType::default(),
+            signature: None,
         }
     }
 }
@@ -116,17 +108,15 @@ pub enum Placement {
     Running(u32),
 }
 
-/// What an engine knows about a live (submitted, not finished) task.
+/// What an engine knows about a live (submitted, not finished) task: its meta info and
+/// what its runs so far took, as both engines report them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TaskEntry {
     pub task: Task,
     pub placement: Placement,
-    /// Reference nanoseconds of work still to do (integer, so that runs are exact). The
-    /// simulator keeps a running task's count with its unit and writes it back here when
-    /// the task leaves the unit.
-    pub remaining_ns: u64,
     /// Number of run segments started so far.
     pub runs: u32,
-    /// Nanoseconds spent running (transfers included) so far.
+    /// Nanoseconds spent running (transfers included) in the segments that ended (the
+    /// simulator: segment ends; live: grant to free).
     pub run_ns: u64,
 }

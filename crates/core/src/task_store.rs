@@ -8,7 +8,7 @@
 //! kept within a constant factor of the number of live tasks, so memory grows with live
 //! tasks, not with finished ones.
 
-use crate::task::{TaskEntry, TaskId};
+use crate::task::{Placement, QueueId, TaskEntry, TaskId};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::ops::Index;
@@ -20,8 +20,17 @@ const NONE: u32 = u32::MAX;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Staged(u32);
 
-/// An id and its entry (`None` when the slot is free), aligned to cache lines so that
-/// an entry spans as few of them as its size allows.
+impl Staged {
+    /// The slot the task will live in ([`TaskStore::slot_of`] once admitted).
+    #[inline]
+    pub fn slot(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// An id and its entry (`None` until the slot is first used; a freed slot keeps its
+/// last entry until it is reused), aligned to cache lines so that an entry spans as few
+/// of them as its size allows.
 #[derive(Clone, Debug)]
 #[repr(align(64))]
 struct Slot {
@@ -32,8 +41,8 @@ struct Slot {
 /// Live tasks by id. The API follows a map's (`insert`, `get`, `remove`...).
 #[derive(Clone, Debug, Default)]
 pub struct TaskStore {
-    /// The slab: an id and its entry, `None` when the slot is free. Only slots the
-    /// index points to are live (a staged task's slot is not, yet).
+    /// The slab: an id and its entry. Only slots the index points to are live (a staged
+    /// task's slot is not, yet; a freed one holds its last task's entry until reused).
     slots: Vec<Slot>,
     free: Vec<u32>,
     /// `window[i]`: the slot of task `base + i`, or `NONE`.
@@ -124,22 +133,29 @@ impl TaskStore {
     #[inline]
     pub fn stage(&mut self, task: crate::task::Task) -> Staged {
         let s = self.free_slot(task.id);
-        // Built in the slot: a free slot holds `None`, and saying so lets the compiler
-        // copy the 200-byte task straight in rather than through a temporary.
-        let slot = &mut self.slots[s as usize].entry;
-        debug_assert!(slot.is_none());
-        *slot = None;
-        *slot = Some(TaskEntry {
-            task,
-            placement: crate::task::Placement::Queued(crate::task::QueueId::Central),
-            remaining_ns: 0,
-            runs: 0,
-            run_ns: 0,
-        });
+        let (placement, runs, run_ns) = (Placement::Queued(QueueId::Central), 0, 0);
+        match &mut self.slots[s as usize].entry {
+            // Field by field over the previous task's entry: the task is copied once,
+            // straight in (a whole new entry went through temporaries on the stack).
+            Some(e) => {
+                e.task = task;
+                e.placement = placement;
+                e.runs = runs;
+                e.run_ns = run_ns;
+            }
+            fresh => {
+                *fresh = Some(TaskEntry {
+                    task,
+                    placement,
+                    runs,
+                    run_ns,
+                })
+            }
+        }
         Staged(s)
     }
 
-    /// A free slot (reused, or a new one) for task `id`; its entry is `None`.
+    /// A free slot (reused, or a new one) for task `id`; its entry is stale or `None`.
     #[inline]
     fn free_slot(&mut self, id: TaskId) -> u32 {
         match self.free.pop() {
@@ -263,15 +279,12 @@ impl TaskStore {
         Some(s)
     }
 
-    /// Removes a live task, dropping its entry where it is (no copy out); returns
-    /// whether it was live.
+    /// Removes a live task; returns whether it was live. Its entry stays in the freed
+    /// slot until the slot is reused: dropping it here would copy the whole entry
+    /// through the stack (its shared kind and signature are released then).
     #[inline]
     pub fn discard(&mut self, id: &TaskId) -> bool {
-        let Some(s) = self.unindex(id) else {
-            return false;
-        };
-        self.slots[s as usize].entry = None;
-        true
+        self.unindex(id).is_some()
     }
 
     /// The live tasks, in no particular order.
@@ -307,11 +320,10 @@ mod tests {
 
     fn entry(id: TaskId) -> TaskEntry {
         TaskEntry {
-            task: Task::cpu(id, 1.0, id),
+            task: Task::cpu(id, id),
             placement: Placement::Queued(QueueId::Central),
-            remaining_ns: id,
             runs: 0,
-            run_ns: 0,
+            run_ns: id,
         }
     }
 
@@ -351,7 +363,7 @@ mod tests {
         let mut all: Vec<TaskId> = store
             .iter()
             .map(|(&id, e)| {
-                assert_eq!(e.remaining_ns, id);
+                assert_eq!(e.run_ns, id);
                 id
             })
             .collect();
@@ -370,9 +382,9 @@ mod tests {
         assert!(!store.contains_key(&2));
         assert_eq!(store.len(), 1);
         assert_eq!(store.iter().count(), 1);
-        store.staged_mut(a).remaining_ns = 7;
+        store.staged_mut(a).run_ns = 7;
         store.admit(a);
-        assert_eq!(store[&2].remaining_ns, 7);
+        assert_eq!(store[&2].run_ns, 7);
         assert_eq!(store.len(), 2);
         store.unstage(b);
         assert!(!store.contains_key(&3));
@@ -396,7 +408,7 @@ mod tests {
         }
         assert_eq!(store.len(), 3);
         assert!(store.footprint() < 200, "footprint {}", store.footprint());
-        assert_eq!(store[&0].remaining_ns, 0);
-        assert_eq!(store[&199_999].remaining_ns, 199_999);
+        assert_eq!(store[&0].run_ns, 0);
+        assert_eq!(store[&199_999].run_ns, 199_999);
     }
 }

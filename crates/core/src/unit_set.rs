@@ -22,6 +22,12 @@ impl UnitSet {
         (0..n as u32).for_each(|u| s.insert(u));
         s
     }
+    /// Makes room for members below `n` (the new ones absent).
+    pub fn grow(&mut self, n: usize) {
+        if self.words.len() < n.div_ceil(64) {
+            self.words.resize(n.div_ceil(64), 0);
+        }
+    }
     #[inline]
     pub fn insert(&mut self, u: u32) {
         self.words[u as usize / 64] |= 1 << (u % 64);

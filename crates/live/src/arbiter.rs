@@ -1,33 +1,49 @@
-//! The live engine: arbitrates the machine's units among the daemon's clients by
-//! calling the same [`Policy`] the simulator calls, in the same situations.
+//! The live engine: arbitrates the machine's units among the daemon's clients through
+//! the engine core the simulator runs on (`hetsched_core::engine_core`), so that the
+//! same [`Policy`] is called in the same situations, its answers are checked by the same
+//! code, and the run record is written by the same code. The queue state lives in the
+//! core; this module is the daemon's [`Host`] around it: clients, grants sent as replies,
+//! releases that complete only when the holder frees its unit, offline units and the
+//! control API.
 //!
 //! It is pure state (no sockets, no threads): each request returns the replies and flag
-//! changes it causes, which the server delivers. Time is wall-clock nanoseconds since
-//! the daemon started.
+//! changes it causes, which the server delivers. Time comes from a [`Clock`]: wall-clock
+//! nanoseconds since the daemon started, or a clock a test drives.
 //!
 //! Mapping of Beisel et al.'s API onto the contract:
 //! - `alloc` of a new task → `submit`; the task waits in the queue the policy chose;
-//!   idle units are asked to `pick` (in id order) and a pick is a grant;
+//!   idle units are asked to `pick` (the queue's unit, then the others in id order) and
+//!   a pick is a grant;
 //! - `rerequest` → `checkpoint`: `Continue` = keep, `Yield` = re-queued on its unit,
-//!   `Migrate(v)` = re-queued on `v`; the client then writes its checkpoint back and
-//!   `free`s, and its next `alloc` waits for the grant;
+//!   `Migrate(v)` = re-queued on `v`; from the verdict until the client has written its
+//!   checkpoint back and `free`d, its unit is *releasing* (neither running nor pickable);
+//!   its next `alloc` waits for the grant;
 //! - `free` of a finished task → `complete`; the freed unit picks again;
+//! - [`Arbiter::expire`] (called by the server's loop, which sleeps until the deadline it
+//!   returns) raises the flags of holders whose slice ended and runs the policy's `tick`
+//!   on its interval; a running task a tick moves is told through its flag and moves
+//!   when it frees, as after a `Migrate` verdict;
 //! - a client that disconnects loses its task at once: its unit is freed (and picks
 //!   again) or its queue entry dropped. The policy is told through `complete`, the only
 //!   end-of-task event of the contract, so per-task state it keeps is released.
+//!
+//! A policy answer that breaks the contract is refused, not worked around: the decision
+//! has no effect (a pick leaves the unit idle, a migration keeps the task where it is, a
+//! placement rejects the task and its client gets the error), it is logged on stderr and
+//! counted ([`Arbiter::violations`]), and the daemon serves on.
 
 use crate::protocol::{
     ErrorCode, MetaInfo, NewUnit, Reply, TaskStats, UnitChanges, UnitInfo, Verdict, MAX_KIND,
 };
+use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host, Requeue};
 use hetsched_core::machine::{Accelerator, Machine, Unit, UnitType};
-use hetsched_core::policy::{
-    CheckpointDecision, PickDecision, Policy, Running, SubmitDecision, UnitId, View,
-};
-use hetsched_core::record::{Event, EventKind, Record};
-use hetsched_core::task::{Affinity, PerUnitType, Placement, QueueId, Task, TaskEntry, TaskId};
-use hetsched_core::task_store::TaskStore;
+use hetsched_core::policy::{CheckpointDecision, Policy, UnitId};
+use hetsched_core::record::{Event, Record};
+use hetsched_core::task::{Affinity, PerUnitType, Placement, QueueId, Task, TaskId};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 pub type ClientId = u64;
@@ -35,19 +51,44 @@ pub type ClientId = u64;
 /// How many ended tasks `stats` reports.
 pub const HISTORY: usize = 4096;
 
-/// The policy's view of the engine, borrowing only the state fields (so that the
-/// policy itself can be borrowed mutably beside it).
-macro_rules! view {
-    ($a:expr, $now:expr) => {
-        View::new(
-            $now,
-            &$a.machine,
-            &$a.queues,
-            &$a.central,
-            &$a.running,
-            &$a.tasks,
-        )
-    };
+/// Contract violations logged in full; after that one in every `LOG_EVERY`.
+const LOG_FIRST: u64 = 16;
+const LOG_EVERY: u64 = 1024;
+
+/// Where the arbiter's time comes from (nanoseconds, never decreasing).
+pub trait Clock {
+    fn now_ns(&self) -> u64;
+}
+
+/// Wall-clock nanoseconds since the clock was made.
+pub struct WallClock(Instant);
+
+impl Default for WallClock {
+    fn default() -> Self {
+        WallClock(Instant::now())
+    }
+}
+
+impl Clock for WallClock {
+    fn now_ns(&self) -> u64 {
+        self.0.elapsed().as_nanos() as u64
+    }
+}
+
+/// A clock that stands still until set (tests; clones share the time).
+#[derive(Clone, Default)]
+pub struct ManualClock(Arc<AtomicU64>);
+
+impl ManualClock {
+    pub fn set(&self, ns: u64) {
+        self.0.fetch_max(ns, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ns(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
 /// What a request makes the server do besides answering the requester.
@@ -61,17 +102,6 @@ pub enum Effect {
 
 pub type Failure = (ErrorCode, String);
 
-#[derive(Default)]
-struct UnitState {
-    online: bool,
-    /// Leaves (goes offline) when its holder frees it.
-    removing: bool,
-    /// The holder was told to give the unit up and has not freed it yet.
-    releasing: bool,
-    /// OpenCL / CUDA device index for accelerators.
-    device: Option<u32>,
-}
-
 /// What `stats` reports of a task that ended (kept compact: the reply is built on demand).
 struct EndedTask {
     task: TaskId,
@@ -84,14 +114,8 @@ struct EndedTask {
 struct TaskState {
     client: ClientId,
     grants: u32,
-    /// Set when the client was told to give up its unit and has not freed it yet.
-    told_to_release: bool,
-    /// When the current grant started.
-    granted_at: Option<u64>,
-    /// The unit of the latest grant (the one being released after a denial).
+    /// The unit of the latest grant.
     last_unit: Option<UnitId>,
-    /// The denial was a migration (recorded when the unit is freed).
-    migrating: bool,
     /// The client is blocked in `alloc`: a grant is its answer.
     awaiting: bool,
     /// A grant made before the client asked again (it was still freeing): sent as
@@ -102,24 +126,15 @@ struct TaskState {
     central: bool,
 }
 
-pub struct Arbiter {
-    machine: Machine,
-    units: Vec<UnitState>,
-    queues: Vec<VecDeque<TaskId>>,
-    central: VecDeque<TaskId>,
-    running: Vec<Option<Running>>,
-    tasks: TaskStore,
+/// The daemon's side of the engine: clients and what the core does not keep.
+struct Live {
+    /// OpenCL / CUDA device index of each unit (accelerators).
+    devices: Vec<Option<u32>>,
     state: FxHashMap<TaskId, TaskState>,
     client_task: FxHashMap<ClientId, TaskId>,
-    policy: Box<dyn Policy>,
-    start: Instant,
-    next_task: TaskId,
+    /// Effects of the request being handled.
+    effects: Vec<Effect>,
     grants: u64,
-    decisions: u64,
-    /// Units freed since the last dispatch: each picks at least once even when no task
-    /// waits (the contract's "pick when it becomes free": a policy may use it to offer
-    /// the unit to a task running elsewhere).
-    freed: Vec<UnitId>,
     /// Flag deadlines: (time ns, unit, task) when a running task's slice ends.
     deadlines: Vec<(u64, UnitId, TaskId)>,
     /// Ended tasks, newest last, at most [`HISTORY`] of them (a daemon runs for
@@ -127,6 +142,19 @@ pub struct Arbiter {
     history: VecDeque<EndedTask>,
     /// The run record (the simulator's format), when the daemon traces.
     record: Option<Record>,
+    /// The task whose client is being answered a re-request: its verdict tells it to
+    /// release, no flag is needed.
+    answering: Option<TaskId>,
+    violations: u64,
+    policy_name: String,
+}
+
+pub struct Arbiter {
+    core: EngineCore,
+    policy: Box<dyn Policy>,
+    live: Live,
+    clock: Box<dyn Clock>,
+    next_task: TaskId,
 }
 
 /// A unit's capacity (speed on the 1024 scale) must be positive.
@@ -143,109 +171,113 @@ fn check_capacity(capacity: Option<u32>) -> Result<(), Failure> {
 impl Arbiter {
     /// `devices[i]` is the device index of unit `i` where it is an accelerator.
     pub fn new(machine: Machine, devices: Vec<Option<u32>>, policy: Box<dyn Policy>) -> Arbiter {
-        let n = machine.units.len();
+        Arbiter::with_clock(machine, devices, policy, Box::new(WallClock::default()))
+    }
+
+    /// As [`Self::new`], with time from `clock`.
+    pub fn with_clock(
+        machine: Machine,
+        mut devices: Vec<Option<u32>>,
+        policy: Box<dyn Policy>,
+        clock: Box<dyn Clock>,
+    ) -> Arbiter {
+        devices.resize(machine.units.len(), None);
+        let core = EngineCore::new(machine, policy.as_ref());
         Arbiter {
-            units: (0..n)
-                .map(|i| UnitState {
-                    online: true,
-                    device: devices.get(i).copied().flatten(),
-                    ..Default::default()
-                })
-                .collect(),
-            queues: vec![VecDeque::new(); n],
-            central: VecDeque::new(),
-            running: vec![None; n],
-            tasks: TaskStore::default(),
-            state: FxHashMap::default(),
-            client_task: FxHashMap::default(),
-            machine,
+            live: Live {
+                devices,
+                state: FxHashMap::default(),
+                client_task: FxHashMap::default(),
+                effects: Vec::new(),
+                grants: 0,
+                deadlines: Vec::new(),
+                history: VecDeque::new(),
+                record: None,
+                answering: None,
+                violations: 0,
+                policy_name: policy.name().to_string(),
+            },
+            core,
             policy,
-            start: Instant::now(),
+            clock,
             next_task: 0,
-            grants: 0,
-            decisions: 0,
-            freed: Vec::new(),
-            deadlines: Vec::new(),
-            history: VecDeque::new(),
-            record: None,
         }
     }
 
     /// Keep the run record from now on (for `--trace`).
     pub fn start_recording(&mut self) {
-        let kinds = self.machine.units.iter().map(|u| u.kind).collect();
-        let names = self.machine.units.iter().map(|u| u.name.clone()).collect();
-        self.record = Some(Record::new(self.policy.name(), kinds, names));
+        let m = self.core.machine();
+        let kinds = m.units.iter().map(|u| u.kind).collect();
+        let names = m.units.iter().map(|u| u.name.clone()).collect();
+        self.live.record = Some(Record::new(self.policy.name(), kinds, names));
     }
 
     /// The run record so far, with the units as they are now.
     pub fn record(&self) -> Option<Record> {
-        let mut r = self.record.clone()?;
-        r.unit_kinds = self.machine.units.iter().map(|u| u.kind).collect();
-        r.unit_names = self.machine.units.iter().map(|u| u.name.clone()).collect();
+        let mut r = self.live.record.clone()?;
+        let m = self.core.machine();
+        r.unit_kinds = m.units.iter().map(|u| u.kind).collect();
+        r.unit_names = m.units.iter().map(|u| u.name.clone()).collect();
         Some(r)
     }
 
-    fn log(&mut self, task: TaskId, kind: EventKind) {
-        let t_ns = self.now_ns();
-        if let Some(r) = &mut self.record {
-            r.events.push(Event { t_ns, task, kind });
-        }
+    pub fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
     }
 
-    pub fn now_ns(&self) -> u64 {
-        self.start.elapsed().as_nanos() as u64
+    /// The core's time set to the clock's, for the request being handled.
+    fn tick_clock(&mut self) {
+        let now = self.clock.now_ns();
+        self.core.set_now(now);
     }
 
     pub fn policy_name(&self) -> &str {
         self.policy.name()
     }
 
-    fn unit_info(&self, u: &Unit) -> UnitInfo {
-        let s = &self.units[u.id as usize];
-        let link = u
-            .accelerator
-            .map(|a| &self.machine.accelerators[a as usize]);
-        UnitInfo {
-            id: u.id,
-            kind: u.kind,
-            name: u.name.clone(),
-            cpus: u.cpus.clone(),
-            device: s.device,
-            capacity: u.capacity,
-            online: s.online && !s.removing,
-            running: self.running[u.id as usize].map(|r| r.task),
-            queued: self.queues[u.id as usize].len(),
-            link_bandwidth_bytes_per_s: link.and_then(|a| a.link_bandwidth_bytes_per_s),
-            link_latency_s: link.and_then(|a| a.link_latency_s),
-        }
+    /// Contract violations refused so far.
+    pub fn violations(&self) -> u64 {
+        self.live.violations
+    }
+
+    /// The effects gathered while handling a request, with the flags of holders that
+    /// could move to a unit left idle.
+    fn effects(&mut self) -> Vec<Effect> {
+        self.live.offer_idle(&self.core);
+        std::mem::take(&mut self.live.effects)
+    }
+
+    /// A refused decision has been logged; nothing else to do.
+    fn served(r: Result<(), ContractError>) {
+        debug_assert!(r.is_ok(), "the daemon refuses violations: {r:?}");
     }
 
     /// A client asks for a unit. `Ok(effects)`: the grant (to this client or others)
     /// comes as effects; no effect for this client means it waits.
     pub fn alloc(&mut self, client: ClientId, meta: &MetaInfo) -> Result<Vec<Effect>, Failure> {
-        let now = self.now_ns();
-        if let Some(&task) = self.client_task.get(&client) {
-            let st = self.state.get_mut(&task).unwrap();
+        self.tick_clock();
+        if let Some(&task) = self.live.client_task.get(&client) {
+            let st = self.live.state.get_mut(&task).unwrap();
             if let Some(grant) = st.pending.take() {
                 // Granted again while it was freeing: this is the answer.
                 return Ok(vec![Effect::Reply(client, grant)]);
             }
-            if matches!(self.tasks[&task].placement, Placement::Running(_)) && !st.told_to_release {
-                return Err((
-                    ErrorCode::OutOfOrder,
-                    "alloc while holding a unit: free it first".into(),
-                ));
-            }
-            if st.told_to_release {
-                return Err((
-                    ErrorCode::OutOfOrder,
-                    "alloc before free: free the unit you were told to give up".into(),
-                ));
+            if let Placement::Running(u) = self.core.tasks()[&task].placement {
+                return Err(if self.core.releasing(u).is_some() {
+                    (
+                        ErrorCode::OutOfOrder,
+                        "alloc before free: free the unit you were told to give up".into(),
+                    )
+                } else {
+                    (
+                        ErrorCode::OutOfOrder,
+                        "alloc while holding a unit: free it first".into(),
+                    )
+                });
             }
             // The same task again after yielding: it already waits in a queue.
-            self.state.get_mut(&task).unwrap().awaiting = true;
-            return Ok(self.dispatch(now));
+            st.awaiting = true;
+            return Ok(self.effects());
         }
         if meta.kind.len() > MAX_KIND {
             return Err((
@@ -267,571 +299,205 @@ impl Arbiter {
             }
             affinity.set(kind, a);
         }
-        if !self
-            .machine
-            .units
-            .iter()
-            .any(|u| self.units[u.id as usize].online && affinity.runs_on(u.kind))
-        {
-            let present: Vec<String> = self.online_types().iter().map(|t| t.to_string()).collect();
-            return Err((
-                ErrorCode::NoUnit,
-                format!("no unit can run task kind {:?}: its affinities are 0 for every unit type present ({})", meta.kind, present.join(", ")),
-            ));
-        }
         let id = self.next_task;
         self.next_task += 1;
-        let kind: std::sync::Arc<str> = meta.kind.as_str().into();
         let task = Task {
-            id,
-            kind: kind.clone(),
+            kind: meta.kind.as_str().into(),
             affinity,
-            speed: PerUnitType::default(),
-            // Unknown live: the work is whatever the application does.
-            work_s: 0.0,
             bytes_in: meta.memory_to_copy,
-            bytes_out: 0,
-            memory_bound: 0.0,
-            mem_bandwidth: 0.0,
-            numa_home: None,
             weight: meta.weight.max(1),
-            arrival_ns: now,
-            checkpoint_ns: PerUnitType::default(),
+            ..Task::cpu(id, self.core.now())
         };
-        self.tasks.insert(
-            id,
-            TaskEntry {
-                task,
-                placement: Placement::Queued(QueueId::Central),
-                remaining_ns: 0,
-                runs: 0,
-                run_ns: 0,
-            },
-        );
-        self.state.insert(
+        self.live.state.insert(
             id,
             TaskState {
                 client,
                 grants: 0,
-                told_to_release: false,
-                granted_at: None,
                 last_unit: None,
-                migrating: false,
                 awaiting: true,
                 pending: None,
                 central: false,
             },
         );
-        self.client_task.insert(client, id);
+        self.live.client_task.insert(client, id);
+        let staged = self.core.tasks_mut().stage(task);
         // Live, a task's length is unknown: no ideal time (slowdowns are not defined).
-        self.log(id, EventKind::Submit { ideal_ns: 0, kind });
-        let decision = self.policy.submit(&view!(self, now), id);
-        self.decisions += 1;
-        let mut effects = Vec::new();
-        match decision {
-            SubmitDecision::Enqueue(q) => {
-                self.state.get_mut(&id).unwrap().central = q == QueueId::Central;
-                self.enqueue(id, q, &mut effects)
+        let arrival = self
+            .core
+            .arrive(self.policy.as_mut(), &mut self.live, staged, 0);
+        match arrival.expect("the daemon refuses violations") {
+            Arrival::Queued(q) => {
+                if let Some(st) = self.live.state.get_mut(&id) {
+                    st.central = q == QueueId::Central;
+                }
+                Ok(self.effects())
             }
-            SubmitDecision::Reject(reason) => {
-                self.log(
-                    id,
-                    EventKind::Reject {
-                        reason: reason.clone(),
-                    },
-                );
-                self.forget(id);
-                return Err((
+            Arrival::Unrunnable => {
+                self.live.forget(id);
+                let present: Vec<String> =
+                    self.online_types().iter().map(|t| t.to_string()).collect();
+                Err((
                     ErrorCode::NoUnit,
-                    format!("the policy rejected the task: {reason}"),
-                ));
+                    format!("no unit can run task kind {:?}: its affinities are 0 for every unit type present ({})", meta.kind, present.join(", ")),
+                ))
             }
+            Arrival::Rejected(reason) => Err((
+                ErrorCode::NoUnit,
+                format!("the policy rejected the task: {reason}"),
+            )),
         }
-        effects.extend(self.dispatch(now));
-        Ok(effects)
     }
 
     fn online_types(&self) -> Vec<UnitType> {
-        let mut v: Vec<UnitType> = self
-            .machine
-            .units
-            .iter()
-            .filter(|u| self.units[u.id as usize].online)
-            .map(|u| u.kind)
+        let mut v: Vec<UnitType> = (0..self.core.units() as UnitId)
+            .filter(|&u| self.core.is_online(u))
+            .map(|u| self.core.unit_kind(u))
             .collect();
         v.sort();
         v.dedup();
         v
     }
 
-    fn enqueue(&mut self, task: TaskId, q: QueueId, effects: &mut Vec<Effect>) {
-        let q = self.place(task, q, effects);
-        self.log(task, EventKind::Enqueue { queue: q });
-    }
-
-    /// Puts a task in a queue (a unit that is gone: the central one) and raises the
-    /// flags of holders it could replace; returns the queue used.
-    fn place(&mut self, task: TaskId, q: QueueId, effects: &mut Vec<Effect>) -> QueueId {
-        let q = match q {
-            QueueId::Unit(u)
-                if (u as usize) < self.queues.len() && self.units[u as usize].online =>
-            {
-                q
-            }
-            // A policy that names a unit that is gone: the task waits centrally.
-            _ => QueueId::Central,
-        };
-        match q {
-            QueueId::Unit(u) => {
-                self.queues[u as usize].push_back(task);
-                if let Some(r) = self.running[u as usize] {
-                    self.ask(r.task, effects);
-                }
-            }
-            QueueId::Central => self.central.push_back(task),
-        }
-        if let Some(e) = self.tasks.get_mut(&task) {
-            e.placement = Placement::Queued(q);
-        }
-        // A waiting task may change any holder's answer it could replace.
-        let holders: Vec<TaskId> = self
-            .running
-            .iter()
-            .enumerate()
-            .filter_map(|(u, r)| {
-                r.filter(|_| {
-                    self.tasks[&task]
-                        .task
-                        .affinity
-                        .runs_on(self.machine.units[u].kind)
-                })
-                .map(|r| r.task)
-            })
-            .collect();
-        for t in holders {
-            self.ask(t, effects);
-        }
-        q
-    }
-
-    /// A unit just went idle and nothing took it: the holders that could run there
-    /// must ask at their next checkpoint, where the policy may offer it (migration).
-    /// Edge-triggered: a `keep` answer resets the flag, so idle units do not keep every
-    /// checkpoint off the fast path.
-    fn offer_idle(&self, effects: &mut Vec<Effect>) {
-        // The kinds of the idle units first, then one pass over the running tasks:
-        // O(units + running), not their product.
-        let mut idle_kinds = PerUnitType::<bool>::default();
-        for u in &self.machine.units {
-            let s = &self.units[u.id as usize];
-            if s.online && !s.releasing && self.running[u.id as usize].is_none() {
-                idle_kinds.set(u.kind, true);
-            }
-        }
-        for r in self.running.iter().flatten() {
-            let affinity = &self.tasks[&r.task].task.affinity;
-            if UnitType::ALL
-                .iter()
-                .any(|&k| idle_kinds.get(k) && affinity.runs_on(k))
-            {
-                self.ask(r.task, effects);
-            }
-        }
-    }
-
-    fn ask(&self, task: TaskId, effects: &mut Vec<Effect>) {
-        if let Some(st) = self.state.get(&task) {
-            let e = Effect::Ask(st.client);
-            if !effects.contains(&e) {
-                effects.push(e);
-            }
-        }
-    }
-
-    /// Idle online units pick, in id order, until none changes.
-    fn dispatch(&mut self, now: u64) -> Vec<Effect> {
-        let mut effects = Vec::new();
-        loop {
-            let mut progressed = false;
-            let mut waiting = self.anything_queued();
-            for u in 0..self.machine.units.len() as UnitId {
-                let s = &self.units[u as usize];
-                if !s.online || s.releasing || self.running[u as usize].is_some() {
-                    continue;
-                }
-                if !waiting && !self.freed.contains(&u) {
-                    continue;
-                }
-                self.freed.retain(|&f| f != u);
-                let decision = self.policy.pick(&view!(self, now), u);
-                self.decisions += 1;
-                let task = match decision {
-                    PickDecision::Idle => continue,
-                    PickDecision::Run(t) => {
-                        if !self.remove_queued(t) {
-                            continue;
-                        }
-                        t
-                    }
-                    PickDecision::Steal { task, .. } => {
-                        if !self.remove_queued(task) {
-                            continue;
-                        }
-                        task
-                    }
-                };
-                if !self.tasks[&task]
-                    .task
-                    .affinity
-                    .runs_on(self.machine.units[u as usize].kind)
-                {
-                    // Never grant a unit the task has no implementation for.
-                    let mut ignored = Vec::new();
-                    self.enqueue(task, QueueId::Central, &mut ignored);
-                    continue;
-                }
-                self.grant(task, u, now, &mut effects);
-                progressed = true;
-                waiting = self.anything_queued();
-            }
-            if !progressed {
-                self.freed.clear();
-                return effects;
-            }
-        }
-    }
-
-    fn anything_queued(&self) -> bool {
-        !self.central.is_empty() || self.queues.iter().any(|q| !q.is_empty())
-    }
-
-    /// Takes a queued task out of whatever queue holds it.
-    fn remove_queued(&mut self, task: TaskId) -> bool {
-        let Some(e) = self.tasks.get(&task) else {
-            return false;
-        };
-        let queue = match e.placement {
-            Placement::Queued(QueueId::Unit(q)) => &mut self.queues[q as usize],
-            Placement::Queued(QueueId::Central) => &mut self.central,
-            _ => return false,
-        };
-        match queue.iter().position(|&t| t == task) {
-            Some(i) => {
-                queue.remove(i);
-                true
-            }
-            None => false,
-        }
-    }
-
-    fn grant(&mut self, task: TaskId, u: UnitId, now: u64, effects: &mut Vec<Effect>) {
-        self.running[u as usize] = Some(Running {
-            task,
-            since_ns: now,
-        });
-        let e = self.tasks.get_mut(&task).unwrap();
-        let from = match e.placement {
-            Placement::Queued(q) => q,
-            Placement::Running(_) => QueueId::Central,
-        };
-        e.placement = Placement::Running(u);
-        e.runs += 1;
-        let st = self.state.get_mut(&task).unwrap();
-        st.grants += 1;
-        st.granted_at = Some(now);
-        st.told_to_release = false;
-        st.last_unit = Some(u);
-        self.grants += 1;
-        let client = st.client;
-        self.log(task, EventKind::Start { unit: u, from });
-        let slice = self.policy.time_slice(&view!(self, now), u, task);
-        if let Some(ns) = slice {
-            self.deadlines.push((now + ns, u, task));
-        }
-        let unit = self.unit_info(&self.machine.units[u as usize]);
-        let reply = Reply::Granted { unit, task };
-        let st = self.state.get_mut(&task).unwrap();
-        if std::mem::take(&mut st.awaiting) {
-            effects.push(Effect::Reply(client, reply));
-        } else {
-            st.pending = Some(reply);
-        }
-    }
-
-    /// A checkpoint: asks the policy whether the client's task keeps its unit.
-    pub fn rerequest(&mut self, client: ClientId) -> Result<Verdict, Failure> {
-        let now = self.now_ns();
-        let (task, u) = self.held(client)?;
-        if self.state[&task].told_to_release {
-            return Err((
-                ErrorCode::OutOfOrder,
-                "rerequest after being told to give the unit up: free it".into(),
-            ));
-        }
-        let decision = if self.units[u as usize].removing {
-            // The unit is leaving: the task must go elsewhere.
-            CheckpointDecision::Yield
-        } else {
-            self.policy.checkpoint(&view!(self, now), task, u)
-        };
-        self.decisions += 1;
-        Ok(match decision {
-            CheckpointDecision::Continue => {
-                if let Some(ns) = self.policy.time_slice(&view!(self, now), u, task) {
-                    self.deadlines.push((now + ns, u, task));
-                }
-                Verdict::Keep
-            }
-            CheckpointDecision::Yield => {
-                let q = if self.units[u as usize].removing {
-                    self.resubmit_queue(task, now)
-                } else {
-                    QueueId::Unit(u)
-                };
-                self.release_to(task, u, q);
-                Verdict::Yield
-            }
-            CheckpointDecision::Migrate(v)
-                if (v as usize) < self.queues.len() && self.can_run(task, v) =>
-            {
-                self.state.get_mut(&task).unwrap().migrating = true;
-                self.release_to(task, u, QueueId::Unit(v));
-                Verdict::Migrate { to: v }
-            }
-            CheckpointDecision::Migrate(_) => Verdict::Keep,
-        })
-    }
-
-    fn can_run(&self, task: TaskId, u: UnitId) -> bool {
-        self.units[u as usize].online
-            && self.tasks[&task]
-                .task
-                .affinity
-                .runs_on(self.machine.units[u as usize].kind)
-    }
-
-    fn resubmit_queue(&mut self, task: TaskId, now: u64) -> QueueId {
-        self.decisions += 1;
-        match self.policy.submit(&view!(self, now), task) {
-            SubmitDecision::Enqueue(q) => q,
-            SubmitDecision::Reject(_) => QueueId::Central,
-        }
-    }
-
-    /// The holder of `u` must give it up; its task waits in `q` meanwhile.
-    /// The holder of `u` must give it up; once it has freed the unit (its checkpoint
-    /// written back) the task waits in `q`. Until then it is in no queue, so no other
-    /// unit can be granted to it while it still holds this one.
-    fn release_to(&mut self, task: TaskId, u: UnitId, q: QueueId) {
-        self.units[u as usize].releasing = true;
-        self.state.get_mut(&task).unwrap().told_to_release = true;
-        self.running[u as usize] = None;
-        self.account_run(task);
-        self.tasks.get_mut(&task).unwrap().placement = Placement::Queued(q);
-    }
-
-    fn account_run(&mut self, task: TaskId) {
-        let now = self.now_ns();
-        if let Some(at) = self.state.get_mut(&task).and_then(|s| s.granted_at.take()) {
-            self.tasks.get_mut(&task).unwrap().run_ns += now - at;
-        }
-    }
-
+    /// The client's task and the unit it holds (running or releasing).
     fn held(&self, client: ClientId) -> Result<(TaskId, UnitId), Failure> {
         let task = *self
+            .live
             .client_task
             .get(&client)
             .ok_or((ErrorCode::OutOfOrder, "no task: alloc first".to_string()))?;
-        let st = &self.state[&task];
-        if st.told_to_release {
-            // Released logically; find the unit still marked releasing by this task.
-            return Err((
-                ErrorCode::OutOfOrder,
-                "the unit was given up: free it".into(),
-            ));
-        }
-        match self.tasks[&task].placement {
+        match self.core.tasks()[&task].placement {
             Placement::Running(u) => Ok((task, u)),
             Placement::Queued(_) => Err((ErrorCode::OutOfOrder, "no unit granted yet".into())),
         }
     }
 
+    /// A checkpoint: asks the policy whether the client's task keeps its unit.
+    pub fn rerequest(&mut self, client: ClientId) -> Result<Verdict, Failure> {
+        self.tick_clock();
+        let (task, u) = self.held(client)?;
+        if let Some((_, then)) = self.core.releasing(u) {
+            // Told to give the unit up (a verdict or a tick's migration): where to.
+            return Ok(match then {
+                Requeue::Migrate(to) => Verdict::Migrate { to },
+                Requeue::Queue(_) => Verdict::Yield,
+            });
+        }
+        let (policy, live) = (self.policy.as_mut(), &mut self.live);
+        live.answering = Some(task);
+        let verdict = if !self.core.is_online(u) {
+            // The unit is leaving: the task must go elsewhere, where the policy says.
+            let q = self.core.resubmit(policy, live, task);
+            let q = q.unwrap_or(QueueId::Central);
+            Self::served(self.core.release(policy, live, u, Requeue::Queue(q)));
+            Verdict::Yield
+        } else {
+            match self.core.checkpoint(policy, live, u) {
+                Ok(CheckpointDecision::Continue) | Err(_) => {
+                    live.arm(&self.core, policy, u, task);
+                    Verdict::Keep
+                }
+                Ok(CheckpointDecision::Yield) => Verdict::Yield,
+                Ok(CheckpointDecision::Migrate(to)) => Verdict::Migrate { to },
+            }
+        };
+        live.answering = None;
+        Ok(verdict)
+    }
+
     /// The client releases its unit: finished, after a denied re-request, or of its own
-    /// accord (then its task waits on that unit's queue).
+    /// accord (then its task waits on that unit's queue, or the central one if the policy
+    /// put it there when it arrived).
     pub fn free(&mut self, client: ClientId, finished: bool) -> Result<Vec<Effect>, Failure> {
-        let now = self.now_ns();
+        self.tick_clock();
         let task = *self
+            .live
             .client_task
             .get(&client)
             .ok_or((ErrorCode::OutOfOrder, "free without a task".to_string()))?;
-        let mut effects = Vec::new();
-        if self.state[&task].told_to_release {
-            // The unit it held is the one still marked releasing with no runner.
-            // The segment ends now that the unit is back: record how.
-            let unit = self.last_unit(task).unwrap_or(0);
-            let migrating = std::mem::take(&mut self.state.get_mut(&task).unwrap().migrating);
-            self.finish_release(task);
-            if finished {
-                // It finished right at the checkpoint where it was told to yield: it
-                // no longer waits anywhere.
-                self.remove_queued(task);
-                self.log(task, EventKind::Complete { unit });
-                self.end_task(task, unit, now);
-            } else {
-                self.log(task, EventKind::Stop { unit });
-                if let Placement::Queued(q) = self.tasks[&task].placement {
-                    if let (true, QueueId::Unit(to)) = (migrating, q) {
-                        self.log(
-                            task,
-                            EventKind::Migrate {
-                                from: Placement::Running(unit),
-                                to,
-                            },
-                        );
-                    }
-                    self.log(task, EventKind::Enqueue { queue: q });
-                    self.place(task, q, &mut effects);
-                }
-            }
+        let Placement::Running(u) = self.core.tasks()[&task].placement else {
+            return Err((ErrorCode::OutOfOrder, "free without a granted unit".into()));
+        };
+        let (policy, live) = (self.policy.as_mut(), &mut self.live);
+        let r = if self.core.releasing(u).is_some() {
+            self.core.released(policy, live, u, finished)
+        } else if finished {
+            self.core.complete(policy, live, u)
         } else {
-            let Placement::Running(u) = self.tasks[&task].placement else {
-                return Err((ErrorCode::OutOfOrder, "free without a granted unit".into()));
-            };
-            self.running[u as usize] = None;
-            self.account_run(task);
-            self.unit_freed(u);
-            if finished {
-                self.log(task, EventKind::Complete { unit: u });
-                self.end_task(task, u, now);
+            let q = if live.state[&task].central {
+                QueueId::Central
             } else {
-                self.log(task, EventKind::Stop { unit: u });
-                let st = self.state.get_mut(&task).unwrap();
-                st.told_to_release = false;
-                let q = if st.central {
-                    QueueId::Central
-                } else {
-                    QueueId::Unit(u)
-                };
-                self.enqueue(task, q, &mut effects);
-            }
-        }
-        effects.extend(self.dispatch(now));
-        self.offer_idle(&mut effects);
-        Ok(effects)
-    }
-
-    /// The unit the task was releasing is free now.
-    fn finish_release(&mut self, task: TaskId) {
-        self.state.get_mut(&task).unwrap().told_to_release = false;
-        if let Some(u) = self.last_unit(task) {
-            self.units[u as usize].releasing = false;
-            self.unit_freed(u);
-        }
-    }
-
-    fn last_unit(&self, task: TaskId) -> Option<UnitId> {
-        self.state.get(&task).and_then(|s| s.last_unit)
-    }
-
-    fn unit_freed(&mut self, u: UnitId) {
-        self.freed.push(u);
-        let s = &mut self.units[u as usize];
-        if s.removing {
-            s.removing = false;
-            s.online = false;
-        }
-        self.deadlines.retain(|d| d.1 != u);
-    }
-
-    /// Tells the policy the task is over (`complete`, the contract's only end-of-task
-    /// event) on `unit`: where it ran last, or for a waiting task the queue's unit, so
-    /// that per-unit accounting is undone where it was done.
-    fn end_task(&mut self, task: TaskId, unit: UnitId, now: u64) {
-        self.policy.complete(&view!(self, now), task, unit);
-        self.forget(task);
-    }
-
-    fn forget(&mut self, task: TaskId) {
-        if let (Some(e), Some(st)) = (self.tasks.remove(&task), self.state.remove(&task)) {
-            self.client_task.remove(&st.client);
-            if self.history.len() == HISTORY {
-                self.history.pop_front();
-            }
-            self.history.push_back(EndedTask {
-                task,
-                kind: e.task.kind,
-                client: st.client,
-                grants: st.grants,
-                run_ns: e.run_ns,
-            });
-        }
+                QueueId::Unit(u)
+            };
+            live.answering = Some(task);
+            let r = self.core.release(policy, live, u, Requeue::Queue(q));
+            live.answering = None;
+            r.and_then(|_| self.core.released(policy, live, u, false))
+        };
+        Self::served(r);
+        Ok(self.effects())
     }
 
     /// A client went away (closed, crashed, killed): it loses its task at once.
     pub fn disconnect(&mut self, client: ClientId) -> Vec<Effect> {
-        let now = self.now_ns();
-        let Some(&task) = self.client_task.get(&client) else {
+        self.tick_clock();
+        let Some(&task) = self.live.client_task.get(&client) else {
             return Vec::new();
         };
+        let fallback = self.live.state[&task].last_unit.unwrap_or(0);
         // In the record its segment stops and it leaves unfinished (`reject`).
-        let unit = match self.tasks[&task].placement {
-            Placement::Running(u) => {
-                self.running[u as usize] = None;
-                self.unit_freed(u);
-                self.log(task, EventKind::Stop { unit: u });
-                u
-            }
-            Placement::Queued(q) => {
-                if self.state[&task].told_to_release {
-                    let unit = self.last_unit(task).unwrap_or(0);
-                    self.finish_release(task);
-                    self.log(task, EventKind::Stop { unit });
-                }
-                self.remove_queued(task);
-                match q {
-                    QueueId::Unit(u) => u,
-                    QueueId::Central => self.last_unit(task).unwrap_or(0),
-                }
-            }
-        };
-        self.log(
+        Self::served(self.core.withdraw(
+            self.policy.as_mut(),
+            &mut self.live,
             task,
-            EventKind::Reject {
-                reason: "client went away".into(),
-            },
-        );
-        self.end_task(task, unit, now);
-        let mut effects = self.dispatch(now);
-        self.offer_idle(&mut effects);
-        effects
+            "client went away",
+            fallback,
+        ));
+        self.effects()
     }
 
-    /// Raises flags for slices that ended; returns the next deadline, if any.
+    /// Raises flags for slices that ended and runs the policy's tick when due; returns
+    /// the next deadline (slice end or tick), if any. The server calls it on every turn
+    /// of its loop and sleeps at most until that deadline.
     pub fn expire(&mut self) -> (Vec<Effect>, Option<u64>) {
-        let now = self.now_ns();
-        let mut effects = Vec::new();
-        let due: Vec<(u64, UnitId, TaskId)> = self
-            .deadlines
-            .iter()
-            .copied()
-            .filter(|d| d.0 <= now)
-            .collect();
-        self.deadlines.retain(|d| d.0 > now);
-        for (_, u, t) in due {
-            if self.running[u as usize].is_some_and(|r| r.task == t) {
-                self.ask(t, &mut effects);
+        self.tick_clock();
+        let now = self.core.now();
+        let live = &mut self.live;
+        let mut i = 0;
+        while i < live.deadlines.len() {
+            let (at, u, t) = live.deadlines[i];
+            if at <= now {
+                live.deadlines.swap_remove(i);
+                if self.core.running(u).is_some_and(|r| r.task == t) {
+                    live.ask(t);
+                }
+            } else {
+                i += 1;
             }
         }
-        (effects, self.deadlines.iter().map(|d| d.0).min())
+        if self.core.next_tick().is_some_and(|t| t <= now) {
+            Self::served(self.core.tick(self.policy.as_mut(), &mut self.live));
+        }
+        let next_slice = self.live.deadlines.iter().map(|d| d.0).min();
+        let next = match (next_slice, self.core.next_tick()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        (self.effects(), next)
     }
 
     // ---- control API ----
 
+    fn unit_info(&self, u: UnitId) -> UnitInfo {
+        self.live.unit_info(&self.core, u)
+    }
+
     pub fn list_units(&self) -> Vec<UnitInfo> {
-        self.machine
-            .units
-            .iter()
-            .filter(|u| self.units[u.id as usize].online || self.units[u.id as usize].removing)
+        (0..self.core.units() as UnitId)
+            .filter(|&u| {
+                self.core.is_online(u)
+                    || self.core.running(u).is_some()
+                    || self.core.releasing(u).is_some()
+            })
             .map(|u| self.unit_info(u))
             .collect()
     }
@@ -844,9 +510,10 @@ impl Arbiter {
                 "a CPU unit needs the PUs it pins to (cpus)".into(),
             ));
         }
-        let id = self.machine.units.len() as UnitId;
-        self.machine.units.push(Unit {
-            id,
+        self.tick_clock();
+        self.live.devices.push(new.device);
+        let unit = Unit {
+            id: 0,
             kind: new.kind,
             os_index: new.cpus.first().copied(),
             cpus: new.cpus.clone(),
@@ -855,58 +522,47 @@ impl Arbiter {
             numa_node: None,
             accelerator: None,
             name: new.name.clone(),
-        });
-        self.units.push(UnitState {
-            online: true,
-            device: new.device,
-            ..Default::default()
-        });
-        self.queues.push(VecDeque::new());
-        self.running.push(None);
-        self.freed.push(id);
-        let now = self.now_ns();
-        let mut effects = Vec::new();
+        };
+        let added = self
+            .core
+            .add_unit(self.policy.as_mut(), &mut self.live, unit);
+        Self::served(added.map(|_| ()));
         // A new unit may be better for running tasks: let their next checkpoint ask.
-        let holders: Vec<TaskId> = self.running.iter().flatten().map(|r| r.task).collect();
+        let holders: Vec<TaskId> = self
+            .core
+            .running_all()
+            .iter()
+            .flatten()
+            .map(|r| r.task)
+            .collect();
         for t in holders {
-            if self.tasks[&t].task.affinity.runs_on(new.kind) {
-                self.ask(t, &mut effects);
+            if self.core.tasks()[&t].task.affinity.runs_on(new.kind) {
+                self.live.ask(t);
             }
         }
-        effects.extend(self.dispatch(now));
-        Ok(effects)
+        Ok(self.effects())
     }
 
     pub fn remove_unit(&mut self, id: UnitId) -> Result<Vec<Effect>, Failure> {
-        let now = self.now_ns();
-        let s = self
-            .units
-            .get_mut(id as usize)
-            .filter(|s| s.online)
-            .ok_or((ErrorCode::Invalid, format!("no online unit {id}")))?;
-        let mut effects = Vec::new();
-        if self.running[id as usize].is_some() || s.releasing {
-            s.removing = true;
-            if let Some(r) = self.running[id as usize] {
-                self.ask(r.task, &mut effects);
-            }
-        } else {
-            s.online = false;
+        if !self.core.is_online(id) {
+            return Err((ErrorCode::Invalid, format!("no online unit {id}")));
+        }
+        self.tick_clock();
+        if let Some(r) = self.core.running(id) {
+            self.live.ask(r.task);
         }
         // Tasks waiting for this unit go where the policy puts them now.
-        let waiting: Vec<TaskId> = self.queues[id as usize].drain(..).collect();
-        for t in waiting {
-            let q = self.resubmit_queue(t, now);
-            self.enqueue(t, q, &mut effects);
-        }
-        effects.extend(self.dispatch(now));
-        Ok(effects)
+        Self::served(
+            self.core
+                .take_offline(self.policy.as_mut(), &mut self.live, id),
+        );
+        Ok(self.effects())
     }
 
     /// Changes a unit; a change with any invalid field is refused whole.
     pub fn alter_unit(&mut self, id: UnitId, changes: &UnitChanges) -> Result<(), Failure> {
-        let unit = self
-            .machine
+        let machine = self.core.machine_mut();
+        let unit = machine
             .units
             .get(id as usize)
             .ok_or((ErrorCode::Invalid, format!("no unit {id}")))?;
@@ -932,7 +588,7 @@ impl Arbiter {
             ));
         }
         // Valid as a whole: apply it.
-        let unit = &mut self.machine.units[id as usize];
+        let unit = &mut machine.units[id as usize];
         if let Some(c) = changes.capacity {
             unit.capacity = c;
         }
@@ -946,9 +602,11 @@ impl Arbiter {
         let acc = match unit.accelerator {
             Some(a) => a as usize,
             None => {
-                self.machine.accelerators.push(Accelerator {
-                    kind: unit.kind,
-                    name: unit.name.clone(),
+                let (kind, name) = (unit.kind, unit.name.clone());
+                unit.accelerator = Some(machine.accelerators.len() as u32);
+                machine.accelerators.push(Accelerator {
+                    kind,
+                    name,
                     model: None,
                     memory_bytes: None,
                     link_bandwidth_bytes_per_s: None,
@@ -957,12 +615,10 @@ impl Arbiter {
                     numa_node: None,
                     pci_bus_id: None,
                 });
-                let a = self.machine.accelerators.len() - 1;
-                unit.accelerator = Some(a as u32);
-                a
+                machine.accelerators.len() - 1
             }
         };
-        let a = &mut self.machine.accelerators[acc];
+        let a = &mut machine.accelerators[acc];
         a.link_bandwidth_bytes_per_s = bandwidth.or(a.link_bandwidth_bytes_per_s);
         a.link_latency_s = latency.or(a.link_latency_s);
         Ok(())
@@ -970,6 +626,7 @@ impl Arbiter {
 
     pub fn stats(&self) -> Reply {
         let mut tasks: Vec<TaskStats> = self
+            .live
             .history
             .iter()
             .map(|h| TaskStats {
@@ -982,8 +639,8 @@ impl Arbiter {
                 run_ms: h.run_ns as f64 / 1e6,
             })
             .collect();
-        for (id, e) in self.tasks.iter() {
-            let st = &self.state[id];
+        for (id, e) in self.core.tasks().iter() {
+            let st = &self.live.state[id];
             let (state, unit) = match e.placement {
                 Placement::Running(u) => ("running".to_string(), Some(u)),
                 Placement::Queued(QueueId::Unit(u)) => ("queued".to_string(), Some(u)),
@@ -1001,10 +658,180 @@ impl Arbiter {
         }
         tasks.sort_by_key(|t| t.task);
         Reply::Stats {
-            grants: self.grants,
-            decisions: self.decisions,
+            grants: self.live.grants,
+            decisions: self.core.decisions(),
             tasks,
         }
+    }
+}
+
+impl Live {
+    fn unit_info(&self, core: &EngineCore, id: UnitId) -> UnitInfo {
+        let m = core.machine();
+        let u = &m.units[id as usize];
+        let link = u.accelerator.map(|a| &m.accelerators[a as usize]);
+        UnitInfo {
+            id,
+            kind: u.kind,
+            name: u.name.clone(),
+            cpus: u.cpus.clone(),
+            device: self.devices.get(id as usize).copied().flatten(),
+            capacity: u.capacity,
+            online: core.is_online(id),
+            running: core.running(id).map(|r| r.task),
+            queued: core.queue(id).len(),
+            link_bandwidth_bytes_per_s: link.and_then(|a| a.link_bandwidth_bytes_per_s),
+            link_latency_s: link.and_then(|a| a.link_latency_s),
+        }
+    }
+
+    /// Raises the flag of `task`'s client (once per request).
+    fn ask(&mut self, task: TaskId) {
+        if let Some(st) = self.state.get(&task) {
+            let e = Effect::Ask(st.client);
+            if !self.effects.contains(&e) {
+                self.effects.push(e);
+            }
+        }
+    }
+
+    /// Sets the flag deadline of `task` on `u`: the end of its slice, if it has one.
+    fn arm<P: Policy + ?Sized>(
+        &mut self,
+        core: &EngineCore,
+        policy: &mut P,
+        u: UnitId,
+        task: TaskId,
+    ) {
+        self.deadlines.retain(|d| d.1 != u);
+        let slot = core.tasks().slot_of(&task).expect("a running task is live");
+        if let Some(ns) = core.slice(policy, u, task, slot) {
+            self.deadlines
+                .push((core.now().saturating_add(ns), u, task));
+        }
+    }
+
+    /// A unit just went idle and nothing took it: the holders that could run there
+    /// must ask at their next checkpoint, where the policy may offer it (migration).
+    /// Edge-triggered: a `keep` answer resets the flag, so idle units do not keep every
+    /// checkpoint off the fast path.
+    fn offer_idle(&mut self, core: &EngineCore) {
+        // The kinds of the idle units first, then one pass over the running tasks:
+        // O(units + running), not their product.
+        let mut idle_kinds = PerUnitType::<bool>::default();
+        for u in 0..core.units() as UnitId {
+            if core.is_idle(u) {
+                idle_kinds.set(core.unit_kind(u), true);
+            }
+        }
+        for r in core.running_all().iter().flatten() {
+            let affinity = &core.tasks()[&r.task].task.affinity;
+            if UnitType::ALL
+                .iter()
+                .any(|&k| idle_kinds.get(k) && affinity.runs_on(k))
+            {
+                self.ask(r.task);
+            }
+        }
+    }
+
+    /// Drops a task's client state, keeping what `stats` reports of it.
+    fn forget(&mut self, task: TaskId) -> Option<TaskState> {
+        let st = self.state.remove(&task)?;
+        self.client_task.remove(&st.client);
+        Some(st)
+    }
+}
+
+impl Host for Live {
+    const RELEASES_AT_ONCE: bool = false;
+
+    fn record(&mut self, event: Event) {
+        if let Some(r) = &mut self.record {
+            r.events.push(event);
+        }
+    }
+
+    /// Refuses the decision: logged (the first ones in full, then a sample) and counted.
+    fn refuse(&mut self, violation: ContractError) -> Result<(), ContractError> {
+        self.violations += 1;
+        let n = self.violations;
+        if n <= LOG_FIRST || n.is_multiple_of(LOG_EVERY) {
+            eprintln!(
+                "hetsched daemon: policy {}: {violation}: decision refused ({n} so far)",
+                self.policy_name
+            );
+        }
+        Ok(())
+    }
+
+    /// A pick is a grant: the reply to the waiting client, or kept for its next `alloc`.
+    fn started<P: Policy + ?Sized>(
+        &mut self,
+        core: &mut EngineCore,
+        policy: &mut P,
+        u: UnitId,
+        task: TaskId,
+        _slot: usize,
+    ) -> Result<(), ContractError> {
+        self.grants += 1;
+        self.arm(core, policy, u, task);
+        let reply = Reply::Granted {
+            unit: self.unit_info(core, u),
+            task,
+        };
+        let st = self
+            .state
+            .get_mut(&task)
+            .expect("a granted task has a client");
+        st.grants += 1;
+        st.last_unit = Some(u);
+        if std::mem::take(&mut st.awaiting) {
+            self.effects.push(Effect::Reply(st.client, reply));
+        } else {
+            st.pending = Some(reply);
+        }
+        Ok(())
+    }
+
+    fn left(&mut self, _core: &mut EngineCore, u: UnitId, _task: TaskId) {
+        self.deadlines.retain(|d| d.1 != u);
+    }
+
+    /// A queued task may change the answer of any holder it could replace.
+    fn queued(&mut self, core: &EngineCore, task: TaskId, _queue: QueueId) {
+        let affinity = core.tasks()[&task].task.affinity;
+        for (u, r) in core.running_all().iter().enumerate() {
+            if let Some(r) = r {
+                if affinity.runs_on(core.unit_kind(u as UnitId)) {
+                    self.ask(r.task);
+                }
+            }
+        }
+    }
+
+    /// Told to give its unit up outside a re-request (a tick): its flag says so.
+    fn releasing(&mut self, _core: &EngineCore, _u: UnitId, task: TaskId) {
+        if self.answering != Some(task) {
+            self.ask(task);
+        }
+    }
+
+    fn ended(&mut self, core: &EngineCore, task: TaskId) {
+        let Some(st) = self.forget(task) else {
+            return;
+        };
+        let e = &core.tasks()[&task];
+        if self.history.len() == HISTORY {
+            self.history.pop_front();
+        }
+        self.history.push_back(EndedTask {
+            task,
+            kind: e.task.kind.clone(),
+            client: st.client,
+            grants: st.grants,
+            run_ns: e.run_ns,
+        });
     }
 }
 
@@ -1013,6 +840,8 @@ mod tests {
     use super::*;
     use crate::protocol::WireAffinity;
     use hetsched_core::machine::UnitGranularity;
+    use hetsched_core::policy::{PickDecision, SubmitDecision};
+    use hetsched_core::record::EventKind;
 
     fn arbiter(cores: u32, policy: &str) -> Arbiter {
         let text = format!("name = \"t\"\n[[package]]\ncores = {cores}\n");
@@ -1106,7 +935,7 @@ mod tests {
 
     #[test]
     fn clients_vanishing_while_waiting_or_holding_leave_every_policy_consistent() {
-        for policy in ["fcfs", "cfs", "ws", "dmda", "random", "affinity"] {
+        for policy in hetsched_policies::test_specs() {
             let mut a = arbiter(2, policy);
             a.start_recording();
             for c in 1..=6 {
@@ -1156,5 +985,114 @@ mod tests {
                 .count(),
             1
         );
+    }
+
+    /// Breaks the contract once in each kind of answer, then behaves like fcfs.
+    #[derive(Default)]
+    struct Broken {
+        submits: u32,
+        picks: u32,
+    }
+
+    impl Policy for Broken {
+        fn name(&self) -> &str {
+            "broken"
+        }
+        fn submit(&mut self, _: &hetsched_core::policy::View, _: TaskId) -> SubmitDecision {
+            self.submits += 1;
+            let q = if self.submits == 1 {
+                QueueId::Unit(99)
+            } else {
+                QueueId::Central
+            };
+            SubmitDecision::Enqueue(q)
+        }
+        fn pick(&mut self, view: &hetsched_core::policy::View, _: UnitId) -> PickDecision {
+            self.picks += 1;
+            match view.central().front() {
+                Some(_) if self.picks == 1 => PickDecision::Run(12345),
+                Some(&t) => PickDecision::Run(t),
+                None => PickDecision::Idle,
+            }
+        }
+        fn checkpoint(
+            &mut self,
+            _: &hetsched_core::policy::View,
+            _: TaskId,
+            _: UnitId,
+        ) -> CheckpointDecision {
+            CheckpointDecision::Migrate(99)
+        }
+    }
+
+    #[test]
+    fn a_policy_that_breaks_the_contract_is_refused_and_the_daemon_serves_on() {
+        let mut a = arbiter(1, "fcfs");
+        a.policy = Box::new(Broken::default());
+        a.start_recording();
+        // A placement on a unit that does not exist: the task is rejected, its client told.
+        let (code, message) = a.alloc(1, &meta()).unwrap_err();
+        assert_eq!(code, ErrorCode::NoUnit);
+        assert!(
+            message.contains("policy contract: submit placed task 0 on unit 99"),
+            "{message}"
+        );
+        // A pick of a task that is not queued: refused, the unit stays idle.
+        assert!(a.alloc(2, &meta()).unwrap().is_empty());
+        assert_eq!(a.violations(), 2);
+        // The next event lets the unit pick again, correctly this time.
+        assert!(granted(&a.alloc(3, &meta()).unwrap(), 2));
+        // A migration to a unit that does not exist: refused, the task keeps its unit.
+        assert_eq!(a.rerequest(2).unwrap(), Verdict::Keep);
+        assert_eq!(a.violations(), 3);
+        assert!(granted(&a.free(2, true).unwrap(), 3));
+        a.free(3, true).unwrap();
+        a.record().unwrap().check().unwrap();
+    }
+
+    #[test]
+    fn ticks_run_live_on_the_policys_interval_while_tasks_are_live() {
+        let clock = ManualClock::default();
+        let text = "name = \"t\"\n[[package]]\ncores = 2\n";
+        let mut m = hetsched_topology::machine_file::parse(text, "test").unwrap();
+        m.derive_units(UnitGranularity::Pu);
+        let cfs = hetsched_policies::build("cfs:balance_ms=4", 0).unwrap();
+        let (policy, log) = hetsched_policies::recording::Recording::new(cfs);
+        let devices = crate::devices::described(&m);
+        let mut a = Arbiter::with_clock(m, devices, Box::new(policy), Box::new(clock.clone()));
+        let ticks = || {
+            log.lock()
+                .unwrap()
+                .iter()
+                .filter_map(|c| match c {
+                    hetsched_policies::recording::Call::Tick { t_ns, .. } => Some(*t_ns),
+                    _ => None,
+                })
+                .collect::<Vec<u64>>()
+        };
+        const MS: u64 = 1_000_000;
+        // No task: no tick is due.
+        assert_eq!(a.expire().1, None);
+        clock.set(MS);
+        a.alloc(1, &meta()).unwrap();
+        a.alloc(2, &meta()).unwrap();
+        // The server sleeps until the first multiple of the interval.
+        assert_eq!(a.expire().1, Some(4 * MS));
+        clock.set(4 * MS);
+        a.expire();
+        clock.set(5 * MS);
+        a.free(1, true).unwrap();
+        a.free(2, true).unwrap();
+        clock.set(8 * MS);
+        // The tick after the last task ended still comes, then none.
+        assert_eq!(a.expire().1, None);
+        assert_eq!(ticks(), vec![4 * MS, 8 * MS]);
+        // A late daemon ticks once and then on the next multiple after now.
+        clock.set(9 * MS);
+        a.alloc(3, &meta()).unwrap();
+        clock.set(21 * MS);
+        let (_, next) = a.expire();
+        assert_eq!(ticks(), vec![4 * MS, 8 * MS, 21 * MS]);
+        assert_eq!(next, Some(24 * MS));
     }
 }

@@ -23,6 +23,14 @@ use hetsched_core::policy::{
 use hetsched_core::task::{QueueId, TaskId};
 use hetsched_core::Result;
 
+/// The registry's entry for this policy.
+pub const REGISTERED: crate::Registered = crate::Registered {
+    name: "cfs",
+    about: "Linux CFS: per-unit vruntime queues, time slices, count-based balancing; blind to unit speed",
+    test_specs: &["cfs", "cfs:latency_ms=1,balance_ms=1"],
+    build: |spec, p, _| Ok(Box::new(Cfs::from_params(spec, p)?)),
+};
+
 pub struct Cfs {
     name: String,
     latency_ns: u64,

@@ -8,6 +8,14 @@
 use hetsched_core::policy::{PickDecision, Policy, SubmitDecision, UnitId, View};
 use hetsched_core::task::{QueueId, TaskId};
 
+/// The registry's entry for this policy.
+pub const REGISTERED: crate::Registered = crate::Registered {
+    name: "fcfs",
+    about: "first come, first served from one central queue",
+    test_specs: &["fcfs"],
+    build: |_, _, _| Ok(Box::new(Fcfs)),
+};
+
 #[derive(Default)]
 pub struct Fcfs;
 

@@ -9,57 +9,66 @@ pub mod load;
 pub mod params;
 pub mod queue_index;
 pub mod random;
+pub mod recording;
 pub mod ws;
 
 use hetsched_core::policy::Policy;
 use hetsched_core::{Error, Result};
 use params::{ParamInfo, Params};
 
-/// A registered policy: its name, what it does in one line, and how to build it from
-/// its parameters (each builder reads every parameter it accepts through [`Params`]).
+/// A registered policy. Each policy's module declares its own (`REGISTERED`); adding a
+/// policy touches its file and [`REGISTRY`] only, and every test suite that iterates the
+/// registry (the simulator's property test, the arbiter's tests, the conformance of the
+/// two engines) covers it. Its builder reads every parameter it accepts through
+/// [`Params`], so that `hetsched policies` lists them ([`Registered::params`]).
 pub struct Registered {
     pub name: &'static str,
+    /// One line on what it does.
     pub about: &'static str,
+    /// Specs the test suites run: the default (`name` alone) first, then variants that
+    /// reach other paths of the policy.
+    pub test_specs: &'static [&'static str],
     build: fn(spec: &str, p: &mut Params, seed: u64) -> Result<Box<dyn Policy>>,
 }
 
-/// Every policy hetsched knows. Adding a policy is its module and one entry here.
+impl Registered {
+    /// The spec with every parameter at its default.
+    pub fn default_spec(&self) -> &'static str {
+        self.test_specs[0]
+    }
+
+    /// The parameters the policy accepts, with defaults and ranges, as its builder
+    /// reads them.
+    pub fn params(&self) -> Vec<ParamInfo> {
+        let (_, mut p) = Params::parse(self.name).expect("a bare name parses");
+        (self.build)(self.name, &mut p, 0).expect("every policy builds with its defaults");
+        p.known().to_vec()
+    }
+}
+
+/// The registered policies, in the order the CLI lists them.
 pub const REGISTRY: &[Registered] = &[
-    Registered {
-        name: "fcfs",
-        about: "first come, first served from one central queue",
-        build: |_, _, _| Ok(Box::new(fcfs::Fcfs)),
-    },
-    Registered {
-        name: "cfs",
-        about: "Linux CFS: per-unit vruntime queues, time slices, count-based balancing; blind to unit speed",
-        build: |spec, p, _| Ok(Box::new(cfs::Cfs::from_params(spec, p)?)),
-    },
-    Registered {
-        name: "random",
-        about: "uniformly random compatible unit (seeded)",
-        build: |spec, p, seed| Ok(Box::new(random::Random::from_params(spec, p, seed)?)),
-    },
-    Registered {
-        name: "ws",
-        about: "work stealing: push to the least-loaded queue, idle units steal from the longest",
-        build: |_, _, _| Ok(Box::new(ws::WorkStealing::default())),
-    },
-    Registered {
-        name: "dmda",
-        about: "minimum expected completion time with a learned per-task-type performance model",
-        build: |spec, p, _| Ok(Box::new(dmda::Dmda::from_params(spec, p)?)),
-    },
-    Registered {
-        name: "affinity",
-        about: "Beisel et al.: per-unit queues, affinity placement with queue limits, checkpoint time-sharing, late-binding load balancer",
-        build: |spec, p, _| Ok(Box::new(affinity::AffinityPolicy::from_params(spec, p)?)),
-    },
+    fcfs::REGISTERED,
+    cfs::REGISTERED,
+    random::REGISTERED,
+    ws::REGISTERED,
+    dmda::REGISTERED,
+    affinity::REGISTERED,
 ];
 
+/// The registered policies.
+pub fn registry() -> impl Iterator<Item = &'static Registered> {
+    REGISTRY.iter()
+}
+
+/// Every spec the test suites run, over all registered policies.
+pub fn test_specs() -> impl Iterator<Item = &'static str> {
+    registry().flat_map(|r| r.test_specs.iter().copied())
+}
+
 fn lookup(name: &str) -> Result<&'static Registered> {
-    REGISTRY.iter().find(|r| r.name == name).ok_or_else(|| {
-        let names: Vec<&str> = REGISTRY.iter().map(|r| r.name).collect();
+    registry().find(|r| r.name == name).ok_or_else(|| {
+        let names: Vec<&str> = registry().map(|r| r.name).collect();
         Error::input(format!(
             "unknown policy {name:?} (known: {})",
             names.join(", ")
@@ -75,22 +84,22 @@ pub fn build(spec: &str, seed: u64) -> Result<Box<dyn Policy>> {
     Ok(policy)
 }
 
-impl Registered {
-    /// The parameters the policy accepts, with defaults and ranges, as its builder
-    /// reads them.
-    pub fn params(&self) -> Vec<ParamInfo> {
-        let (_, mut p) = Params::parse(self.name).expect("a bare name parses");
-        (self.build)(self.name, &mut p, 0).expect("every policy builds with its defaults");
-        p.known().to_vec()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn err(spec: &str) -> String {
         build(spec, 0).err().expect("an error").to_string()
+    }
+
+    #[test]
+    fn every_registered_test_spec_builds_and_names_itself() {
+        for r in registry() {
+            assert_eq!(r.default_spec(), r.name);
+            for spec in r.test_specs {
+                assert_eq!(build(spec, 0).unwrap().name(), *spec);
+            }
+        }
     }
 
     #[test]

@@ -10,6 +10,14 @@ use hetsched_core::Result;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+/// The registry's entry for this policy.
+pub const REGISTERED: crate::Registered = crate::Registered {
+    name: "random",
+    about: "uniformly random compatible unit (seeded)",
+    test_specs: &["random"],
+    build: |spec, p, seed| Ok(Box::new(Random::from_params(spec, p, seed)?)),
+};
+
 pub struct Random {
     name: String,
     rng: ChaCha8Rng,

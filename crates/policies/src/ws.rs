@@ -8,6 +8,14 @@ use hetsched_core::task::{QueueId, TaskId};
 
 use crate::load::LoadIndex;
 
+/// The registry's entry for this policy.
+pub const REGISTERED: crate::Registered = crate::Registered {
+    name: "ws",
+    about: "work stealing: push to the least-loaded queue, idle units steal from the longest",
+    test_specs: &["ws"],
+    build: |_, _, _| Ok(Box::new(WorkStealing::default())),
+};
+
 #[derive(Default)]
 pub struct WorkStealing {
     loads: Option<LoadIndex>,

@@ -1,9 +1,9 @@
 //! The workload of `hetsched bench sim`: a large machine and a lazily generated task
 //! stream, so that memory holds live tasks only.
 
+use crate::task::SimTask;
 use hetsched_core::machine::Machine;
 use hetsched_core::ns::round_u64;
-use hetsched_core::task::Task;
 use hetsched_core::Result;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -29,7 +29,7 @@ pub fn tasks(
     mean_work_s: f64,
     load: f64,
     seed: u64,
-) -> impl Iterator<Item = Task> {
+) -> impl Iterator<Item = SimTask> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let rate = load * units as f64 / mean_work_s;
     let mut t = 0.0f64;
@@ -38,6 +38,6 @@ pub fn tasks(
         t += gap / rate;
         let size: f64 = Exp1.sample(&mut rng);
         let work = size * mean_work_s;
-        Task::cpu(id, work, round_u64(t * 1e9))
+        SimTask::cpu(id, work, round_u64(t * 1e9))
     })
 }

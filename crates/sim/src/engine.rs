@@ -1,6 +1,8 @@
 //! The discrete-event engine: integer-nanosecond time, events ordered by (time, class,
-//! sequence number) so that runs are deterministic, and the policy contract of
-//! `hetsched_core::policy` called in the situations it documents.
+//! sequence number) so that runs are deterministic, and run segments timed by the speed
+//! model. The queue state and the schedule of policy calls are the engine core's
+//! (`hetsched_core::engine_core`), shared with the live daemon; this module is the
+//! simulator's [`Host`] around it: time, segments, run ends and shared memory bandwidth.
 //!
 //! At equal times, run ends are handled before arrivals, and arrivals before ticks. Run
 //! ends wait in a calendar queue ([`RunEnds`]); the one pending arrival and the one
@@ -14,24 +16,20 @@
 //! limit stops with an input error too (a runaway run, e.g. nanosecond slices).
 //!
 //! A task no unit of the machine can run is rejected by the engine before the policy
-//! sees it. A policy that breaks the contract (runs a task that is not queued where it
-//! says, places a task on a unit without an implementation for it, moves a task running
-//! on an accelerator between checkpoints) gets `Error::Runtime`.
+//! sees it. A policy that breaks the contract (a [`ContractError`]) stops the run with
+//! `Error::Runtime`.
 
 use crate::run_ends::RunEnds;
 use crate::speed::SpeedModel;
+use crate::task::{SimTask, Workload};
+use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host};
 use hetsched_core::machine::{Machine, UnitType};
 use hetsched_core::ns::round_u64;
-use hetsched_core::policy::{
-    CheckpointDecision, PickDecision, Policy, Running, Sample, SubmitDecision, TickAction, UnitId,
-    View,
-};
-use hetsched_core::record::{Event, EventKind, Recorder};
-use hetsched_core::task::{Affinity, Placement, QueueId, Task, TaskId};
-use hetsched_core::task_store::{Staged, TaskStore};
-use hetsched_core::unit_set::UnitSet;
+use hetsched_core::policy::{CheckpointDecision, Policy, Running, UnitId};
+use hetsched_core::record::{Event, Recorder};
+use hetsched_core::task::{Task, TaskId};
+use hetsched_core::task_store::Staged;
 use hetsched_core::{Error, Result};
-use std::collections::VecDeque;
 
 /// Engine settings that are not the policy's business.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -119,32 +117,26 @@ impl Default for Segment {
     }
 }
 
+/// The workload model of the task in one task store slot, and its reference
+/// nanoseconds of work still to do (integer, so that runs are exact; a running task's
+/// count lives in its unit's segment and is written back when it leaves the unit).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(align(64))]
+struct Model {
+    work: Workload,
+    remaining_ns: u64,
+}
+
+/// The simulator's side of the engine: what the core does not keep.
 struct Sim<'a, R: Recorder + ?Sized> {
     machine: &'a Machine,
-    /// Each unit's type, by unit id: 1 KiB for 1,024 units stays in cache, where the
-    /// machine's units are far apart.
-    kinds: Vec<UnitType>,
+    /// Each live (or staged) task's model, by task store slot.
+    models: Vec<Model>,
     speed: SpeedModel,
     config: &'a Config,
     rec: &'a mut R,
-    now: u64,
     run_ends: RunEnds,
-    queues: Vec<VecDeque<TaskId>>,
-    central: VecDeque<TaskId>,
-    running: Vec<Option<Running>>,
     segs: Vec<Segment>,
-    tasks: TaskStore,
-    idle: UnitSet,
-    /// Whether ticks take samples (the policy ticks and wants them): only then is busy
-    /// time accounted.
-    sampling: bool,
-    /// Busy time per unit since the last sampled tick, and since when each has run.
-    busy_ns: Vec<u64>,
-    busy_from: Vec<u64>,
-    /// The last tick that took samples.
-    last_tick: u64,
-    /// Reused for every tick's samples.
-    samples: Vec<Sample>,
     summary: RunSummary,
     /// Memory bandwidth in bytes/s of each NUMA node by OS index (None: not shared).
     node_bandwidth: Vec<Option<f64>>,
@@ -164,7 +156,7 @@ pub fn run<P, R, I>(
 where
     P: Policy + ?Sized,
     R: Recorder + ?Sized,
-    I: IntoIterator<Item = Task>,
+    I: IntoIterator<Item = SimTask>,
 {
     let n = machine.units.len();
     if n > RunEnds::MAX_UNITS {
@@ -174,59 +166,39 @@ where
             RunEnds::MAX_UNITS
         )));
     }
+    let nodes = machine
+        .numa_nodes
+        .iter()
+        .map(|n| n.os_index as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut node_bandwidth = vec![None; nodes];
+    for node in &machine.numa_nodes {
+        node_bandwidth[node.os_index as usize] = node.bandwidth_bytes_per_s.filter(|&b| b > 0.0);
+    }
+    // The core's own copy of the machine: policies read it directly (no copy-on-write
+    // indirection on every access), for one copy per run.
+    let mut core = EngineCore::new(machine.clone(), policy);
     let mut sim = Sim {
         machine,
-        kinds: machine.units.iter().map(|u| u.kind).collect(),
+        models: Vec::new(),
         speed: SpeedModel::new(machine),
         config,
         rec,
-        now: 0,
         run_ends: RunEnds::default(),
-        queues: vec![VecDeque::new(); n],
-        central: VecDeque::new(),
-        running: vec![None; n],
         segs: vec![Segment::default(); n],
-        tasks: TaskStore::default(),
-        idle: UnitSet::full(n),
-        sampling: policy.tick_interval().is_some_and(|t| t > 0) && policy.wants_samples(),
-        busy_ns: vec![0; n],
-        busy_from: vec![0; n],
-        last_tick: 0,
-        samples: Vec::with_capacity(n),
         summary: RunSummary::default(),
-        node_bandwidth: {
-            let n = machine
-                .numa_nodes
-                .iter()
-                .map(|n| n.os_index as usize + 1)
-                .max()
-                .unwrap_or(0);
-            let mut bw = vec![None; n];
-            for node in &machine.numa_nodes {
-                bw[node.os_index as usize] = node.bandwidth_bytes_per_s.filter(|&b| b > 0.0);
-            }
-            bw
-        },
-        node_demand: vec![
-            0.0;
-            machine
-                .numa_nodes
-                .iter()
-                .map(|n| n.os_index as usize + 1)
-                .max()
-                .unwrap_or(0)
-        ],
+        node_bandwidth,
+        node_demand: vec![0.0; nodes],
     };
     let mut arrivals = arrivals.into_iter();
     // The next arrival waits in the task store, where it will live.
-    let mut pending = arrivals.next().map(|t| sim.tasks.stage(t));
-    let tick = policy.tick_interval().filter(|&t| t > 0);
-    let mut next_tick = tick;
+    let mut pending = arrivals.next().map(|t| sim.stage(&mut core, t));
     loop {
         let mut earliest = sim.run_ends.next_ns().map(|t| (t, Next::RunEnd));
         for other in [
-            pending.map(|p| (sim.tasks.staged(p).task.arrival_ns, Next::Arrival)),
-            next_tick.map(|t| (t, Next::Tick)),
+            pending.map(|p| (core.tasks().staged(p).task.arrival_ns, Next::Arrival)),
+            core.next_tick().map(|t| (t, Next::Tick)),
         ] {
             // Strictly earlier only: at equal times the earlier class goes first.
             if other.is_some_and(|(t, _)| earliest.is_none_or(|(e, _)| t < e)) {
@@ -240,35 +212,35 @@ where
             break;
         }
         if t > HORIZON_NS {
-            return Err(sim.past_horizon(t, next, pending));
+            return Err(past_horizon(&core, t, next, pending));
         }
         if config.max_events == Some(sim.summary.events) {
             return Err(Error::input(format!(
                 "the run reached its event limit ({} events, at {:.3} s simulated, {} tasks live): stop it earlier with end.max_time_s, or raise end.max_events or --max-events",
                 sim.summary.events,
-                sim.now as f64 * 1e-9,
-                sim.tasks.len()
+                core.now() as f64 * 1e-9,
+                core.tasks().len()
             )));
         }
-        if t < sim.now {
+        if t < core.now() {
             return Err(Error::runtime(format!(
                 "engine: event at {t} ns before now {} ns",
-                sim.now
+                core.now()
             )));
         }
-        sim.now = t;
+        core.set_now(t);
         sim.summary.events += 1;
         match next {
             Next::RunEnd => {
                 let end = sim.run_ends.pop().expect("a run end is scheduled");
-                sim.run_end(policy, end.unit, end.seq())?;
+                sim.run_end(&mut core, policy, end.unit, end.seq())?;
             }
             Next::Arrival => {
                 let staged = pending.take().expect("an arrival event has a pending task");
-                pending = arrivals.next().map(|t| sim.tasks.stage(t));
+                pending = arrivals.next().map(|t| sim.stage(&mut core, t));
                 if let Some(next) = pending {
-                    let (next, task) =
-                        (&sim.tasks.staged(next).task, &sim.tasks.staged(staged).task);
+                    let tasks = core.tasks();
+                    let (next, task) = (&tasks.staged(next).task, &tasks.staged(staged).task);
                     if next.arrival_ns < task.arrival_ns {
                         return Err(Error::input(format!(
                             "task {} arrives at {} ns, before task {} at {} ns: arrivals must be in time order",
@@ -276,24 +248,20 @@ where
                         )));
                     }
                 }
-                sim.arrive(policy, staged)?;
+                sim.arrive(&mut core, policy, staged)?;
             }
-            Next::Tick => {
-                sim.tick(policy)?;
-                next_tick = tick.filter(|_| !sim.tasks.is_empty() || pending.is_some());
-                next_tick = next_tick.map(|i| t.saturating_add(i));
-            }
+            Next::Tick => core.tick(policy, &mut sim)?,
         }
     }
-    sim.summary.end_ns = sim.now;
+    sim.summary.end_ns = core.now();
     // Tasks never pulled (a generator past `max_time_ns`) are counted, not generated.
     let left = match arrivals.size_hint() {
         (lo, Some(hi)) if lo == hi => lo,
         _ => arrivals.count(),
     };
-    sim.summary.unfinished = sim.tasks.len() as u64 + pending.is_some() as u64 + left as u64;
+    sim.summary.unfinished = core.tasks().len() as u64 + pending.is_some() as u64 + left as u64;
     let s = &sim.summary;
-    if sim.tasks.is_empty() && s.work_done_ns != s.work_completed_ns {
+    if core.tasks().is_empty() && s.work_done_ns != s.work_completed_ns {
         return Err(Error::runtime(format!(
             "engine invariant: work done {} ns != work of completed tasks {} ns",
             s.work_done_ns, s.work_completed_ns
@@ -302,235 +270,137 @@ where
     Ok(sim.summary)
 }
 
-impl<R: Recorder + ?Sized> Sim<'_, R> {
-    /// The error for an event at `t_ns`, past [`HORIZON_NS`].
+/// The error for an event at `t_ns`, past [`HORIZON_NS`].
+#[cold]
+fn past_horizon(core: &EngineCore, t_ns: u64, next: Next, pending: Option<Staged>) -> Error {
+    let what = match (next, pending) {
+        (Next::Arrival, Some(p)) => format!("task {} arrives", core.tasks().staged(p).task.id),
+        (Next::RunEnd, _) => "a task would end".to_string(),
+        _ => "a tick would come".to_string(),
+    };
+    Error::input(format!(
+        "{what} at {:.3e} s, past the simulator's horizon of {:.0e} s: its arrival, work, speed, bandwidth or copy sizes are out of range",
+        t_ns as f64 * 1e-9,
+        HORIZON_NS as f64 * 1e-9
+    ))
+}
+
+impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
+    const RELEASES_AT_ONCE: bool = true;
+
+    #[inline]
+    fn record(&mut self, event: Event) {
+        self.rec.record(event);
+    }
+
     #[cold]
-    fn past_horizon(&self, t_ns: u64, next: Next, pending: Option<Staged>) -> Error {
-        let what = match (next, pending) {
-            (Next::Arrival, Some(p)) => format!("task {} arrives", self.tasks.staged(p).task.id),
-            (Next::RunEnd, _) => "a task would end".to_string(),
-            _ => "a tick would come".to_string(),
-        };
-        Error::input(format!(
-            "{what} at {:.3e} s, past the simulator's horizon of {:.0e} s: its arrival, work, speed, bandwidth or copy sizes are out of range",
-            t_ns as f64 * 1e-9,
-            HORIZON_NS as f64 * 1e-9
-        ))
-    }
-
-    fn view(&self) -> View<'_> {
-        View::new(
-            self.now,
-            self.machine,
-            &self.queues,
-            &self.central,
-            &self.running,
-            &self.tasks,
-        )
+    fn refuse(&mut self, violation: ContractError) -> Result<(), ContractError> {
+        Err(violation)
     }
 
     #[inline]
-    fn emit(&mut self, task: TaskId, kind: EventKind) {
-        self.rec.record(Event {
-            t_ns: self.now,
+    fn started<P: Policy + ?Sized>(
+        &mut self,
+        core: &mut EngineCore,
+        policy: &mut P,
+        u: UnitId,
+        task: TaskId,
+        slot: usize,
+    ) -> Result<(), ContractError> {
+        let e = core.tasks().at_slot(slot);
+        let model = &self.models[slot];
+        let copy_in = self.speed.copy_in_ns(&e.task, u);
+        let seg = &mut self.segs[u as usize];
+        seg.slot = slot as u32;
+        seg.bandwidth_node =
+            Self::bandwidth_node(self.machine, &self.node_bandwidth, u, &e.task, &model.work);
+        seg.remaining_ns = model.remaining_ns;
+        let node = self.draw(core, u, task, 1.0);
+        self.segment(
+            core,
+            policy,
+            u,
             task,
-            kind,
-        });
-    }
-
-    #[inline]
-    fn unit_kind(&self, unit: UnitId) -> UnitType {
-        self.kinds[unit as usize]
-    }
-
-    /// Whether `unit` exists and a task of this affinity can run on it.
-    fn fits(&self, affinity: &Affinity, unit: UnitId) -> bool {
-        (unit as usize) < self.kinds.len() && affinity.runs_on(self.unit_kind(unit))
-    }
-
-    fn misplaced(who: &str, task: TaskId, unit: UnitId) -> Error {
-        Error::runtime(format!(
-            "policy contract: {who} placed task {task} on unit {unit}, which does not exist or has no implementation for it"
-        ))
-    }
-
-    fn check_unit(&self, who: &str, task: TaskId, unit: UnitId) -> Result<()> {
-        if self.fits(&self.tasks[&task].task.affinity, unit) {
-            Ok(())
-        } else {
-            Err(Self::misplaced(who, task, unit))
-        }
-    }
-
-    fn arrive<P: Policy + ?Sized>(&mut self, policy: &mut P, staged: Staged) -> Result<()> {
-        let task = &self.tasks.staged(staged).task;
-        let id = task.id;
-        if self.tasks.contains_key(&id) {
-            return Err(Error::input(format!("task id {id} is used twice")));
-        }
-        self.summary.submitted += 1;
-        let ideal = self.speed.ideal_ns(task);
-        let (kind, affinity, remaining_ns) = (task.kind.clone(), task.affinity, task.work_ns());
-        self.emit(
-            id,
-            EventKind::Submit {
-                ideal_ns: ideal.unwrap_or(0),
-                kind,
-            },
+            core.now().saturating_add(copy_in),
+            None,
         );
-        if ideal.is_none() {
-            self.tasks.unstage(staged);
-            self.summary.rejected += 1;
-            self.emit(
-                id,
-                EventKind::Reject {
-                    reason: "no unit of this machine can run it".into(),
-                },
-            );
-            return Ok(());
-        }
-        self.tasks.staged_mut(staged).remaining_ns = remaining_ns;
-        self.tasks.admit(staged);
-        self.summary.peak_live = self.summary.peak_live.max(self.tasks.len());
-        match policy.submit(&self.view(), id) {
-            SubmitDecision::Enqueue(q) => {
-                if let QueueId::Unit(u) = q {
-                    if !self.fits(&affinity, u) {
-                        return Err(Self::misplaced("submit", id, u));
-                    }
-                }
-                self.enqueue(id, q);
-                self.wake(policy, q, id)
-            }
-            SubmitDecision::Reject(reason) => {
-                self.tasks.discard(&id);
-                self.summary.rejected += 1;
-                self.emit(id, EventKind::Reject { reason });
-                Ok(())
-            }
-        }
-    }
-
-    fn enqueue(&mut self, task: TaskId, q: QueueId) {
-        match q {
-            QueueId::Unit(u) => self.queues[u as usize].push_back(task),
-            QueueId::Central => self.central.push_back(task),
-        }
-        self.tasks.get_mut(&task).unwrap().placement = Placement::Queued(q);
-        self.emit(task, EventKind::Enqueue { queue: q });
-    }
-
-    /// The affinity of `task` if it is live and queued.
-    fn queued_affinity(&self, task: TaskId) -> Option<Affinity> {
-        self.tasks
-            .get(&task)
-            .filter(|e| matches!(e.placement, Placement::Queued(_)))
-            .map(|e| e.task.affinity)
-    }
-
-    /// After `task` was queued on `q`: let `q`'s unit pick if idle, then offer the other
-    /// idle units that could run it, in id order, until it has started.
-    fn wake<P: Policy + ?Sized>(&mut self, policy: &mut P, q: QueueId, task: TaskId) -> Result<()> {
-        if let QueueId::Unit(u) = q {
-            if self.idle.contains(u) && self.pick(policy, u)? == Some(task) {
-                return Ok(());
-            }
-        }
-        // A pick starts one task, so `task` stays queued until a pick starts it.
-        let Some(affinity) = self.queued_affinity(task) else {
-            return Ok(());
-        };
-        let mut after = 0;
-        while let Some(u) = self.idle.first_from(after) {
-            after = u + 1;
-            if affinity.runs_on(self.unit_kind(u)) && self.pick(policy, u)? == Some(task) {
-                break;
-            }
+        if let Some(n) = node {
+            self.replan_node(core, n, Some(u));
         }
         Ok(())
     }
 
-    fn take_from(&mut self, q: QueueId, task: TaskId) -> bool {
-        let queue = match q {
-            QueueId::Unit(u) => &mut self.queues[u as usize],
-            QueueId::Central => &mut self.central,
-        };
-        match queue.iter().position(|&t| t == task) {
-            Some(0) => queue.pop_front().is_some(),
-            Some(i) => queue.remove(i).is_some(),
-            None => false,
-        }
-    }
-
-    /// Asks idle unit `u` what to run; returns the task it started.
-    fn pick<P: Policy + ?Sized>(&mut self, policy: &mut P, u: UnitId) -> Result<Option<TaskId>> {
-        let decision = policy.pick(&self.view(), u);
-        let (task, from) = match decision {
-            PickDecision::Idle => {
-                self.idle.insert(u);
-                return Ok(None);
-            }
-            PickDecision::Run(t) => {
-                if self.take_from(QueueId::Unit(u), t) {
-                    (t, QueueId::Unit(u))
-                } else if self.take_from(QueueId::Central, t) {
-                    (t, QueueId::Central)
-                } else {
-                    return Err(Error::runtime(format!(
-                        "policy contract: pick on unit {u} ran task {t}, which is neither in its queue nor in the central queue"
-                    )));
-                }
-            }
-            PickDecision::Steal { from, task } => {
-                if from == u
-                    || (from as usize) >= self.queues.len()
-                    || !self.take_from(QueueId::Unit(from), task)
-                {
-                    return Err(Error::runtime(format!(
-                        "policy contract: unit {u} stole task {task} from unit {from}, where it is not queued"
-                    )));
-                }
-                (task, QueueId::Unit(from))
-            }
-        };
-        self.start(policy, u, task, from)?;
-        Ok(Some(task))
-    }
-
-    /// Starts `task`, which the policy picked from queue `from`, on idle unit `u`.
-    fn start<P: Policy + ?Sized>(
-        &mut self,
-        policy: &mut P,
-        u: UnitId,
-        task: TaskId,
-        from: QueueId,
-    ) -> Result<()> {
-        let kind = self.unit_kind(u);
-        let slot = self.tasks.slot_of(&task).expect("a picked task is live");
-        let e = self.tasks.at_slot_mut(slot);
-        if !e.task.affinity.runs_on(kind) {
-            return Err(Self::misplaced("pick", task, u));
-        }
-        e.placement = Placement::Running(u);
-        e.runs += 1;
-        let copy_in = self.speed.copy_in_ns(&e.task, u);
+    /// The task's remaining work goes back to its entry; its node's other tasks are
+    /// re-planned without its draw.
+    #[inline]
+    fn left(&mut self, core: &mut EngineCore, u: UnitId, task: TaskId) {
+        let node = self.draw(core, u, task, -1.0);
         let seg = &mut self.segs[u as usize];
-        seg.slot = slot as u32;
-        seg.bandwidth_node = Self::bandwidth_node(self.machine, &self.node_bandwidth, u, &e.task);
-        seg.remaining_ns = e.remaining_ns;
-        self.running[u as usize] = Some(Running {
-            task,
-            since_ns: self.now,
-        });
-        if self.sampling {
-            self.busy_from[u as usize] = self.now;
-        }
-        self.idle.remove(u);
-        self.emit(task, EventKind::Start { unit: u, from });
-        let node = self.draw(u, task, 1.0);
-        self.segment(policy, u, task, self.now.saturating_add(copy_in), None)?;
+        seg.run_end = 0;
+        debug_assert_eq!(core.tasks().at_slot(seg.slot as usize).task.id, task);
+        self.models[seg.slot as usize].remaining_ns = seg.remaining_ns;
         if let Some(n) = node {
-            self.replan_node(n, Some(u));
+            self.replan_node(core, n, None);
+        }
+    }
+
+    /// Credits the work done in the segment cut short.
+    fn preempting(&mut self, core: &mut EngineCore, u: UnitId, task: TaskId) {
+        let seg = self.segs[u as usize];
+        let done = core
+            .now()
+            .saturating_sub(seg.compute_from_ns)
+            .min(seg.compute_ns);
+        self.credit(core, u, task, done);
+    }
+
+    /// The task's model value.
+    fn memory_bound(&self, _core: &EngineCore, u: UnitId, _task: TaskId) -> Option<f64> {
+        Some(
+            self.models[self.segs[u as usize].slot as usize]
+                .work
+                .memory_bound,
+        )
+    }
+}
+
+impl<R: Recorder + ?Sized> Sim<'_, R> {
+    /// Stages an arriving task in the task store, its model beside it.
+    #[inline]
+    fn stage(&mut self, core: &mut EngineCore, t: SimTask) -> Staged {
+        let staged = core.tasks_mut().stage(t.meta);
+        if self.models.len() <= staged.slot() {
+            self.models.resize(staged.slot() + 1, Model::default());
+        }
+        self.models[staged.slot()] = Model {
+            work: t.model,
+            remaining_ns: 0,
+        };
+        staged
+    }
+
+    fn arrive<P: Policy + ?Sized>(
+        &mut self,
+        core: &mut EngineCore,
+        policy: &mut P,
+        staged: Staged,
+    ) -> Result<()> {
+        let task = &core.tasks().staged(staged).task;
+        let id = task.id;
+        if core.tasks().contains_key(&id) {
+            return Err(Error::input(format!("task id {id} is used twice")));
+        }
+        self.summary.submitted += 1;
+        let model = &mut self.models[staged.slot()];
+        let ideal = self.speed.ideal_ns(task, &model.work);
+        if ideal.is_some() {
+            model.remaining_ns = model.work.work_ns();
+            let live = core.tasks().len() + 1;
+            self.summary.peak_live = self.summary.peak_live.max(live);
+        }
+        match core.arrive(policy, self, staged, ideal.unwrap_or(0))? {
+            Arrival::Queued(_) => {}
+            Arrival::Unrunnable | Arrival::Rejected(_) => self.summary.rejected += 1,
         }
         Ok(())
     }
@@ -541,9 +411,10 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         node_bandwidth: &[Option<f64>],
         u: UnitId,
         t: &Task,
+        model: &Workload,
     ) -> Option<u32> {
         let unit = &machine.units[u as usize];
-        if t.mem_bandwidth <= 0.0 || t.memory_bound <= 0.0 || unit.kind != UnitType::Cpu {
+        if model.mem_bandwidth <= 0.0 || model.memory_bound <= 0.0 || unit.kind != UnitType::Cpu {
             return None;
         }
         let node = t.numa_home.or(unit.numa_node)?;
@@ -557,12 +428,12 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     /// Adds (`sign` 1) or removes (-1) the draw of `task`, running on `u`, on its node;
     /// returns the node.
     #[inline]
-    fn draw(&mut self, u: UnitId, task: TaskId, sign: f64) -> Option<u32> {
+    fn draw(&mut self, core: &EngineCore, u: UnitId, task: TaskId, sign: f64) -> Option<u32> {
         let node = self.segs[u as usize].bandwidth_node?;
         let d = &mut self.node_demand[node as usize];
-        let entry = self.tasks.at_slot(self.segs[u as usize].slot as usize);
-        debug_assert_eq!(entry.task.id, task);
-        *d = (*d + sign * entry.task.mem_bandwidth).max(0.0);
+        let slot = self.segs[u as usize].slot as usize;
+        debug_assert_eq!(core.tasks().at_slot(slot).task.id, task);
+        *d = (*d + sign * self.models[slot].work.mem_bandwidth).max(0.0);
         Some(node)
     }
 
@@ -582,10 +453,12 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
 
     /// A node's draw changed: the tasks computing on it continue at the new rate. Each
     /// is credited what it did so far and gets a new end (its slice end stays).
-    fn replan_node(&mut self, node: u32, except: Option<UnitId>) {
+    fn replan_node(&mut self, core: &EngineCore, node: u32, except: Option<UnitId>) {
         let sigma = self.sigma(Some(node));
-        for v in 0..self.running.len() as UnitId {
-            let Some(Running { task, .. }) = self.running[v as usize] else {
+        let now = core.now();
+        for (v, running) in core.running_all().iter().enumerate() {
+            let v = v as UnitId;
+            let Some(Running { task, .. }) = *running else {
                 continue;
             };
             if Some(v) == except || self.segs[v as usize].bandwidth_node != Some(node) {
@@ -593,65 +466,64 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             }
             let seg = self.segs[v as usize];
             // Still copying in, or its segment ends right now anyway.
-            if self.now < seg.compute_from_ns || seg.compute_from_ns + seg.compute_ns <= self.now {
+            if now < seg.compute_from_ns || seg.compute_from_ns + seg.compute_ns <= now {
                 continue;
             }
-            let elapsed = (self.now - seg.compute_from_ns).min(seg.compute_ns);
-            let e = self.tasks.at_slot(seg.slot as usize);
+            let elapsed = (now - seg.compute_from_ns).min(seg.compute_ns);
+            let e = core.tasks().at_slot(seg.slot as usize);
             debug_assert_eq!(e.task.id, task);
             let done = ((elapsed as f64 / seg.factor).floor() as u64)
                 .min(seg.remaining_ns.saturating_sub(1));
             let remaining = seg.remaining_ns - done;
             self.summary.work_done_ns += done;
-            let factor = self.speed.ns_per_work_s_shared(&e.task, v, sigma) * 1e-9;
+            let model = &self.models[seg.slot as usize].work;
+            let factor = self.speed.ns_per_work_s_shared(&e.task, model, v, sigma) * 1e-9;
             let need = SpeedModel::compute_ns(remaining, factor);
             let (compute, finishes) = match seg.slice_end_ns {
-                end if end != NO_SLICE_END && end < self.now.saturating_add(need) => {
-                    (end.saturating_sub(self.now), false)
+                end if end != NO_SLICE_END && end < now.saturating_add(need) => {
+                    (end.saturating_sub(now), false)
                 }
                 _ => (need, true),
             };
             let seg = &mut self.segs[v as usize];
             seg.remaining_ns = remaining;
-            seg.compute_from_ns = self.now;
+            seg.compute_from_ns = now;
             seg.compute_ns = compute;
             seg.factor = factor;
             seg.finishes = finishes;
             // CPUs have no copy-out or checkpoint cost (see `segment`).
-            seg.run_end = self.run_ends.push(self.now.saturating_add(compute), v);
+            seg.run_end = self.run_ends.push(now.saturating_add(compute), v);
         }
     }
 
     /// Schedules the next segment of `task` on `u`, computing from `from_ns` at `factor`
     /// unit ns per reference ns if known (else the speed model's).
+    #[inline]
     fn segment<P: Policy + ?Sized>(
         &mut self,
+        core: &EngineCore,
         policy: &mut P,
         u: UnitId,
         task: TaskId,
         from_ns: u64,
         factor: Option<f64>,
-    ) -> Result<()> {
-        let kind = self.unit_kind(u);
+    ) {
+        let kind = core.unit_kind(u);
         let seg = self.segs[u as usize];
         // The task's entry, only where its meta info is needed: a CPU slice that
         // continues at a known rate reads the segment alone.
         let entry = || {
-            let e = self.tasks.at_slot(seg.slot as usize);
+            let e = core.tasks().at_slot(seg.slot as usize);
             debug_assert_eq!(e.task.id, task);
             &e.task
         };
         let factor = factor.unwrap_or_else(|| {
             let sigma = self.sigma(seg.bandwidth_node);
-            self.speed.ns_per_work_s_shared(entry(), u, sigma) * 1e-9
+            let model = &self.models[seg.slot as usize].work;
+            self.speed.ns_per_work_s_shared(entry(), model, u, sigma) * 1e-9
         });
         let need = SpeedModel::compute_ns(seg.remaining_ns, factor);
-        let slice = if kind == UnitType::Cpu {
-            policy.time_slice(&self.view(), u, task)
-        } else {
-            Some(entry().checkpoint_ns.get(kind)).filter(|&c| c > 0)
-        }
-        .map(|s| s.max(1));
+        let slice = core.slice(policy, u, task, seg.slot as usize);
         let (compute, finishes) = match slice {
             Some(s) if s < need => (s, false),
             _ => (need, true),
@@ -672,14 +544,14 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         seg.slice_end_ns = slice.map_or(NO_SLICE_END, |s| from_ns.saturating_add(s));
         let end = from_ns.saturating_add(compute).saturating_add(tail);
         seg.run_end = self.run_ends.push(end, u);
-        Ok(())
     }
 
     /// Credits `compute_ns` of unit time on the current segment of `u` to its task (all
     /// of the rest when the segment finishes it).
-    fn credit(&mut self, u: UnitId, task: TaskId, compute_ns: u64) {
+    #[inline]
+    fn credit(&mut self, core: &EngineCore, u: UnitId, task: TaskId, compute_ns: u64) {
         let seg = &mut self.segs[u as usize];
-        debug_assert_eq!(self.running[u as usize].map(|r| r.task), Some(task));
+        debug_assert_eq!(core.running(u).map(|r| r.task), Some(task));
         let done = if seg.finishes && compute_ns == seg.compute_ns {
             seg.remaining_ns
         } else {
@@ -689,136 +561,32 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         self.summary.work_done_ns += done;
     }
 
-    /// Frees unit `u` (its task leaves it).
-    fn vacate(&mut self, u: UnitId, task: TaskId) {
-        let node = self.draw(u, task, -1.0);
-        let since = self.running[u as usize]
-            .take()
-            .map_or(self.now, |r| r.since_ns);
-        if self.sampling {
-            self.busy_ns[u as usize] += self.now - self.busy_from[u as usize].max(self.last_tick);
-        }
-        let seg = &mut self.segs[u as usize];
-        seg.run_end = 0;
-        let e = self.tasks.at_slot_mut(seg.slot as usize);
-        debug_assert_eq!(e.task.id, task);
-        e.run_ns += self.now - since;
-        e.remaining_ns = seg.remaining_ns;
-        if let Some(n) = node {
-            self.replan_node(n, None);
-        }
-    }
-
     /// Handles run end `seq` on unit `u`.
-    fn run_end<P: Policy + ?Sized>(&mut self, policy: &mut P, u: UnitId, seq: u64) -> Result<()> {
+    #[inline]
+    fn run_end<P: Policy + ?Sized>(
+        &mut self,
+        core: &mut EngineCore,
+        policy: &mut P,
+        u: UnitId,
+        seq: u64,
+    ) -> Result<()> {
         let seg = self.segs[u as usize];
         if seg.run_end != seq {
             return Ok(()); // the segment was cut short or re-planned
         }
-        let Some(Running { task, .. }) = self.running[u as usize] else {
+        let Some(Running { task, .. }) = core.running(u) else {
             return Err(Error::runtime(format!("engine: run end on idle unit {u}")));
         };
-        self.credit(u, task, seg.compute_ns);
+        self.credit(core, u, task, seg.compute_ns);
         if seg.finishes {
-            self.vacate(u, task);
             self.summary.completed += 1;
-            self.summary.work_completed_ns += self.tasks.at_slot(seg.slot as usize).task.work_ns();
-            self.emit(task, EventKind::Complete { unit: u });
-            // `complete` still sees the task; then it is gone.
-            policy.complete(&self.view(), task, u);
-            self.tasks.discard(&task);
-            return self.pick(policy, u).map(|_| ());
+            self.summary.work_completed_ns += self.models[seg.slot as usize].work.work_ns();
+            return Ok(core.complete(policy, self, u)?);
         }
-        match policy.checkpoint(&self.view(), task, u) {
-            CheckpointDecision::Continue => {
-                // Same task on the same unit: the rate holds unless bandwidth is shared.
-                let factor = seg.bandwidth_node.is_none().then_some(seg.factor);
-                self.segment(policy, u, task, self.now, factor)
-            }
-            CheckpointDecision::Yield => {
-                self.vacate(u, task);
-                self.emit(task, EventKind::Stop { unit: u });
-                self.enqueue(task, QueueId::Unit(u));
-                self.pick(policy, u)?;
-                self.wake(policy, QueueId::Unit(u), task)
-            }
-            CheckpointDecision::Migrate(to) => {
-                self.check_unit("checkpoint", task, to)?;
-                self.vacate(u, task);
-                self.emit(task, EventKind::Stop { unit: u });
-                self.migrate(task, Placement::Running(u), to);
-                self.pick(policy, u)?;
-                self.wake(policy, QueueId::Unit(to), task)
-            }
-        }
-    }
-
-    fn migrate(&mut self, task: TaskId, from: Placement, to: UnitId) {
-        self.emit(task, EventKind::Migrate { from, to });
-        self.queues[to as usize].push_back(task);
-        self.tasks.get_mut(&task).unwrap().placement = Placement::Queued(QueueId::Unit(to));
-    }
-
-    fn tick<P: Policy + ?Sized>(&mut self, policy: &mut P) -> Result<()> {
-        let mut samples = std::mem::take(&mut self.samples);
-        samples.clear();
-        if policy.wants_samples() {
-            let (now, last_tick) = (self.now, self.last_tick);
-            let units = self.running.iter().zip(&self.busy_ns).zip(&self.busy_from);
-            samples.extend(units.zip(&self.segs).enumerate().map(
-                |(u, (((running, &busy), &from), seg))| Sample {
-                    unit: u as UnitId,
-                    task: running.map(|r| r.task),
-                    busy_ns: busy + running.map_or(0, |_| now - from.max(last_tick)),
-                    memory_bound:
-                        running.map(|_| self.tasks.at_slot(seg.slot as usize).task.memory_bound),
-                    ..Sample::default()
-                },
-            ));
-            self.busy_ns.iter_mut().for_each(|b| *b = 0);
-            self.last_tick = self.now;
-        }
-        let actions = policy.tick(&self.view(), &samples);
-        self.samples = samples;
-        for TickAction::Migrate { task, to } in actions {
-            let Some(entry) = self.tasks.get(&task) else {
-                return Err(Error::runtime(format!(
-                    "policy contract: tick migrates task {task}, which is not live"
-                )));
-            };
-            let placement = entry.placement;
-            self.check_unit("tick", task, to)?;
-            match placement {
-                Placement::Queued(q) => {
-                    if q == QueueId::Unit(to) {
-                        continue;
-                    }
-                    self.take_from(q, task);
-                    self.migrate(task, placement, to);
-                    self.wake(policy, QueueId::Unit(to), task)?;
-                }
-                Placement::Running(u) => {
-                    if u == to {
-                        continue;
-                    }
-                    if self.unit_kind(u) != UnitType::Cpu {
-                        return Err(Error::runtime(format!(
-                            "policy contract: tick migrates task {task} running on accelerator unit {u}; accelerators stop only at checkpoints"
-                        )));
-                    }
-                    let seg = self.segs[u as usize];
-                    let done = self
-                        .now
-                        .saturating_sub(seg.compute_from_ns)
-                        .min(seg.compute_ns);
-                    self.credit(u, task, done);
-                    self.vacate(u, task);
-                    self.emit(task, EventKind::Stop { unit: u });
-                    self.migrate(task, placement, to);
-                    self.pick(policy, u)?;
-                    self.wake(policy, QueueId::Unit(to), task)?;
-                }
-            }
+        if core.checkpoint(policy, self, u)? == CheckpointDecision::Continue {
+            // Same task on the same unit: the rate holds unless bandwidth is shared.
+            let factor = seg.bandwidth_node.is_none().then_some(seg.factor);
+            self.segment(core, policy, u, task, core.now(), factor);
         }
         Ok(())
     }

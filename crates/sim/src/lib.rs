@@ -8,9 +8,11 @@ pub mod report;
 pub mod run_ends;
 pub mod scenario;
 pub mod speed;
+pub mod task;
 pub mod trace;
 
 pub use engine::{run, Config, RunSummary};
+pub use task::{SimTask, Workload};
 
 use hetsched_core::machine::{Machine, UnitGranularity};
 use hetsched_core::Result;
@@ -28,7 +30,7 @@ pub fn run_policy(
     scenario: &scenario::Scenario,
     spec: &str,
     seed: u64,
-    on_task: &mut dyn FnMut(&hetsched_core::task::Task),
+    on_task: &mut dyn FnMut(&SimTask),
 ) -> Result<(hetsched_core::record::Record, RunSummary)> {
     let mut policy = hetsched_policies::build(spec, seed)?;
     let m = &scenario.machine;

@@ -44,9 +44,10 @@
 //! tasks are streamed (a `count` is not expanded into a list), and a run stops with an
 //! error at its event limit.
 
+use crate::task::SimTask as Task;
 use hetsched_core::error::{in_range, num};
 use hetsched_core::machine::{Machine, UnitGranularity, UnitType};
-use hetsched_core::task::{PerUnitType, Task};
+use hetsched_core::task::PerUnitType;
 use hetsched_core::{Error, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -316,7 +317,7 @@ impl Scenario {
             )?;
             let n = count(&format!("{key}.count"), t.count)?;
             let mut task = template(&t.kind, origin, &key, &machine)?.0;
-            task.work_s = t.work;
+            task.model.work_s = t.work;
             task.arrival_ns = secs(t.arrival);
             explicit.push((task, n));
         }
@@ -500,7 +501,7 @@ impl Iterator for GeneratorStream<'_> {
             x -= share;
         }
         let mut task = pick.0.clone();
-        task.work_s = work;
+        task.model.work_s = work;
         task.arrival_ns = secs(self.t);
         Some(task)
     }
@@ -553,7 +554,7 @@ fn template(k: &Kind, origin: &str, key: &str, machine: &Machine) -> Result<Temp
                 0.0,
                 limits::MAX_FACTOR,
             )?;
-            task.speed.set(kind, v);
+            task.model.speed.set(kind, v);
         }
     }
     if let Some(c) = k.checkpoint_ms {
@@ -574,8 +575,8 @@ fn template(k: &Kind, origin: &str, key: &str, machine: &Machine) -> Result<Temp
             task.checkpoint_ns.set(kind, (v * 1e6).round() as u64);
         }
     }
-    task.memory_bound = range("memory_bound", k.memory_bound, 0.0, 1.0)?;
-    task.mem_bandwidth = range(
+    task.model.memory_bound = range("memory_bound", k.memory_bound, 0.0, 1.0)?;
+    task.model.mem_bandwidth = range(
         "mem_bandwidth_gbs",
         k.mem_bandwidth_gbs,
         0.0,

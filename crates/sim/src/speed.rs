@@ -20,6 +20,7 @@
 //!   first and the last one copies `bytes_out` back: `bytes / link bandwidth + latency`
 //!   (no copy cost when the machine does not give the link).
 
+use crate::task::{SimTask, Workload};
 use hetsched_core::machine::{Machine, UnitType, CAPACITY_SCALE};
 use hetsched_core::ns::ceil_u64;
 use hetsched_core::task::Task;
@@ -102,21 +103,27 @@ impl SpeedModel {
 
     /// Nanoseconds of `unit` time per reference second of the task's work (infinite when
     /// the task has no implementation for the unit's type).
-    pub fn ns_per_work_s(&self, task: &Task, unit: u32) -> f64 {
-        self.ns_per_work_s_shared(task, unit, 1.0)
+    pub fn ns_per_work_s(&self, task: &SimTask, unit: u32) -> f64 {
+        self.ns_per_work_s_shared(task, &task.model, unit, 1.0)
     }
 
     /// As [`Self::ns_per_work_s`], with the memory-bound part stretched by `sigma` (≥ 1)
     /// for bandwidth shared with other tasks.
     #[inline]
-    pub fn ns_per_work_s_shared(&self, task: &Task, unit: u32, sigma: f64) -> f64 {
+    pub fn ns_per_work_s_shared(
+        &self,
+        task: &Task,
+        model: &Workload,
+        unit: u32,
+        sigma: f64,
+    ) -> f64 {
         let u = &self.units[unit as usize];
         if !task.affinity.runs_on(u.kind) {
             return f64::INFINITY;
         }
         let scale = CAPACITY_SCALE as f64;
         if u.kind == UnitType::Cpu {
-            let m = task.memory_bound;
+            let m = model.memory_bound;
             let numa = match (u.numa_node, task.numa_home) {
                 (Some(from), Some(to)) => self
                     .numa
@@ -128,7 +135,7 @@ impl SpeedModel {
             };
             1e9 * ((1.0 - m) * scale / u.capacity + m * numa * sigma)
         } else {
-            let explicit = task.speed.get(u.kind);
+            let explicit = model.speed.get(u.kind);
             let rate = if explicit > 0.0 {
                 explicit
             } else {
@@ -171,20 +178,23 @@ impl SpeedModel {
     }
 
     /// The task's time alone on the best unit for it (copies included).
-    pub fn ideal_ns(&self, task: &Task) -> Option<u64> {
+    pub fn ideal_ns(&self, task: &Task, model: &Workload) -> Option<u64> {
         let classes = if task.numa_home.is_some() {
             &self.classes
         } else {
             &self.flat_classes
         };
-        let work_ns = task.work_ns();
+        let work_ns = model.work_ns();
         classes
             .iter()
             .copied()
             .filter(|&u| task.affinity.runs_on(self.units[u as usize].kind))
             .map(|u| {
                 self.copy_in_ns(task, u)
-                    + Self::compute_ns(work_ns, self.ns_per_work_s(task, u) * 1e-9)
+                    + Self::compute_ns(
+                        work_ns,
+                        self.ns_per_work_s_shared(task, model, u, 1.0) * 1e-9,
+                    )
                     + self.copy_out_ns(task, u)
             })
             .min()

@@ -6,9 +6,8 @@ use hetsched_core::policy::{
     CheckpointDecision, PickDecision, Policy, Sample, SubmitDecision, TickAction, UnitId, View,
 };
 use hetsched_core::record::{EventKind, Record};
-use hetsched_core::task::Task;
 use hetsched_core::task::{QueueId, TaskId};
-use hetsched_sim::{machine_from_toml, run, Config};
+use hetsched_sim::{machine_from_toml, run, Config, SimTask as Task};
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
@@ -141,8 +140,8 @@ fn cfs_balancer_moves_queued_tasks_by_count() {
     // counts are 2:2 and nothing else moves.
     let m = cpus(&[1024, 1024]);
     let mut tasks: Vec<Task> = (0..6).map(|i| Task::cpu(i, 1.0, 0)).collect();
-    tasks[3].work_s = 0.01;
-    tasks[5].work_s = 0.01;
+    tasks[3].model.work_s = 0.01;
+    tasks[5].model.work_s = 0.01;
     let rec = simulate(&m, "cfs", tasks);
     let metrics = rec.metrics();
     assert_eq!(metrics.migrations, 1);
@@ -177,23 +176,33 @@ fn random_with_one_unit_per_type_is_forced() {
 }
 
 #[test]
-fn dmda_uses_speed_and_transfer_costs() {
-    // u0: CPU 1024; u1: GPU with link 1 GB/s, 0 latency. Task t0: 1 s of work, affinity
-    // cpu 1, gpu 4 => 0.25 s on the GPU, plus 0.5 GB in + 0.25 GB out = 0.75 s of copies:
-    // GPU 1.0 s, CPU 1.0 s: a tie, lowest id wins -> CPU (0..1 s). t1 identical at 0:
-    // CPU busy until 1 s => 2 s there vs 1 s on the GPU -> GPU (0..1 s: 0.5 + 0.25 + 0.25).
-    // t2 identical at 0: CPU 2 s, GPU 2 s -> CPU (1..2 s).
+fn dmda_learns_run_times_and_weighs_transfer_costs() {
+    // u0: CPU 1024; u1: GPU with link 1 GB/s, 0 latency. Every task: type "t", 1 s of
+    // work, affinity cpu 1, gpu 4 (4× faster there), 0.5 GB in + 0.25 GB out = 0.75 s of
+    // copies to the GPU. dmda sees none of the work, only what runs took.
+    // t0 at 0: type never seen, every run expected 0 s: CPU 0 s vs GPU 0.75 s of copies
+    // -> CPU, 0..1 s. It took 1 s on a capacity-1024 CPU: the type's reference work is
+    // 1 s, so 1 s on the CPU and 1 / 4 = 0.25 s on the GPU.
+    // t1, t2, t3 at 2 s: t1: CPU 2 + 1 = 3 s, GPU 2 + 0.75 + 0.25 = 3 s: a tie, equal
+    // loads, lowest id -> CPU (2..3 s). t2: CPU 3 + 1 = 4 s vs GPU 3 s -> GPU (2..3 s:
+    // 0.5 s in, 0.25 s of work, 0.25 s out). t3: CPU 4 s, GPU 3 + 1 = 4 s: a tie, one
+    // task each -> CPU (3..4 s).
     let text = "name = \"g\"\n[[package]]\ncores = 1\n[[accelerator]]\ntype = \"gpu\"\nname = \"gpu0\"\nlink_bandwidth = 1000000000\n";
     let m = machine_from_toml(text, "g.toml").unwrap();
-    let task = |id| {
-        let mut t = Task::cpu(id, 1.0, 0);
+    let task = |id, arrival| {
+        let mut t = Task::cpu(id, 1.0, arrival);
+        t.kind = "t".into();
         t.affinity.set(UnitType::Gpu, 4.0);
         t.bytes_in = 500_000_000;
         t.bytes_out = 250_000_000;
         t
     };
-    let rec = simulate(&m, "dmda", vec![task(0), task(1), task(2)]);
-    assert_eq!(completions(&rec), vec![(0, 0, S), (1, 1, S), (2, 0, 2 * S)]);
+    let tasks = vec![task(0, 0), task(1, 2 * S), task(2, 2 * S), task(3, 2 * S)];
+    let rec = simulate(&m, "dmda", tasks);
+    assert_eq!(
+        completions(&rec),
+        vec![(0, 0, S), (1, 0, 3 * S), (2, 1, 3 * S), (3, 0, 4 * S)]
+    );
 }
 
 #[test]
@@ -352,8 +361,8 @@ fn bandwidth_machine() -> Machine {
 
 fn memory_task(id: u64, work_s: f64, arrival_ns: u64) -> Task {
     let mut t = Task::cpu(id, work_s, arrival_ns);
-    t.memory_bound = 0.5;
-    t.mem_bandwidth = 10e9;
+    t.model.memory_bound = 0.5;
+    t.model.mem_bandwidth = 10e9;
     t
 }
 
@@ -375,7 +384,7 @@ fn concurrent_tasks_share_a_nodes_memory_bandwidth() {
     assert_eq!(completions(&alone), vec![(0, 0, S)]);
     // Without a draw (mem_bandwidth 0) nothing is shared.
     let mut free = vec![memory_task(0, 1.0, 0), memory_task(1, 1.0, 0)];
-    free.iter_mut().for_each(|t| t.mem_bandwidth = 0.0);
+    free.iter_mut().for_each(|t| t.model.mem_bandwidth = 0.0);
     assert_eq!(
         completions(&simulate(&m, "fcfs", free)),
         vec![(0, 0, S), (1, 1, S)]

@@ -1,4 +1,5 @@
-//! Random scenarios (10,000 cases): every policy on random small machines and task sets
+//! Random scenarios (10,000 cases): every registered policy (each spec the registry
+//! lists for tests) on random small machines and task sets
 //! keeps the run-record invariants (each task ends exactly once, a unit runs one task at a
 //! time, a task runs on one unit at a time, time is monotone), conserves work (checked by
 //! the engine), finishes every task, and is deterministic — with memory-bound tasks
@@ -6,21 +7,15 @@
 
 use hetsched_core::machine::UnitType;
 use hetsched_core::record::Record;
-use hetsched_core::task::Task;
+use hetsched_sim::SimTask as Task;
 use hetsched_sim::{machine_from_toml, run, Config};
 use proptest::prelude::*;
 
-const POLICIES: [&str; 9] = [
-    "fcfs",
-    "cfs",
-    "cfs:latency_ms=1,balance_ms=1",
-    "random",
-    "ws",
-    "dmda",
-    "affinity",
-    "affinity:gran_ms=0,cpu_gran_ms=1,acc_limit=1",
-    "affinity:fcfs=1,acc_limit=0",
-];
+/// Every spec the registry asks test suites to run (a new policy is covered by
+/// registering it).
+fn policies() -> Vec<&'static str> {
+    hetsched_policies::test_specs().collect()
+}
 
 #[derive(Debug, Clone)]
 struct Case {
@@ -40,7 +35,7 @@ fn case() -> impl Strategy<Value = Case> {
             (0u32..200, 0u32..300, 1u8..4, 1u32..80, 0u8..11, 0u32..30),
             1..10,
         ),
-        0..POLICIES.len(),
+        0..policies().len(),
         0u32..500,
     )
         .prop_map(|(caps, gpu, tasks, policy, checkpoint_cost_us)| Case {
@@ -84,8 +79,8 @@ fn simulate(c: &Case) -> (Record, hetsched_sim::RunSummary) {
                     0.0
                 },
             );
-            t.memory_bound = mem as f64 / 10.0;
-            t.mem_bandwidth = mem as f64 * 2e9;
+            t.model.memory_bound = mem as f64 / 10.0;
+            t.model.mem_bandwidth = mem as f64 * 2e9;
             t.bytes_in = work as u64 * 100_000;
             t.bytes_out = work as u64 * 10_000;
             t.checkpoint_ns.set(UnitType::Gpu, ckpt as u64 * 1_000_000);
@@ -97,7 +92,7 @@ fn simulate(c: &Case) -> (Record, hetsched_sim::RunSummary) {
     for (i, t) in tasks.iter_mut().enumerate() {
         t.id = i as u64;
     }
-    let spec = POLICIES[c.policy];
+    let spec = policies()[c.policy];
     let mut policy = hetsched_policies::build(spec, 42).unwrap();
     let mut rec = Record::new(
         spec,

@@ -23,8 +23,10 @@ fn mean_turnaround(sc: &Scenario, policy: &str) -> f64 {
 /// find several idle cores. cfs places a task on the core with the fewest tasks,
 /// lowest id first, whatever its speed (ids 2, 3, 6, 7 are slow), and its balancer and
 /// idle pulls count tasks too: compute-bound tasks regularly land on slow cores and take
-/// twice as long. dmda compares expected completion times: an idle fast core beats an
-/// idle slow one, and a slow core wins only when fast ones are backlogged long enough.
+/// twice as long. dmda compares expected completion times learned from the run times it
+/// observed: an idle fast core beats an idle slow one. It knows only the mean of a type's
+/// exponential sizes, not each task's, so its margin is small (it was 14 % when it could
+/// read each task's true work).
 #[test]
 fn dmda_beats_cfs_on_fast_and_slow_cores() {
     let sc = load("fast-slow-mixed.toml");
@@ -32,7 +34,7 @@ fn dmda_beats_cfs_on_fast_and_slow_cores() {
     assert_eq!(caps, vec![1024, 1024, 512, 512, 1024, 1024, 512, 512]);
     let cfs = mean_turnaround(&sc, "cfs");
     let dmda = mean_turnaround(&sc, "dmda");
-    assert!(dmda < 0.95 * cfs, "dmda {dmda} s vs cfs {cfs} s");
+    assert!(dmda < 0.99 * cfs, "dmda {dmda} s vs cfs {cfs} s");
 }
 
 #[test]

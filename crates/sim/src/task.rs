@@ -1,0 +1,74 @@
+//! A task as the simulator runs it: the meta info a policy sees (`hetsched_core::task::Task`)
+//! plus the workload model only the simulator knows — how much work the task really is and
+//! how it runs on each unit. Live, nobody knows these in advance; keeping them out of the
+//! meta info means a policy cannot read them in the simulator either, so it behaves
+//! the same in both engines.
+
+use hetsched_core::task::{PerUnitType, Task, TaskId};
+use serde::{Deserialize, Serialize};
+use std::ops::{Deref, DerefMut};
+
+/// The simulator's model of a task's work (see the speed model).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    /// Work in reference units (seconds on a capacity-1024 CPU).
+    pub work_s: f64,
+    /// Fraction of the work bound by memory rather than the core, in [0, 1].
+    pub memory_bound: f64,
+    /// Memory bandwidth in bytes/s the memory-bound part draws when the task runs alone
+    /// (0 = not modelled): concurrent tasks on one NUMA node share its bandwidth.
+    pub mem_bandwidth: f64,
+    /// Explicit speed relative to a capacity-1024 CPU per unit type (0 = derive from the
+    /// affinity ratio, see the speed model).
+    pub speed: PerUnitType<f64>,
+}
+
+impl Workload {
+    /// The work in reference nanoseconds.
+    #[inline]
+    pub fn work_ns(&self) -> u64 {
+        hetsched_core::ns::round_u64(self.work_s * 1e9)
+    }
+}
+
+/// A task's meta info and its workload model. It dereferences to the meta info.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimTask {
+    pub meta: Task,
+    pub model: Workload,
+}
+
+impl SimTask {
+    /// A CPU-only, compute-bound task of `work_s` reference seconds.
+    #[inline]
+    pub fn cpu(id: TaskId, work_s: f64, arrival_ns: u64) -> SimTask {
+        SimTask {
+            meta: Task::cpu(id, arrival_ns),
+            model: Workload {
+                work_s,
+                ..Workload::default()
+            },
+        }
+    }
+
+    /// The work in reference nanoseconds.
+    #[inline]
+    pub fn work_ns(&self) -> u64 {
+        self.model.work_ns()
+    }
+}
+
+impl Deref for SimTask {
+    type Target = Task;
+    #[inline]
+    fn deref(&self) -> &Task {
+        &self.meta
+    }
+}
+
+impl DerefMut for SimTask {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Task {
+        &mut self.meta
+    }
+}
