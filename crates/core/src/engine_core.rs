@@ -549,11 +549,7 @@ impl EngineCore {
                 }
             }
         };
-        let slot = self
-            .view
-            .tasks
-            .slot_of(&task)
-            .expect("a queued task is live");
+        let slot = self.slot_of(task);
         if !self
             .view
             .tasks
