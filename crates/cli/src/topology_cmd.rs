@@ -2,7 +2,7 @@
 
 use clap::{Args, ValueEnum};
 use hetsched_core::machine::{CacheKind, Machine, UnitGranularity, UnitType};
-use hetsched_core::{Error, Result};
+use hetsched_core::{cpu_list, Error, Result};
 use hetsched_topology::presets;
 
 #[derive(Args)]
@@ -52,27 +52,6 @@ pub fn machines() -> Result<()> {
     }
     println!("\nAlso: `live` (this machine, through hwloc), an hwloc XML file, a sysfs dump (.tar.bz2 or directory), a .toml machine file.");
     Ok(())
-}
-
-/// `0-3,8,10-11` for a CPU list.
-pub fn cpu_list(cpus: &[u32]) -> String {
-    let mut sorted = cpus.to_vec();
-    sorted.sort_unstable();
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let mut j = i;
-        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            sorted[i].to_string()
-        } else {
-            format!("{}-{}", sorted[i], sorted[j])
-        });
-        i = j + 1;
-    }
-    parts.join(",")
 }
 
 pub fn bytes(n: u64) -> String {
@@ -127,7 +106,7 @@ fn render_tree(m: &Machine) -> String {
             out,
             "  Package {}{model}: PUs {}",
             pkg.os_index,
-            cpu_list(&pkg.cpus)
+            cpu_list::format(&pkg.cpus)
         );
         for node in m
             .numa_nodes
@@ -160,7 +139,7 @@ fn render_tree(m: &Machine) -> String {
                     cache_name(c.level, c.kind),
                     bytes(c.size_bytes),
                     ways(c.ways),
-                    cpu_list(&c.cpus)
+                    cpu_list::format(&c.cpus)
                 );
             }
         }
@@ -186,7 +165,7 @@ fn render_tree(m: &Machine) -> String {
                 out,
                 "    Core {}{kind_name} capacity {cap}: PUs {}{}",
                 core.os_index,
-                cpu_list(&core.cpus),
+                cpu_list::format(&core.cpus),
                 if private.is_empty() {
                     String::new()
                 } else {
@@ -206,7 +185,7 @@ fn render_tree(m: &Machine) -> String {
             cache_name(c.level, c.kind),
             bytes(c.size_bytes),
             ways(c.ways),
-            cpu_list(&c.cpus)
+            cpu_list::format(&c.cpus)
         );
     }
     for node in m.numa_nodes.iter().filter(|n| {
@@ -225,7 +204,7 @@ fn render_tree(m: &Machine) -> String {
             if node.cpus.is_empty() {
                 "(memory only)".to_string()
             } else {
-                cpu_list(&node.cpus)
+                cpu_list::format(&node.cpus)
             }
         );
     }
@@ -257,7 +236,7 @@ fn render_tree(m: &Machine) -> String {
                 out,
                 "    #{}{name}{eff}{freq}{dvfs} capacity {cap}: PUs {}",
                 k.id,
-                cpu_list(&k.cpus)
+                cpu_list::format(&k.cpus)
             );
         }
     }

@@ -1,5 +1,6 @@
 //! hetsched-core: the concepts every other crate shares.
 
+pub mod cpu_list;
 pub mod engine_core;
 pub mod error;
 pub mod machine;

@@ -25,7 +25,7 @@
 //! never name someone else's group. Dropping a [`Process`] that is still running kills
 //! its group and reaps it: no orphan outlives its handle.
 
-use hetsched_core::{Error, Result};
+use hetsched_core::{cpu_list, Error, Result};
 use rustc_hash::FxHashSet;
 use rustix::process::{
     getpid, getppid, kill_process_group, set_parent_process_death_signal, waitid, Pid, Signal,
@@ -391,7 +391,7 @@ fn cpu_set(cpus: &[u32]) -> Result<CpuSet> {
     if cpus.is_empty() {
         return Err(Error::input(format!(
             "CPU set: expected at least one of the CPUs {}",
-            ranges(&allowed)
+            cpu_list::format(&allowed)
         )));
     }
     let mut set = CpuSet::new();
@@ -399,7 +399,7 @@ fn cpu_set(cpus: &[u32]) -> Result<CpuSet> {
         if !allowed.contains(&cpu) {
             return Err(Error::input(format!(
                 "CPU {cpu}: expected one of the CPUs this process may use, {}",
-                ranges(&allowed)
+                cpu_list::format(&allowed)
             )));
         }
         set.set(cpu as usize);
@@ -413,7 +413,7 @@ fn memory_binding(node: u32) -> Result<MemoryBinding> {
     if !nodes.contains(&node) {
         return Err(Error::input(format!(
             "memory node {node}: expected one of this machine's NUMA nodes, {}",
-            ranges(&nodes)
+            cpu_list::format(&nodes)
         )));
     }
     Ok(match nodes.len() {
@@ -429,7 +429,7 @@ fn memory_binding(node: u32) -> Result<MemoryBinding> {
 pub fn numa_nodes() -> Vec<u32> {
     std::fs::read_to_string("/sys/devices/system/node/online")
         .ok()
-        .and_then(|s| parse_ranges(&s))
+        .and_then(|s| cpu_list::parse(&s))
         .filter(|nodes| !nodes.is_empty())
         .unwrap_or_else(|| vec![0])
 }
@@ -439,41 +439,9 @@ pub fn cpu_node(cpu: u32) -> Option<u32> {
     numa_nodes().into_iter().find(|node| {
         std::fs::read_to_string(format!("/sys/devices/system/node/node{node}/cpulist"))
             .ok()
-            .and_then(|s| parse_ranges(&s))
+            .and_then(|s| cpu_list::parse(&s))
             .is_some_and(|cpus| cpus.contains(&cpu))
     })
-}
-
-/// A kernel list such as `0-3,8` (sysfs and `/proc/PID/status` use them).
-fn parse_ranges(s: &str) -> Option<Vec<u32>> {
-    let mut ids = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
-        let (lo, hi): (u32, u32) = (lo.parse().ok()?, hi.parse().ok()?);
-        if lo > hi || hi - lo > 1 << 16 {
-            return None;
-        }
-        ids.extend(lo..=hi);
-    }
-    Some(ids)
-}
-
-/// The kernel's list form of sorted ids, e.g. `0-3,8`.
-fn ranges(ids: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ids.len() {
-        let mut j = i;
-        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
-            j += 1;
-        }
-        out.push(match j > i {
-            true => format!("{}-{}", ids[i], ids[j]),
-            false => ids[i].to_string(),
-        });
-        i = j + 1;
-    }
-    out.join(",")
 }
 
 /// A node mask as the memory-policy system calls take it.
@@ -550,7 +518,7 @@ pub(crate) mod tests {
             let line = status
                 .lines()
                 .find(|l| l.starts_with("Cpus_allowed_list:"))?;
-            parse_ranges(line.split_once(':')?.1)
+            cpu_list::parse(line.split_once(':')?.1)
         })
         .collect()
     }
@@ -782,14 +750,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn kernel_lists_parse_and_print() {
-        assert_eq!(parse_ranges("0-3,8\n"), Some(vec![0, 1, 2, 3, 8]));
-        assert_eq!(parse_ranges(""), Some(vec![]));
-        for bad in ["3-1", "x", "1-", "0-4294967295", "-1"] {
-            assert_eq!(parse_ranges(bad), None, "{bad}");
-        }
-        assert_eq!(ranges(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
-        assert_eq!(ranges(&[]), "");
+    fn node_masks_set_one_bit_per_node() {
         let mask = NodeMask::of(&[0, 65]);
         assert_eq!(mask.words, vec![1, 2]);
         assert_eq!(mask.maxnode(), 129);
