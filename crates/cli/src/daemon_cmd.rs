@@ -5,7 +5,7 @@ use hetsched_core::machine::UnitGranularity;
 use hetsched_core::{Error, Result};
 use hetsched_live::arbiter::Arbiter;
 use hetsched_live::client::Client;
-use hetsched_live::protocol::{MetaInfo, UnitChanges, WireAffinity};
+use hetsched_live::protocol::{MetaInfo, Reply, UnitChanges, WireAffinity};
 use hetsched_live::{devices, server};
 use std::path::PathBuf;
 
@@ -52,7 +52,10 @@ pub fn daemon(args: DaemonArgs) -> Result<()> {
     if args.trace.is_some() {
         arbiter.start_recording();
     }
+    let samples = arbiter.measure_processes();
     let mut daemon = server::Daemon::bind(&path, arbiter)?;
+    // Said once: what the samples of `hetsched run` processes can hold on this machine.
+    eprintln!("hetsched daemon: samples: {samples}");
     daemon.stop_on(signals)?;
     daemon.set_busy_poll(std::time::Duration::from_micros(args.busy_poll_us));
     eprintln!(
@@ -86,8 +89,13 @@ pub fn daemon(args: DaemonArgs) -> Result<()> {
 pub enum ClientCommand {
     /// List the daemon's units.
     Units,
-    /// Print the daemon's statistics (grants, decisions, per-task history) as JSON.
-    Stats,
+    /// Print the daemon's statistics: grants, decisions, ticks, and per task its state,
+    /// unit, run time and (for a measured running program) its latest sample.
+    Stats {
+        /// The whole reply as JSON (every sample field, absent ones left out).
+        #[arg(long)]
+        json: bool,
+    },
     /// Allocate a unit and hold it (until --ms pass, or until killed).
     Hold(HoldArgs),
     /// Take a unit offline (control API: the daemon's uid or root); a busy unit leaves
@@ -182,10 +190,37 @@ pub fn client(args: ClientArgs) -> Result<()> {
                 );
             }
         }
-        ClientCommand::Stats => println!(
+        ClientCommand::Stats { json: true } => println!(
             "{}",
             serde_json::to_string_pretty(&c.stats()?).map_err(Error::runtime)?
         ),
+        ClientCommand::Stats { json: false } => {
+            let Reply::Stats {
+                grants,
+                decisions,
+                ticks,
+                tasks,
+            } = c.stats()?
+            else {
+                return Err(Error::runtime("the daemon did not answer with statistics"));
+            };
+            println!("grants {grants}, decisions {decisions}, ticks {ticks}");
+            for t in tasks {
+                let unit = t.unit.map_or("-".to_string(), |u| u.to_string());
+                let sample = t.sample.map_or(String::new(), |s| {
+                    let sources: Vec<String> = s.sources.into();
+                    format!(
+                        "  cpu {:.1} ms since the last sample ({})",
+                        s.busy_ns as f64 / 1e6,
+                        sources.join("+")
+                    )
+                });
+                println!(
+                    "task {:>5} {:<12} {:<8} unit {unit:>3} grants {:>4} run {:>10.1} ms{sample}",
+                    t.task, t.kind, t.state, t.grants, t.run_ms
+                );
+            }
+        }
         ClientCommand::RemoveUnit { id } => c.remove_unit(id)?,
         ClientCommand::AlterUnit(a) => c.alter_unit(
             a.id,

@@ -380,3 +380,54 @@ fn a_grant_of_cpus_this_machine_lacks_is_an_input_error() {
             .all(|u| u.running.is_some() == (u.id <= top))
     });
 }
+
+/// The daemon measures a `hetsched run` program: `client stats --json` shows the policy's
+/// ticks and the running task's latest sample, with the sources that filled it and
+/// without the fields no source on this machine gives (never zeros that look measured).
+#[test]
+fn stats_show_ticks_and_the_measured_sample_of_a_running_program() {
+    let d = Daemon::start(1, 0, "cfs");
+    let _program = start_program(&d, "while :; do :; done");
+    let stats = || -> serde_json::Value {
+        let out = Command::new(BIN)
+            .args(["client", "--socket", d.socket.to_str().unwrap()])
+            .args(["stats", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let mut last = serde_json::Value::Null;
+    wait_until("a measured sample with CPU time and some ticks", || {
+        last = stats();
+        let sample = &last["tasks"][0]["sample"];
+        last["ticks"].as_u64() > Some(0) && sample["busy_ns"].as_u64() > Some(0)
+    });
+    let task = &last["tasks"][0];
+    assert_eq!(task["state"], "running", "{last}");
+    let sample = &task["sample"];
+    let sources: Vec<&str> = sample["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(sources.contains(&"proc"), "{sample}");
+    assert!(sample["run_delay_ns"].is_u64(), "{sample}");
+    // Counters are there exactly when the PMU measured them (this VM has none).
+    let perf = sources.contains(&"perf");
+    for counter in ["instructions", "cycles", "llc_misses"] {
+        assert_eq!(sample.get(counter).is_some(), perf, "{counter}: {sample}");
+    }
+    // The text form says the same in one line per task.
+    let text = Command::new(BIN)
+        .args(["client", "--socket", d.socket.to_str().unwrap(), "stats"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("ticks ") && text.contains("(proc"), "{text}");
+}

@@ -136,6 +136,10 @@ pub trait Host {
     fn memory_bound(&self, _core: &EngineCore, _unit: UnitId, _task: TaskId) -> Option<f64> {
         None
     }
+    /// Fills what the host measures of a running task's sample (live: its process's CPU
+    /// time, run-queue wait and counters, with their sources); where it measures
+    /// nothing, the engine's own view stands.
+    fn measure(&mut self, _core: &EngineCore, _sample: &mut Sample) {}
 }
 
 /// The shared state and schedule of an engine (see the module documentation).
@@ -799,7 +803,7 @@ impl EngineCore {
     /// One sample per unit since the previous sampled tick (none when the policy does
     /// not want them): the running task, busy time from its start, and the host's
     /// memory-bound estimate. The one place samples are built, for both engines.
-    fn samples<H: Host + ?Sized>(&mut self, host: &H) -> Vec<Sample> {
+    fn samples<H: Host + ?Sized>(&mut self, host: &mut H) -> Vec<Sample> {
         let mut samples = std::mem::take(&mut self.samples);
         samples.clear();
         if self.sampling {
@@ -818,6 +822,9 @@ impl EngineCore {
             }
             self.busy_ns.iter_mut().for_each(|b| *b = 0);
             self.last_tick = self.view.now_ns;
+            for sample in samples.iter_mut().filter(|s| s.task.is_some()) {
+                host.measure(self, sample);
+            }
         }
         samples
     }

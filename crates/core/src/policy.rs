@@ -87,6 +87,7 @@ pub enum TickAction {
 pub struct Sample {
     pub unit: UnitId,
     /// The task running at sample time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskId>,
     /// Nanoseconds the unit was busy since the previous sample. From the engine core:
     /// the time a task held the unit — in the simulator its modelled run time, in the
@@ -97,29 +98,63 @@ pub struct Sample {
     /// Estimated memory-bound fraction of the running task: the task's model value in
     /// the simulator; `None` live, where the sampler reports the raw counters below
     /// instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bound: Option<f64>,
     /// Nanoseconds the task's threads waited on a run queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_delay_ns: Option<u64>,
     /// Times the task's threads were switched onto a CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_switches: Option<u64>,
     /// The CPU the task ran on most recently (of its busiest thread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<u32>,
     /// User-space instructions retired (hardware counter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<u64>,
     /// User-space CPU cycles (hardware counter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cycles: Option<u64>,
     /// Last-level-cache misses (hardware counter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llc_misses: Option<u64>,
     pub sources: Sources,
 }
 
-/// Which measurement sources filled a [`Sample`]; none for the simulator's model.
+/// Which measurement sources filled a [`Sample`]; none for the simulator's model. In
+/// JSON, the list of their names: `["perf", "proc"]`, `["proc"]` or `[]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "Vec<String>", try_from = "Vec<String>")]
 pub struct Sources {
     /// Hardware counters through `perf_event_open`.
     pub perf: bool,
     /// The kernel's per-process accounting (CPU-time clock, `/proc`).
     pub proc: bool,
+}
+
+impl From<Sources> for Vec<String> {
+    fn from(s: Sources) -> Vec<String> {
+        [(s.perf, "perf"), (s.proc, "proc")]
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, name)| name.to_string())
+            .collect()
+    }
+}
+
+impl TryFrom<Vec<String>> for Sources {
+    type Error = String;
+    fn try_from(names: Vec<String>) -> Result<Sources, String> {
+        let mut s = Sources::default();
+        for n in names {
+            match n.as_str() {
+                "perf" => s.perf = true,
+                "proc" => s.proc = true,
+                other => return Err(format!("unknown sample source {other:?} (perf, proc)")),
+            }
+        }
+        Ok(s)
+    }
 }
 
 /// What runs on a unit right now.

@@ -37,7 +37,7 @@ use crate::protocol::{
 };
 use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host, Requeue};
 use hetsched_core::machine::{Accelerator, Machine, Unit, UnitType};
-use hetsched_core::policy::{CheckpointDecision, Policy, UnitId};
+use hetsched_core::policy::{CheckpointDecision, Policy, Sample, UnitId};
 use hetsched_core::record::{Event, Record};
 use hetsched_core::task::{Affinity, PerUnitType, Placement, QueueId, Task, TaskId};
 use rustc_hash::FxHashMap;
@@ -147,6 +147,34 @@ struct Live {
     answering: Option<TaskId>,
     violations: u64,
     policy_name: String,
+    /// Measures the processes of tasks whose client named one (`MetaInfo::pid`, as
+    /// `hetsched run` does), when the daemon measures at all.
+    processes: Option<Measured>,
+    /// Ticks run.
+    ticks: u64,
+}
+
+/// What the daemon measures of the processes behind its tasks.
+struct Measured {
+    sampler: crate::sampler::Sampler,
+    pids: FxHashMap<TaskId, u32>,
+    /// Each measured task's latest sample (a tick's, or one taken for `stats`).
+    latest: FxHashMap<TaskId, Sample>,
+}
+
+impl Measured {
+    /// Measures `task`'s process into `sample` (the engine's view stays where the
+    /// process is gone), and keeps it as the task's latest.
+    fn measure(&mut self, task: TaskId, sample: &mut Sample) {
+        let Some(&pid) = self.pids.get(&task) else {
+            return;
+        };
+        if let Ok(mut measured) = self.sampler.sample(sample.unit, Some(task), pid) {
+            measured.memory_bound = sample.memory_bound;
+            *sample = measured;
+            self.latest.insert(task, measured);
+        }
+    }
 }
 
 pub struct Arbiter {
@@ -196,6 +224,8 @@ impl Arbiter {
                 answering: None,
                 violations: 0,
                 policy_name: policy.name().to_string(),
+                processes: None,
+                ticks: 0,
             },
             core,
             policy,
@@ -248,6 +278,21 @@ impl Arbiter {
     }
 
     /// A refused decision has been logged; nothing else to do.
+    /// Measure the processes of tasks that name one (CPU time and `/proc` accounting;
+    /// hardware counters where the machine has a PMU): their samples feed the policy's
+    /// ticks and `stats`. Returns what the sampler found of the PMU, for the daemon to
+    /// say once.
+    pub fn measure_processes(&mut self) -> String {
+        let sampler = crate::sampler::Sampler::new();
+        let pmu = sampler.pmu().to_string();
+        self.live.processes = Some(Measured {
+            sampler,
+            pids: FxHashMap::default(),
+            latest: FxHashMap::default(),
+        });
+        pmu
+    }
+
     fn served(r: Result<(), ContractError>) {
         debug_assert!(r.is_ok(), "the daemon refuses violations: {r:?}");
     }
@@ -301,6 +346,12 @@ impl Arbiter {
         }
         let id = self.next_task;
         self.next_task += 1;
+        if let (Some(m), Some(pid)) = (&mut self.live.processes, meta.pid) {
+            // A process this daemon may not read (another user's) is not measured.
+            if m.sampler.track(pid).is_ok() {
+                m.pids.insert(id, pid);
+            }
+        }
         let task = Task {
             kind: meta.kind.as_str().into(),
             affinity,
@@ -476,6 +527,7 @@ impl Arbiter {
         }
         if self.core.next_tick().is_some_and(|t| t <= now) {
             Self::served(self.core.tick(self.policy.as_mut(), &mut self.live));
+            self.live.ticks += 1;
         }
         let next_slice = self.live.deadlines.iter().map(|d| d.0).min();
         let next = match (next_slice, self.core.next_tick()) {
@@ -624,7 +676,27 @@ impl Arbiter {
         Ok(())
     }
 
-    pub fn stats(&self) -> Reply {
+    /// The daemon's statistics; each running task with a measured process is measured
+    /// now, so its sample is at most as old as the request.
+    pub fn stats(&mut self) -> Reply {
+        if let Some(m) = &mut self.live.processes {
+            for u in 0..self.core.machine().units.len() as UnitId {
+                if let Some(r) = self.core.running(u) {
+                    let mut sample = Sample {
+                        unit: u,
+                        task: Some(r.task),
+                        ..Sample::default()
+                    };
+                    m.measure(r.task, &mut sample);
+                }
+            }
+        }
+        let latest = |task: TaskId| {
+            self.live
+                .processes
+                .as_ref()
+                .and_then(|m| m.latest.get(&task).copied())
+        };
         let mut tasks: Vec<TaskStats> = self
             .live
             .history
@@ -637,6 +709,7 @@ impl Arbiter {
                 unit: None,
                 grants: h.grants,
                 run_ms: h.run_ns as f64 / 1e6,
+                sample: None,
             })
             .collect();
         for (id, e) in self.core.tasks().iter() {
@@ -654,12 +727,14 @@ impl Arbiter {
                 unit,
                 grants: st.grants,
                 run_ms: e.run_ns as f64 / 1e6,
+                sample: latest(*id),
             });
         }
         tasks.sort_by_key(|t| t.task);
         Reply::Stats {
             grants: self.live.grants,
             decisions: self.core.decisions(),
+            ticks: self.live.ticks,
             tasks,
         }
     }
@@ -817,7 +892,19 @@ impl Host for Live {
         }
     }
 
+    fn measure(&mut self, _core: &EngineCore, sample: &mut Sample) {
+        if let (Some(m), Some(task)) = (&mut self.processes, sample.task) {
+            m.measure(task, sample);
+        }
+    }
+
     fn ended(&mut self, core: &EngineCore, task: TaskId) {
+        if let Some(m) = &mut self.processes {
+            if let Some(pid) = m.pids.remove(&task) {
+                m.sampler.untrack(pid);
+            }
+            m.latest.remove(&task);
+        }
         let Some(st) = self.forget(task) else {
             return;
         };

@@ -237,6 +237,10 @@ pub struct TaskStats {
     pub unit: Option<u32>,
     pub grants: u32,
     pub run_ms: f64,
+    /// A running task's latest sample, where the daemon measures its process: what
+    /// the sources named in it measured; fields no source here gives are absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<hetsched_core::policy::Sample>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -264,6 +268,9 @@ pub enum Reply {
     Stats {
         grants: u64,
         decisions: u64,
+        /// The policy's ticks so far.
+        #[serde(default)]
+        ticks: u64,
         tasks: Vec<TaskStats>,
     },
     Error {
