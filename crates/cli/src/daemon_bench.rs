@@ -32,10 +32,13 @@ pub struct DaemonBench {
     /// Policy spec.
     #[arg(long, default_value = "fcfs")]
     policy: String,
+    /// Measure only these placements (default: all three).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    placement: Vec<Placement>,
 }
 
 /// Where the daemon thread and the clients may run.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Placement {
     /// The daemon on the last CPU, the timed client on the first; the throughput
     /// clients anywhere (as this bench always ran them: on one CPU, 64 clients would
@@ -176,6 +179,9 @@ pub fn run(args: DaemonBench) -> Result<()> {
     // request); in each placement.
     let mut figures = Vec::new();
     for placement in Placement::ALL {
+        if !(args.placement.is_empty() || args.placement.contains(&placement)) {
+            continue;
+        }
         let Some([daemon_cpus, timed_cpus, client_cpus]) = placement.cpus(&cpus) else {
             continue;
         };
@@ -192,29 +198,14 @@ pub fn run(args: DaemonBench) -> Result<()> {
         });
     }
 
-    // Pinned apart as above (on one CPU, co-located): the socket transports, this
-    // machine's socket floors and the in-slice re-request.
-    let (first_cpu, last_cpu) = (cpus[0], cpus[cpus.len() - 1]);
-    pin_thread(daemon_tid, &[last_cpu])?;
-    pin_current_thread(&[first_cpu])?;
-    let socket_us = round_trips(&socket, &meta, args.round_trips, Transport::CompactSocket)?;
-    let json_us = round_trips(&socket, &meta, args.round_trips, Transport::Json)?;
-    // A bare request/reply of the same size class over a socket pair between two
-    // threads, measured here, now.
-    let floor = socket_floor(args.round_trips, false, last_cpu)?;
-    let polled_floor = socket_floor(args.round_trips, true, last_cpu)?;
-    let mut c = Client::connect(&socket, "bench")?;
-    c.alloc(&meta)?;
-    let n = 10_000_000u32;
-    let t = Instant::now();
-    for _ in 0..n {
-        if c.rerequest()? != Verdict::Keep {
-            return Err(Error::runtime("in-slice re-request was not kept"));
-        }
-    }
-    let rereq_ns = t.elapsed().as_secs_f64() * 1e9 / n as f64;
-    c.free(true)?;
-    drop(c);
+    let others = if figures.iter().any(|f| f.placement == Placement::Apart) {
+        let (first_cpu, last_cpu) = (cpus[0], cpus[cpus.len() - 1]);
+        pin_thread(daemon_tid, &[last_cpu])?;
+        pin_current_thread(&[first_cpu])?;
+        Some(others(&socket, &meta, args.round_trips, last_cpu)?)
+    } else {
+        None
+    };
     unpinned.apply()?;
     stop.stop();
     thread
@@ -250,19 +241,73 @@ pub fn run(args: DaemonBench) -> Result<()> {
         );
     }
     println!("  goals: round trip p99 <= 20 us pinned apart, p50 <= 10 us and p99 <= 50 us co-located; throughput >= 100k/s");
-    println!("pinned apart, other transports and floors:");
-    println!("  compact encoding on the socket: {}", p50_p99(&socket_us));
-    println!("  every message JSON on the socket: {}", p50_p99(&json_us));
-    println!(
-        "  floor: bare socket request+reply between two threads {} (alloc+free is two of them)",
-        p50_p99(&floor)
-    );
-    println!(
-        "  floor with both sides polling (as the client and daemon do): {}",
-        p50_p99(&polled_floor)
-    );
-    println!("in-slice re-request: {rereq_ns:.2} ns (goal <= 100 ns)");
+    if let Some(o) = others {
+        println!("pinned apart, other transports and floors:");
+        println!(
+            "  compact encoding on the socket: {}",
+            p50_p99(&o.socket_us)
+        );
+        println!(
+            "  every message JSON on the socket: {}",
+            p50_p99(&o.json_us)
+        );
+        println!(
+            "  floor: bare socket request+reply between two threads {} (alloc+free is two of them)",
+            p50_p99(&o.floor)
+        );
+        println!(
+            "  floor with both sides polling (as the client and daemon do): {}",
+            p50_p99(&o.polled_floor)
+        );
+        println!("in-slice re-request: {:.2} ns (goal <= 100 ns)", o.rereq_ns);
+    }
     Ok(())
+}
+
+/// The figures measured pinned apart only.
+struct Others {
+    /// Alloc+free round trips with the compact encoding on the socket, and with every
+    /// message JSON, microseconds, sorted.
+    socket_us: Vec<f64>,
+    json_us: Vec<f64>,
+    /// Bare socket exchanges, sleeping and polling (see [`socket_floor`]).
+    floor: Vec<f64>,
+    polled_floor: Vec<f64>,
+    /// Nanoseconds of an in-slice re-request.
+    rereq_ns: f64,
+}
+
+/// The socket transports, this machine's socket floors (a bare request/reply of the
+/// same size class over a socket pair between two threads, measured here, now) and the
+/// in-slice re-request, with the daemon on `daemon_cpu`.
+fn others(
+    socket: &std::path::Path,
+    meta: &MetaInfo,
+    n: usize,
+    daemon_cpu: usize,
+) -> Result<Others> {
+    let socket_us = round_trips(socket, meta, n, Transport::CompactSocket)?;
+    let json_us = round_trips(socket, meta, n, Transport::Json)?;
+    let floor = socket_floor(n, false, daemon_cpu)?;
+    let polled_floor = socket_floor(n, true, daemon_cpu)?;
+    let mut c = Client::connect(socket, "bench")?;
+    c.alloc(meta)?;
+    let rerequests = 10_000_000u32;
+    let t = Instant::now();
+    for _ in 0..rerequests {
+        if c.rerequest()? != Verdict::Keep {
+            return Err(Error::runtime("in-slice re-request was not kept"));
+        }
+    }
+    let rereq_ns = t.elapsed().as_secs_f64() * 1e9 / rerequests as f64;
+    c.free(true)?;
+    Ok(Others {
+        socket_us,
+        json_us,
+        floor,
+        polled_floor,
+        rereq_ns,
+    })
 }
 
 /// `clients` threads (with this thread's CPU mask), each `PER_CLIENT` alloc+free pairs.
