@@ -375,6 +375,48 @@ mod tests {
     }
 
     #[test]
+    fn each_side_reads_the_cpu_the_other_published() {
+        let (daemon, client) = pair();
+        assert_eq!(daemon.client_cpu(), None, "a fresh page says nothing");
+        assert_eq!(client.daemon_cpu(), None);
+        for cpu in [0, 1, 4095] {
+            client.set_client_cpu(cpu);
+            daemon.set_daemon_cpu(cpu + 1);
+            assert_eq!(daemon.client_cpu(), Some(cpu));
+            assert_eq!(client.daemon_cpu(), Some(cpu + 1));
+        }
+        client.set_client_cpu(7);
+        let mut frame = Vec::new();
+        crate::compact::encode_request(
+            &crate::protocol::Request::Free { finished: true },
+            &mut frame,
+        );
+        client.post_request(&frame);
+        let mut got = Vec::new();
+        daemon.take_request(&mut got);
+        assert_eq!(got, frame, "the CPU words leave the request slot alone");
+        assert_eq!(
+            daemon.client_cpu(),
+            Some(7),
+            "and the slot leaves them alone"
+        );
+        assert_eq!(client.get(), KEEP);
+        assert_eq!(client.reply_seq(), 0);
+    }
+
+    #[test]
+    fn this_cpu_is_the_one_a_pinned_thread_runs_on() {
+        let cpus = hetsched_worker::CpuMask::current().unwrap().cpus();
+        for cpu in [cpus[0], cpus[cpus.len() - 1]] {
+            let on = std::thread::spawn(move || {
+                hetsched_worker::pin_current_thread(&[cpu]).unwrap();
+                this_cpu()
+            });
+            assert_eq!(on.join().unwrap(), cpu as u32);
+        }
+    }
+
+    #[test]
     fn a_sleeping_client_is_woken_by_the_reply() {
         let (daemon, client) = pair();
         let seen = client.reply_seq();
