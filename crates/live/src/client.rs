@@ -59,7 +59,8 @@ pub struct Client {
     awaiting_alloc: bool,
     /// The page's socket-reply counter when the request in flight was sent.
     replies_seen: u32,
-    /// The CPU this thread ran on when it sent the request in flight.
+    /// The CPU this thread ran on when it sent the request in flight, as published in
+    /// the page.
     cpu: u32,
     /// The daemon agreed to the compact encoding of hot-path messages.
     compact: bool,
@@ -212,7 +213,7 @@ impl Client {
             spins: [SpinWindow::new(), SpinWindow::new()],
             awaiting_alloc: false,
             replies_seen: 0,
-            cpu: shm::this_cpu(),
+            cpu: u32::MAX, // none published yet
             compact: false,
         };
         match client.reply()? {
@@ -284,8 +285,13 @@ impl Client {
         self.output.clear();
         self.awaiting_alloc = matches!(r, Request::Alloc { .. });
         self.replies_seen = self.page.socket_replies();
-        self.cpu = shm::this_cpu();
-        self.page.set_client_cpu(self.cpu);
+        // Published only when it changed: a store on the line the daemon polls costs
+        // a cache-line transfer more per request.
+        let cpu = shm::this_cpu();
+        if cpu != self.cpu {
+            self.cpu = cpu;
+            self.page.set_client_cpu(cpu);
+        }
         if !(self.compact && compact::encode_request(r, &mut self.output)) {
             protocol::encode(r, &mut self.output);
         } else if self.output.len() <= SLOT {

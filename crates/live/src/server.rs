@@ -389,7 +389,9 @@ impl Daemon {
                 let wait = next.saturating_duration_since(Instant::now());
                 timeout = Some(timeout.map_or(wait, |t| t.min(wait)));
             }
-            let polled = if beside && last_look.elapsed() < BESIDE_LOOK_EVERY {
+            let polled = if !beside {
+                self.poll.poll(&mut events, timeout)
+            } else if last_look.elapsed() < BESIDE_LOOK_EVERY {
                 events.clear();
                 Ok(())
             } else {
