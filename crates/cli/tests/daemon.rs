@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::daemon::{frame, meta, raw_paged, Daemon, BIN};
+use common::daemon::{frame, meta, page_exchange, raw_paged, Daemon, BIN};
 
 /// A `hetsched client hold` process that has been granted its unit.
 fn hold(socket: &Path, args: &[&str]) -> Child {
@@ -251,17 +251,7 @@ fn garbage_in_the_shared_page_closes_only_that_connection() {
     ];
     for bytes in garbage {
         let (mut s, page, bell) = raw_paged(&d.socket);
-        let seen = page.reply_seq();
-        page.post_request(bytes);
-        rustix::io::write(&bell, &1u64.to_ne_bytes()).unwrap();
-        let start = Instant::now();
-        while page.reply_seq() == seen {
-            assert!(
-                start.elapsed() < Duration::from_secs(5),
-                "no reply in the page"
-            );
-            page.wait_reply(seen, Duration::from_millis(10));
-        }
+        page_exchange(&page, &bell, bytes);
         let mut reply = Vec::new();
         assert!(page.take_reply(&mut reply));
         let text = String::from_utf8_lossy(&reply);
@@ -824,17 +814,7 @@ fn the_daemon_publishes_its_cpu_in_each_page_and_follows_it() {
         },
         &mut alloc
     ));
-    let seen = page.reply_seq();
-    page.post_request(&alloc);
-    rustix::io::write(&bell, &1u64.to_ne_bytes()).unwrap();
-    let start = Instant::now();
-    while page.reply_seq() == seen {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "no reply in the page"
-        );
-        page.wait_reply(seen, Duration::from_millis(10));
-    }
+    page_exchange(&page, &bell, &alloc);
     assert_eq!(
         page.daemon_cpu(),
         Some(last as u32),
