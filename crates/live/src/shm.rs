@@ -20,8 +20,8 @@
 //!   with `futex` after raising its `waiting` word, which tells the daemon to wake it.
 //!   Either side's "raise, then re-check" and the other's "publish, then check" are
 //!   sequentially consistent, so a wake-up is never missed.
-//! - Each side publishes the CPU it runs on: the client with each request, the daemon
-//!   when its loop moves. Polling for the other side only pays while the other side runs
+//! - Each side publishes the CPU it runs on when it moved: the client as it sends a
+//!   request, the daemon at each turn of its loop. Polling for the other side only pays while the other side runs
 //!   elsewhere: on one CPU, a poller holds the CPU the other needs to answer, and the two
 //!   take turns at the scheduler's pace (about 117 µs per round trip instead of 2 µs).
 //!   So a client that finds the daemon on its CPU, and a daemon that has served a
