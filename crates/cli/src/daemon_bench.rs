@@ -1,5 +1,12 @@
 //! `hetsched bench daemon`: the live runtime's decision costs, measured against a real
 //! daemon (in this process, on a real Unix socket) with real clients.
+//!
+//! Where the daemon and its clients run changes the figures more than anything the
+//! daemon does: two threads that poll for each other on one CPU take turns. So the
+//! round trip and the throughput are measured in three placements, one after the other
+//! against the same daemon: pinned apart, co-located (both pinned to one CPU) and
+//! unpinned (where the kernel puts them), with the load average beside them, since other
+//! work on the machine shares the CPUs too.
 
 use clap::Args;
 use hetsched_core::machine::UnitGranularity;
@@ -13,10 +20,10 @@ use std::time::Instant;
 
 #[derive(Args)]
 pub struct DaemonBench {
-    /// Alloc+free round trips timed for the latency figures.
+    /// Alloc+free round trips timed for the latency figures (per placement).
     #[arg(long, default_value_t = 20_000)]
     round_trips: usize,
-    /// Concurrent clients for the throughput figure.
+    /// Concurrent clients for the throughput figures.
     #[arg(long, default_value_t = 64)]
     clients: usize,
     /// Units the daemon arbitrates (virtual CPU units).
@@ -25,6 +32,66 @@ pub struct DaemonBench {
     /// Policy spec.
     #[arg(long, default_value = "fcfs")]
     policy: String,
+    /// Measure only these placements (default: all three).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    placement: Vec<Placement>,
+}
+
+/// Where the daemon thread and the clients may run.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Placement {
+    /// The daemon on the last CPU, the timed client on the first; the throughput
+    /// clients anywhere (as this bench always ran them: on one CPU, 64 clients would
+    /// measure their own turns).
+    Apart,
+    /// The daemon and the clients all on the first CPU.
+    Colocated,
+    /// Anywhere: the kernel chooses.
+    Unpinned,
+}
+
+impl Placement {
+    const ALL: [Placement; 3] = [Placement::Apart, Placement::Colocated, Placement::Unpinned];
+
+    /// The CPUs of the daemon, of the timed client and of the throughput clients, out
+    /// of `cpus` (this process's mask); `None` when the placement needs more CPUs than
+    /// there are.
+    fn cpus(self, cpus: &[usize]) -> Option<[Vec<usize>; 3]> {
+        let (first, last) = (vec![cpus[0]], vec![cpus[cpus.len() - 1]]);
+        match self {
+            Placement::Apart if cpus.len() < 2 => None,
+            Placement::Apart => Some([last, first, cpus.to_vec()]),
+            Placement::Colocated => Some([first.clone(), first.clone(), first]),
+            Placement::Unpinned => Some([cpus.to_vec(), cpus.to_vec(), cpus.to_vec()]),
+        }
+    }
+
+    fn describe(self, cpus: &[usize]) -> String {
+        let (first, last) = (cpus[0], cpus[cpus.len() - 1]);
+        match self {
+            Placement::Apart => format!(
+                "pinned apart (daemon on CPU {last}, timed client on CPU {first}, throughput clients anywhere)"
+            ),
+            Placement::Colocated => format!("co-located (daemon and clients on CPU {first})"),
+            Placement::Unpinned => "unpinned (the kernel places daemon and clients)".to_string(),
+        }
+    }
+}
+
+/// The figures of one placement.
+struct Figures {
+    placement: Placement,
+    /// Alloc+free round trips through the shared page, microseconds, sorted.
+    round_trips: Vec<f64>,
+    throughput: Throughput,
+}
+
+struct Throughput {
+    requests: usize,
+    secs: f64,
+    policy_calls: u64,
+    /// CPU seconds of all threads of this process during the run (user, kernel).
+    cpu: (f64, f64),
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -40,6 +107,33 @@ fn p50_p99(sorted_us: &[f64]) -> String {
     )
 }
 
+/// The 1, 5 and 15 minute load averages, as `/proc/loadavg` says them.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|e| format!("unknown ({e})"))
+}
+
+/// Sets the CPU mask of thread `tid` of this process.
+fn pin_thread(tid: libc::pid_t, cpus: &[usize]) -> Result<()> {
+    // SAFETY: all-zero is a valid empty set; the CPUs come from this process's mask,
+    // so they are below CPU_SETSIZE; the set is passed with its size.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        return Err(Error::runtime(format!(
+            "sched_setaffinity(thread {tid}, {cpus:?}): {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(())
+}
+
 pub fn run(args: DaemonBench) -> Result<()> {
     let text = format!(
         "name = \"bench\"\n[[package]]\ncores = {}\n",
@@ -52,21 +146,20 @@ pub fn run(args: DaemonBench) -> Result<()> {
     let socket = dir.path().join("bench.sock");
     // Policies are not Send: the daemon is built on its own thread.
     hetsched_policies::build(&args.policy, 0)?;
-    // The daemon on the last CPU, the timed client on the first: where both poll, two
-    // threads that land on one CPU would take turns instead (the scheduler's wake-affine
-    // placement does that now and then), and the figure would measure that.
-    let cpus = CpuMask::current()?.cpus();
-    let (first_cpu, last_cpu) = (cpus[0], cpus[cpus.len() - 1]);
+    let unpinned = CpuMask::current()?;
+    let cpus = unpinned.cpus();
     let (tx, rx) = std::sync::mpsc::channel();
     let (spec, path) = (args.policy.clone(), socket.clone());
     let thread = std::thread::spawn(move || -> Result<()> {
-        pin_current_thread(&[last_cpu])?;
         let arbiter = Arbiter::new(machine, index, hetsched_policies::build(&spec, 0)?);
         let mut daemon = server::Daemon::bind(&path, arbiter)?;
-        tx.send(daemon.stop_handle()).map_err(Error::runtime)?;
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        tx.send((daemon.stop_handle(), tid))
+            .map_err(Error::runtime)?;
         daemon.run()
     });
-    let stop = rx
+    let (stop, daemon_tid) = rx
         .recv()
         .map_err(|_| Error::runtime("the daemon thread did not start"))?;
     let meta = MetaInfo {
@@ -79,48 +172,158 @@ pub fn run(args: DaemonBench) -> Result<()> {
         weight: 1024,
         ..MetaInfo::default()
     };
+    let load_before = load_average();
 
     // Latency: one client, alloc + free, through the shared page (the client library's
-    // default), with the compact encoding on the socket, and with every message JSON,
-    // side by side.
-    let unpinned = CpuMask::current()?;
-    pin_current_thread(&[first_cpu])?;
-    let json_us = round_trips(&socket, &meta, args.round_trips, Transport::Json)?;
-    let socket_us = round_trips(&socket, &meta, args.round_trips, Transport::CompactSocket)?;
-    let us = round_trips(&socket, &meta, args.round_trips, Transport::SharedPage)?;
+    // default); throughput: many clients, each alloc + free in a loop (a decision = one
+    // request); in each placement.
+    let mut figures = Vec::new();
+    for placement in Placement::ALL {
+        if !(args.placement.is_empty() || args.placement.contains(&placement)) {
+            continue;
+        }
+        let Some([daemon_cpus, timed_cpus, client_cpus]) = placement.cpus(&cpus) else {
+            continue;
+        };
+        pin_thread(daemon_tid, &daemon_cpus)?;
+        pin_current_thread(&timed_cpus)?;
+        let round_trips = round_trips(&socket, &meta, args.round_trips, Transport::SharedPage)?;
+        // The throughput clients inherit this thread's mask.
+        pin_current_thread(&client_cpus)?;
+        let throughput = throughput(&socket, &meta, args.clients)?;
+        figures.push(Figures {
+            placement,
+            round_trips,
+            throughput,
+        });
+    }
 
-    // The floor: a bare request/reply of the same size class over a socket pair
-    // between two threads, measured here, now.
-    let floor = socket_floor(args.round_trips, false, last_cpu)?;
-    let polled_floor = socket_floor(args.round_trips, true, last_cpu)?;
+    let others = if figures.iter().any(|f| f.placement == Placement::Apart) {
+        let (first_cpu, last_cpu) = (cpus[0], cpus[cpus.len() - 1]);
+        pin_thread(daemon_tid, &[last_cpu])?;
+        pin_current_thread(&[first_cpu])?;
+        Some(others(&socket, &meta, args.round_trips, last_cpu)?)
+    } else {
+        None
+    };
+    unpinned.apply()?;
+    stop.stop();
+    thread
+        .join()
+        .map_err(|_| Error::runtime("daemon thread panicked"))??;
 
-    // In-slice re-request: the flag-page fast path.
-    let mut c = Client::connect(&socket, "bench")?;
-    c.alloc(&meta)?;
-    let n = 10_000_000u32;
+    println!(
+        "daemon: {} units, policy {}, this machine ({} CPUs shared by daemon and clients); load average {load_before} before, {} after",
+        args.units,
+        args.policy,
+        cpus.len(),
+        load_average()
+    );
+    println!(
+        "alloc+free round trip through the shared page ({} timed), and throughput with {} concurrent clients, by placement:",
+        args.round_trips, args.clients
+    );
+    for f in &figures {
+        let t = &f.throughput;
+        println!("  {}:", f.placement.describe(&cpus));
+        println!(
+            "    round trip {}; throughput {:.0} decisions/s ({} requests in {:.2} s)",
+            p50_p99(&f.round_trips),
+            t.requests as f64 / t.secs,
+            t.requests,
+            t.secs
+        );
+        println!(
+            "    policy calls {:.0}/s; CPU per request, all threads: {:.1} us user, {:.1} us kernel",
+            t.policy_calls as f64 / t.secs,
+            t.cpu.0 * 1e6 / t.requests as f64,
+            t.cpu.1 * 1e6 / t.requests as f64
+        );
+    }
+    println!("  goals: round trip p99 <= 20 us pinned apart, p50 <= 10 us and p99 <= 50 us co-located; throughput >= 100k/s");
+    if let Some(o) = others {
+        println!("pinned apart, other transports and floors:");
+        println!(
+            "  compact encoding on the socket: {}",
+            p50_p99(&o.socket_us)
+        );
+        println!(
+            "  every message JSON on the socket: {}",
+            p50_p99(&o.json_us)
+        );
+        println!(
+            "  floor: bare socket request+reply between two threads {} (alloc+free is two of them)",
+            p50_p99(&o.floor)
+        );
+        println!(
+            "  floor with both sides polling (as the client and daemon do): {}",
+            p50_p99(&o.polled_floor)
+        );
+        println!("in-slice re-request: {:.2} ns (goal <= 100 ns)", o.rereq_ns);
+    }
+    Ok(())
+}
+
+/// The figures measured pinned apart only.
+struct Others {
+    /// Alloc+free round trips with the compact encoding on the socket, and with every
+    /// message JSON, microseconds, sorted.
+    socket_us: Vec<f64>,
+    json_us: Vec<f64>,
+    /// Bare socket exchanges, sleeping and polling (see [`socket_floor`]).
+    floor: Vec<f64>,
+    polled_floor: Vec<f64>,
+    /// Nanoseconds of an in-slice re-request.
+    rereq_ns: f64,
+}
+
+/// The socket transports, this machine's socket floors (a bare request/reply of the
+/// same size class over a socket pair between two threads, measured here, now) and the
+/// in-slice re-request, with the daemon on `daemon_cpu`.
+fn others(
+    socket: &std::path::Path,
+    meta: &MetaInfo,
+    n: usize,
+    daemon_cpu: usize,
+) -> Result<Others> {
+    let socket_us = round_trips(socket, meta, n, Transport::CompactSocket)?;
+    let json_us = round_trips(socket, meta, n, Transport::Json)?;
+    let floor = socket_floor(n, false, daemon_cpu)?;
+    let polled_floor = socket_floor(n, true, daemon_cpu)?;
+    let mut c = Client::connect(socket, "bench")?;
+    c.alloc(meta)?;
+    let rerequests = 10_000_000u32;
     let t = Instant::now();
-    for _ in 0..n {
+    for _ in 0..rerequests {
         if c.rerequest()? != Verdict::Keep {
             return Err(Error::runtime("in-slice re-request was not kept"));
         }
     }
-    let rereq_ns = t.elapsed().as_secs_f64() * 1e9 / n as f64;
+    let rereq_ns = t.elapsed().as_secs_f64() * 1e9 / rerequests as f64;
     c.free(true)?;
+    Ok(Others {
+        socket_us,
+        json_us,
+        floor,
+        polled_floor,
+        rereq_ns,
+    })
+}
 
-    // Throughput: many clients, each alloc + free in a loop; a decision = one request.
-    // They run wherever the scheduler puts them (they inherit this thread's mask).
-    unpinned.apply()?;
-    let per_client = 2000;
+/// `clients` threads (with this thread's CPU mask), each `PER_CLIENT` alloc+free pairs.
+fn throughput(socket: &std::path::Path, meta: &MetaInfo, clients: usize) -> Result<Throughput> {
+    const PER_CLIENT: usize = 2000;
+    let mut c = Client::connect(socket, "bench")?;
     let policy_calls_before = policy_decisions(&mut c)?;
     let cpu_before = process_cpu();
     let start = Instant::now();
-    let handles: Vec<_> = (0..args.clients)
+    let handles: Vec<_> = (0..clients)
         .map(|_| {
-            let socket = socket.clone();
+            let socket = socket.to_path_buf();
             let meta = meta.clone();
             std::thread::spawn(move || -> Result<()> {
                 let mut c = Client::connect(&socket, "bench")?;
-                for _ in 0..per_client {
+                for _ in 0..PER_CLIENT {
                     c.alloc(&meta)?;
                     c.free(true)?;
                 }
@@ -133,63 +336,13 @@ pub fn run(args: DaemonBench) -> Result<()> {
             .map_err(|_| Error::runtime("client thread panicked"))??;
     }
     let secs = start.elapsed().as_secs_f64();
-    let requests = args.clients * per_client * 2;
-    let decisions = requests as f64 / secs;
-    let (user, sys) = {
-        let after = process_cpu();
-        (after.0 - cpu_before.0, after.1 - cpu_before.1)
-    };
-    let policy_calls = policy_decisions(&mut c)? - policy_calls_before;
-    stop.stop();
-    thread
-        .join()
-        .map_err(|_| Error::runtime("daemon thread panicked"))??;
-
-    println!(
-        "daemon: {} units, policy {}, this machine ({} CPUs shared by daemon and clients)",
-        args.units,
-        args.policy,
-        std::thread::available_parallelism().map_or(0, |n| n.get())
-    );
-    println!(
-        "alloc+free round trip: {} over {} (goal p99 <= 20 us)",
-        p50_p99(&us),
-        us.len()
-    );
-    println!(
-        "  the same with the compact encoding on the socket: {}",
-        p50_p99(&socket_us)
-    );
-    println!(
-        "  the same with every message JSON on the socket: {}",
-        p50_p99(&json_us)
-    );
-    println!(
-        "  floor on this machine: bare socket request+reply between two threads {} (alloc+free is two of them)",
-        p50_p99(&floor)
-    );
-    println!(
-        "  floor with both sides polling (as the client and daemon do): {}",
-        p50_p99(&polled_floor)
-    );
-    println!("in-slice re-request: {rereq_ns:.2} ns (goal <= 100 ns)");
-    println!(
-        "throughput: {:.0} decisions/s with {} concurrent clients ({} requests in {:.2} s; goal >= 100k/s)",
-        decisions,
-        args.clients,
-        requests,
-        secs
-    );
-    println!(
-        "  policy calls (submit, pick, checkpoint, complete) in that run: {:.0}/s",
-        policy_calls as f64 / secs
-    );
-    println!(
-        "  CPU per request, all threads of this process: {:.1} us user, {:.1} us kernel",
-        user * 1e6 / requests as f64,
-        sys * 1e6 / requests as f64
-    );
-    Ok(())
+    let after = process_cpu();
+    Ok(Throughput {
+        requests: clients * PER_CLIENT * 2,
+        secs,
+        policy_calls: policy_decisions(&mut c)? - policy_calls_before,
+        cpu: (after.0 - cpu_before.0, after.1 - cpu_before.1),
+    })
 }
 
 /// The daemon's count of policy calls so far.

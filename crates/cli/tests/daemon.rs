@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::daemon::{frame, meta, raw_paged, Daemon, BIN};
+use common::daemon::{frame, meta, page_exchange, raw_paged, Daemon, BIN};
 
 /// A `hetsched client hold` process that has been granted its unit.
 fn hold(socket: &Path, args: &[&str]) -> Child {
@@ -251,17 +251,7 @@ fn garbage_in_the_shared_page_closes_only_that_connection() {
     ];
     for bytes in garbage {
         let (mut s, page, bell) = raw_paged(&d.socket);
-        let seen = page.reply_seq();
-        page.post_request(bytes);
-        rustix::io::write(&bell, &1u64.to_ne_bytes()).unwrap();
-        let start = Instant::now();
-        while page.reply_seq() == seen {
-            assert!(
-                start.elapsed() < Duration::from_secs(5),
-                "no reply in the page"
-            );
-            page.wait_reply(seen, Duration::from_millis(10));
-        }
+        page_exchange(&page, &bell, bytes);
         let mut reply = Vec::new();
         assert!(page.take_reply(&mut reply));
         let text = String::from_utf8_lossy(&reply);
@@ -780,4 +770,54 @@ fn client_units_names_the_running_task_or_idle() {
     assert!(lines[busy].contains("running task "), "{text}");
     assert!(lines[idle].contains(" idle "), "{text}");
     holder.free(true).unwrap();
+}
+
+/// Sets the CPU mask of the daemon's loop (its main thread).
+fn pin_daemon(d: &Daemon, cpu: usize) {
+    // SAFETY: all-zero is a valid empty set; the CPU comes from this process's mask;
+    // the set is passed with its size.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(
+            d.pid() as libc::pid_t,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &set,
+        )
+    };
+    assert_eq!(
+        rc,
+        0,
+        "sched_setaffinity: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+/// The daemon publishes the CPU its loop runs on in every client's page, and follows
+/// the loop when it moves: a client compares it with its own before it polls.
+#[test]
+fn the_daemon_publishes_its_cpu_in_each_page_and_follows_it() {
+    let cpus = hetsched_worker::CpuMask::current().unwrap().cpus();
+    let (first, last) = (cpus[0], cpus[cpus.len() - 1]);
+    let d = Daemon::start(1, 0, "fcfs");
+    for cpu in [last, first] {
+        pin_daemon(&d, cpu);
+        let (_s, page, _bell) = raw_paged(&d.socket);
+        assert_eq!(page.daemon_cpu(), Some(cpu as u32), "in a new page");
+    }
+    let (_s, page, bell) = raw_paged(&d.socket);
+    pin_daemon(&d, last);
+    let mut alloc = Vec::new();
+    assert!(hetsched_live::compact::encode_request(
+        &hetsched_live::protocol::Request::Alloc {
+            meta: meta(1.0, 0.0)
+        },
+        &mut alloc
+    ));
+    page_exchange(&page, &bell, &alloc);
+    assert_eq!(
+        page.daemon_cpu(),
+        Some(last as u32),
+        "in a page handed out before"
+    );
 }

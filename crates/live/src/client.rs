@@ -3,13 +3,17 @@
 //! `rerequest` first reads the flag word of the connection's shared page; while the
 //! daemon has not raised it, the answer is "keep" with no system call. The other
 //! hot-path requests go through the page's slots, not the socket (see `shm`).
+//!
+//! A client waiting for a reply polls for a while before it sleeps. When the daemon
+//! runs on its CPU, the daemon can only answer once the client leaves the CPU, so the
+//! client yields it instead of spinning (`shm` says why).
 
 use crate::compact;
 use crate::protocol::{
     self, ErrorCode, Frame, MetaInfo, NewUnit, Reply, Request, UnitChanges, UnitInfo, Verdict,
     VERSION,
 };
-use crate::shm::{SharedPage, KEEP, SLOT};
+use crate::shm::{self, SharedPage, KEEP, SLOT};
 use hetsched_core::{Error, Result};
 use std::io::{IoSliceMut, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -55,6 +59,9 @@ pub struct Client {
     awaiting_alloc: bool,
     /// The page's socket-reply counter when the request in flight was sent.
     replies_seen: u32,
+    /// The CPU this thread ran on when it sent the request in flight, as published in
+    /// the page.
+    cpu: u32,
     /// The daemon agreed to the compact encoding of hot-path messages.
     compact: bool,
 }
@@ -206,6 +213,7 @@ impl Client {
             spins: [SpinWindow::new(), SpinWindow::new()],
             awaiting_alloc: false,
             replies_seen: 0,
+            cpu: u32::MAX, // none published yet
             compact: false,
         };
         match client.reply()? {
@@ -277,6 +285,13 @@ impl Client {
         self.output.clear();
         self.awaiting_alloc = matches!(r, Request::Alloc { .. });
         self.replies_seen = self.page.socket_replies();
+        // Published only when it changed: a store on the line the daemon polls costs
+        // a cache-line transfer more per request.
+        let cpu = shm::this_cpu();
+        if cpu != self.cpu {
+            self.cpu = cpu;
+            self.page.set_client_cpu(cpu);
+        }
         if !(self.compact && compact::encode_request(r, &mut self.output)) {
             protocol::encode(r, &mut self.output);
         } else if self.output.len() <= SLOT {
@@ -295,13 +310,29 @@ impl Client {
         self.reply()
     }
 
-    /// Waits for the reply to the request posted in the page when its reply sequence
-    /// number was `seen`: polls for the spin window, then sleeps on it, checking now and
-    /// then that the daemon is still there.
-    fn page_reply(&mut self, seen: u32) -> Result<Reply> {
+    /// Polls `answered` for the spin window of the request in flight, or, if the daemon
+    /// runs on this client's CPU, yields the CPU to it between looks for up to the
+    /// longest window; whether it became true.
+    fn poll(&mut self, answered: impl Fn(&SharedPage) -> bool) -> bool {
         let page = &self.page;
-        let answered = self.spins[self.awaiting_alloc as usize].poll(|| page.reply_seq() != seen);
-        if !answered {
+        if page.daemon_cpu() == Some(self.cpu) {
+            let start = Instant::now();
+            while !answered(page) {
+                if start.elapsed() >= SpinWindow::MAX {
+                    return false;
+                }
+                std::thread::yield_now();
+            }
+            return true;
+        }
+        self.spins[self.awaiting_alloc as usize].poll(|| answered(page))
+    }
+
+    /// Waits for the reply to the request posted in the page when its reply sequence
+    /// number was `seen`: polls (see [`Client::poll`]), then sleeps on it, checking now
+    /// and then that the daemon is still there.
+    fn page_reply(&mut self, seen: u32) -> Result<Reply> {
+        if !self.poll(|page| page.reply_seq() != seen) {
             while self.page.reply_seq() == seen {
                 self.page.wait_reply(seen, LIVENESS_CHECK);
                 if self.page.reply_seq() == seen && self.daemon_hung_up()? {
@@ -349,11 +380,11 @@ impl Client {
         }
     }
 
-    /// Polls the page's socket-reply counter for up to the spin window, so that the
-    /// `read` that follows finds the reply there rather than sleeping for it.
+    /// Polls the page's socket-reply counter (see [`Client::poll`]), so that the `read`
+    /// that follows finds the reply there rather than sleeping for it.
     fn poll_for_reply(&mut self) {
-        let (page, seen) = (&self.page, self.replies_seen);
-        if self.spins[self.awaiting_alloc as usize].poll(|| page.socket_replies() != seen) {
+        let seen = self.replies_seen;
+        if self.poll(|page| page.socket_replies() != seen) {
             self.replies_seen = self.page.socket_replies();
         }
     }

@@ -25,11 +25,17 @@
 //!   [`MAX_CLIENTS_PER_UID`] for a uid other than the daemon's; one more is refused at
 //!   once rather than left in the backlog.
 //! - silence: no `hello`, or a partial frame, for [`SLOW_CLIENT`] drops the connection.
+//!
+//! After an event the loop busy-polls for a while (see [`DEFAULT_BUSY_POLL`]) rather
+//! than sleep. When the client it served last runs on the daemon's CPU (each side
+//! publishes its CPU in the page), that client's next request can only come once the
+//! daemon leaves the CPU: the loop then yields the CPU on each turn instead of spinning
+//! (`shm` says why).
 
 use crate::arbiter::{Arbiter, ClientId, Effect};
 use crate::compact;
 use crate::protocol::{self, ErrorCode, Reply, Request, VERSION};
-use crate::shm::{SharedPage, ASK, KEEP, SLOT};
+use crate::shm::{self, SharedPage, ASK, KEEP, SLOT};
 use hetsched_core::{Error, Result};
 use mio::net::{UnixListener, UnixStream};
 use mio::unix::SourceFd;
@@ -215,12 +221,22 @@ pub struct Daemon {
     paged: Vec<(ClientId, Arc<SharedPage>, u32)>,
     /// Scratch for a frame copied out of or into a page.
     frame: Vec<u8>,
+    /// The CPU the loop runs on, as published in every page.
+    cpu: u32,
+    /// The client served last runs on [`Daemon::cpu`]: busy-polling would keep it from
+    /// running.
+    beside_client: bool,
 }
 
 /// Default busy-poll window: a client's next request usually follows its reply within
 /// a few microseconds; sleeping in between would cost a wake-up (several microseconds
 /// on a VM) on both sides. An idle daemon sleeps after this long.
 pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(50);
+
+/// While busy beside the client it serves, the loop polls its descriptors at most this
+/// often rather than on every turn: that client's requests come through its page, and
+/// each look costs a system call, a good part of a round trip spent taking turns.
+const BESIDE_LOOK_EVERY: Duration = Duration::from_micros(20);
 
 impl Daemon {
     /// Binds the socket (0660, in a directory only its owner writes). A stale socket
@@ -279,6 +295,8 @@ impl Daemon {
             scratch: vec![0; 8192].into_boxed_slice(),
             paged: Vec::new(),
             frame: Vec::with_capacity(SLOT),
+            cpu: shm::this_cpu(),
+            beside_client: false,
         })
     }
 
@@ -328,11 +346,21 @@ impl Daemon {
         let mut events = Events::with_capacity(256);
         let mut next_deadline: Option<u64> = None;
         let mut last_event = Instant::now();
+        let mut last_look = Instant::now();
         while !self.stop.load(Ordering::SeqCst) {
+            self.publish_cpu();
             if self.serve_pages() {
                 last_event = Instant::now();
             }
-            let mut timeout = if last_event.elapsed() < self.busy_poll || !self.unread.is_empty() {
+            let busy = last_event.elapsed() < self.busy_poll;
+            // Busy beside the client it serves: let that client run (it is the only
+            // one that can make the next event), and look at the descriptors (a system
+            // call) only now and then.
+            let beside = busy && self.beside_client;
+            if beside {
+                std::thread::yield_now();
+            }
+            let mut timeout = if busy || !self.unread.is_empty() {
                 Some(Duration::ZERO)
             } else {
                 next_deadline.map(|d| Duration::from_nanos(d.saturating_sub(self.arbiter.now_ns())))
@@ -361,7 +389,15 @@ impl Daemon {
                 let wait = next.saturating_duration_since(Instant::now());
                 timeout = Some(timeout.map_or(wait, |t| t.min(wait)));
             }
-            let polled = self.poll.poll(&mut events, timeout);
+            let polled = if !beside {
+                self.poll.poll(&mut events, timeout)
+            } else if last_look.elapsed() < BESIDE_LOOK_EVERY {
+                events.clear();
+                Ok(())
+            } else {
+                last_look = Instant::now();
+                self.poll.poll(&mut events, timeout)
+            };
             if sleeping {
                 self.paged
                     .iter()
@@ -410,6 +446,17 @@ impl Daemon {
             next_deadline = next;
         }
         Ok(())
+    }
+
+    /// Publishes the loop's CPU in every page if it moved since the last turn.
+    fn publish_cpu(&mut self) {
+        let cpu = shm::this_cpu();
+        if cpu != self.cpu {
+            self.cpu = cpu;
+            for (_, page, _) in &self.paged {
+                page.set_daemon_cpu(cpu);
+            }
+        }
     }
 
     fn accept(&mut self) {
@@ -681,6 +728,10 @@ impl Daemon {
 
     fn handle(&mut self, client: ClientId, request: Request) {
         let conn = &self.conns[&client];
+        self.beside_client = conn
+            .page
+            .as_ref()
+            .is_some_and(|page| page.client_cpu() == Some(self.cpu));
         if !conn.greeted {
             return match request {
                 Request::Hello {
@@ -808,6 +859,7 @@ impl Daemon {
         let conn = self.conns.get_mut(&client).unwrap();
         // Taken before the client can see the page: it may post at once.
         let seen = page.request_seq();
+        page.set_daemon_cpu(self.cpu);
         let fds = [page.fd().as_raw_fd(), bell.as_raw_fd()];
         let cmsg = [nix::sys::socket::ControlMessage::ScmRights(&fds)];
         // The first bytes on a fresh socket: the kernel buffer is empty, so the whole

@@ -20,6 +20,15 @@
 //!   with `futex` after raising its `waiting` word, which tells the daemon to wake it.
 //!   Either side's "raise, then re-check" and the other's "publish, then check" are
 //!   sequentially consistent, so a wake-up is never missed.
+//! - Each side publishes the CPU it runs on when it moved: the client as it sends a
+//!   request, the daemon at each turn of its loop. Polling for the other side only pays while the other side runs
+//!   elsewhere: on one CPU, a poller holds the CPU the other needs to answer, and the two
+//!   take turns at the scheduler's pace (about 117 µs per round trip instead of 2 µs).
+//!   So a client that finds the daemon on its CPU, and a daemon that has served a
+//!   client on its CPU, yield the CPU (`sched_yield`) while they wait instead of
+//!   spinning: the other side then runs at once, and neither needs a wake-up (blocking
+//!   in `futex` and ringing cost more here: 14 µs per alloc+free against 10 µs). A word
+//!   of 0 says "not published" (a client of an older library), which polls as before.
 //! - A counter of replies written to the socket lets a client that waits for a socket
 //!   reply poll in user space too.
 //!
@@ -41,8 +50,12 @@ const FLAG: usize = 0;
 const SOCKET_REPLIES: usize = 64;
 const ASLEEP: usize = 128;
 const REQUEST_SEQ: usize = 192;
+/// The client's CPU plus one, on the line the daemon reads for each request anyway.
+const CLIENT_CPU: usize = 196;
 const REPLY_SEQ: usize = 256;
 const WAITING: usize = 260;
+/// The daemon's CPU plus one, on the line the client reads while it waits anyway.
+const DAEMON_CPU: usize = 264;
 const REQUEST_SLOT: usize = 512;
 const REPLY_SLOT: usize = 2304;
 /// Bytes of one slot: the largest frame the page carries.
@@ -126,6 +139,30 @@ impl SharedPage {
     /// The daemon: a reply is now in the client's socket.
     pub fn note_socket_reply(&self) {
         self.word(SOCKET_REPLIES).fetch_add(1, Ordering::Release);
+    }
+
+    // --- where each side runs (see the module doc)
+
+    /// The client: publishes the CPU it runs on (before it posts a request).
+    pub fn set_client_cpu(&self, cpu: u32) {
+        self.word(CLIENT_CPU)
+            .store(cpu.saturating_add(1), Ordering::Relaxed);
+    }
+
+    /// The daemon: the CPU the client last said it runs on, if it said.
+    pub fn client_cpu(&self) -> Option<u32> {
+        self.word(CLIENT_CPU).load(Ordering::Relaxed).checked_sub(1)
+    }
+
+    /// The daemon: publishes the CPU its loop runs on.
+    pub fn set_daemon_cpu(&self, cpu: u32) {
+        self.word(DAEMON_CPU)
+            .store(cpu.saturating_add(1), Ordering::Relaxed);
+    }
+
+    /// The client: the CPU the daemon last said it runs on, if it said.
+    pub fn daemon_cpu(&self) -> Option<u32> {
+        self.word(DAEMON_CPU).load(Ordering::Relaxed).checked_sub(1)
     }
 
     // --- slots
@@ -237,6 +274,11 @@ impl SharedPage {
     }
 }
 
+/// The CPU the calling thread runs on now (through the vDSO: no system call).
+pub fn this_cpu() -> u32 {
+    u32::try_from(rustix::thread::sched_getcpu()).unwrap_or(u32::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,6 +372,48 @@ mod tests {
             !client.take_reply(&mut got),
             "too large: the reply is on the socket"
         );
+    }
+
+    #[test]
+    fn each_side_reads_the_cpu_the_other_published() {
+        let (daemon, client) = pair();
+        assert_eq!(daemon.client_cpu(), None, "a fresh page says nothing");
+        assert_eq!(client.daemon_cpu(), None);
+        for cpu in [0, 1, 4095] {
+            client.set_client_cpu(cpu);
+            daemon.set_daemon_cpu(cpu + 1);
+            assert_eq!(daemon.client_cpu(), Some(cpu));
+            assert_eq!(client.daemon_cpu(), Some(cpu + 1));
+        }
+        client.set_client_cpu(7);
+        let mut frame = Vec::new();
+        crate::compact::encode_request(
+            &crate::protocol::Request::Free { finished: true },
+            &mut frame,
+        );
+        client.post_request(&frame);
+        let mut got = Vec::new();
+        daemon.take_request(&mut got);
+        assert_eq!(got, frame, "the CPU words leave the request slot alone");
+        assert_eq!(
+            daemon.client_cpu(),
+            Some(7),
+            "and the slot leaves them alone"
+        );
+        assert_eq!(client.get(), KEEP);
+        assert_eq!(client.reply_seq(), 0);
+    }
+
+    #[test]
+    fn this_cpu_is_the_one_a_pinned_thread_runs_on() {
+        let cpus = hetsched_worker::CpuMask::current().unwrap().cpus();
+        for cpu in [cpus[0], cpus[cpus.len() - 1]] {
+            let on = std::thread::spawn(move || {
+                hetsched_worker::pin_current_thread(&[cpu]).unwrap();
+                this_cpu()
+            });
+            assert_eq!(on.join().unwrap(), cpu as u32);
+        }
     }
 
     #[test]

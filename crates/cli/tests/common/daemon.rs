@@ -172,6 +172,22 @@ pub fn raw_paged(socket: &Path) -> (UnixStream, SharedPage, std::os::fd::OwnedFd
     (s, SharedPage::from_fd(fds.pop().unwrap()).unwrap(), bell)
 }
 
+/// Posts `frame` in a raw connection's page, rings its doorbell and waits for the reply
+/// in the page (failing after a minute).
+pub fn page_exchange(page: &SharedPage, bell: &std::os::fd::OwnedFd, frame: &[u8]) {
+    let seen = page.reply_seq();
+    page.post_request(frame);
+    rustix::io::write(bell, &1u64.to_ne_bytes()).unwrap();
+    let start = Instant::now();
+    while page.reply_seq() == seen {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no reply in the page"
+        );
+        page.wait_reply(seen, Duration::from_millis(10));
+    }
+}
+
 impl Daemon {
     pub fn pid(&self) -> u32 {
         self.child.id()
