@@ -30,8 +30,9 @@
 //!   as a new arrival is;
 //! - [`tick`](EngineCore::tick): due every `tick_interval` on the grid of its multiples
 //!   while tasks are live (and once more after the last one ended); samples are built in
-//!   `samples`; each migration goes through the same checks and
-//!   steps as a checkpoint's.
+//!   `samples` from the engine's own view, then the host measures what it can
+//!   ([`Host::measure`]: live, the task's process); each migration goes through the same
+//!   checks and steps as a checkpoint's.
 //!
 //! Hot paths (the simulator handles ten million events per CPU second) are inlined and
 //! allocation-free; the rare ones (refusals, units added) are out of line.
