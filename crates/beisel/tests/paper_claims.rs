@@ -3,19 +3,19 @@
 
 use hetsched_beisel::experiments::{self, GRANULARITIES_MS};
 
-fn out(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "hetsched-beisel-test-{name}-{}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A scratch folder for one experiment's outputs, removed when the test ends.
+fn out(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("hetsched-beisel-test-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 #[test]
 fn fig3_nine_start_on_cpus_six_on_the_gpu_and_cpu_tasks_migrate() {
     let d = out("fig3");
-    let r = experiments::fig3(&d, 1.0).unwrap();
+    let d = d.path();
+    let r = experiments::fig3(d, 1.0).unwrap();
     assert_eq!((r.started_cpu, r.started_gpu), (9, 6), "{}", r.table);
     assert!(r.not_migrated.is_empty(), "{}", r.table);
     assert!(d.join("progress.png").exists() && d.join("progress.csv").exists());
@@ -23,7 +23,7 @@ fn fig3_nine_start_on_cpus_six_on_the_gpu_and_cpu_tasks_migrate() {
 
 #[test]
 fn fig4_time_sharing_lowers_mean_turnaround_vs_fcfs() {
-    let r = experiments::fig4(&out("fig4"), 25, 50, experiments::FIG4_SEEDS, 1.0).unwrap();
+    let r = experiments::fig4(out("fig4").path(), 25, 50, experiments::FIG4_SEEDS, 1.0).unwrap();
     assert!(r.timeshare.0 < r.fcfs.0, "{}", r.table);
     // Not one lucky draw: lower on average over the seeds and in most of them.
     assert!(r.mean_over_seeds.1 < r.mean_over_seeds.0, "{}", r.table);
@@ -33,7 +33,7 @@ fn fig4_time_sharing_lowers_mean_turnaround_vs_fcfs() {
 #[test]
 fn fig5_gpu_plus_cpus_never_finishes_later_than_the_gpu_alone() {
     let counts: Vec<usize> = (1..=15).map(|i| i * 5).collect();
-    let r = experiments::fig5(&out("fig5"), &counts, 0.05).unwrap();
+    let r = experiments::fig5(out("fig5").path(), &counts, 0.05).unwrap();
     for &(n, gpu, both, _, _) in &r.rows {
         assert!(
             both <= gpu,
@@ -44,7 +44,7 @@ fn fig5_gpu_plus_cpus_never_finishes_later_than_the_gpu_alone() {
 
 #[test]
 fn fig6_total_runtime_rises_as_granularity_falls_to_zero() {
-    let r = experiments::fig6_7(&out("fig67"), 10, 20, GRANULARITIES_MS, 0.2).unwrap();
+    let r = experiments::fig6_7(out("fig67").path(), 10, 20, GRANULARITIES_MS, 0.2).unwrap();
     let sweep: Vec<f64> = r
         .rows
         .iter()
@@ -66,7 +66,8 @@ fn fig6_total_runtime_rises_as_granularity_falls_to_zero() {
 #[test]
 fn demo_compares_four_policies_and_writes_its_outputs() {
     let d = out("demo");
-    let table = experiments::demo(&d).unwrap();
+    let d = d.path();
+    let table = experiments::demo(d).unwrap();
     for p in experiments::DEMO_POLICIES {
         assert!(table.lines().any(|l| l.starts_with(p)), "{table}");
     }
