@@ -267,6 +267,14 @@ pub trait Policy {
     fn tick(&mut self, _view: &View, _samples: &[Sample]) -> Vec<TickAction> {
         Vec::new()
     }
+    /// `task` is starting on CPU `unit`, and its memory (`numa_home`) is on another
+    /// NUMA node: whether its pages migrate with it (the default: no). The simulator
+    /// then moves the task's home to the unit's node and charges the copy; a live
+    /// engine may move the process's pages. Called only where the machine has more
+    /// than one NUMA node and the task has a home.
+    fn migrate_memory(&mut self, _view: &View, _task: TaskId, _unit: UnitId) -> bool {
+        false
+    }
     /// Whether `tick` reads its samples. Building them is a pass over every unit per
     /// tick; a policy that balances by its own counts says `false` and gets none.
     fn wants_samples(&self) -> bool {
