@@ -45,6 +45,8 @@ pub struct Cfs {
     index: QueueIndex,
     /// Linux's capacity awareness (`cfs-cap`, see `cfs_cap.rs`); off for `cfs`.
     capacity_aware: bool,
+    /// Per unit, the running task the last tick found misfit there (`NO_TASK`: none).
+    misfit: Vec<TaskId>,
 }
 
 /// No task (ids are assigned from 0 in arrival order).
@@ -139,6 +141,7 @@ impl Cfs {
             entities: Vec::new(),
             index: QueueIndex::default(),
             capacity_aware: false,
+            misfit: Vec::new(),
         })
     }
 
@@ -164,36 +167,43 @@ impl Cfs {
         Some(u)
     }
 
-    /// Misfit migration: a task that ran at least 80% of the last period on a CPU
-    /// smaller than the biggest does not fit it (`fits_capacity`: util × 1280 <
-    /// capacity × 1024, with util = busy fraction × capacity) and moves to an idle
-    /// bigger CPU, if there is one.
-    fn misfits(&mut self, view: &View, samples: &[Sample], actions: &mut Vec<TickAction>) {
+    /// Misfit detection, each balance period: a task that kept a CPU busy at least
+    /// 80% of the period does not fit it (`fits_capacity`: util × 1280 < capacity ×
+    /// 1024, with util = busy fraction × capacity). It moves at its next slice end
+    /// ([`Self::pull_misfit`]): both engines stop a running task at its checkpoints.
+    fn misfits(&mut self, view: &View, samples: &[Sample]) {
         let Some(period) = self.tick_interval() else {
             return;
         };
+        self.misfit.clear();
+        self.misfit.resize(view.units().len(), NO_TASK);
         for s in samples {
             let (u, cap) = (s.unit, view.unit(s.unit).capacity as u64);
             let Some(t) = view.running(u).map(|r| r.task).filter(|&t| s.task == Some(t)) else {
                 continue;
             };
             let util = s.busy_ns.min(period) * cap / period;
-            if view.unit(u).kind != UnitType::Cpu || util * 1280 < cap * 1024 {
-                continue;
+            if view.unit(u).kind == UnitType::Cpu && util * 1280 >= cap * 1024 {
+                self.misfit[u as usize] = t;
             }
-            let moved = |v: UnitId| actions.iter().any(|TickAction::Migrate { to, .. }| *to == v);
-            let Some(to) = view
-                .units_of(UnitType::Cpu)
-                .filter(|v| v.capacity as u64 > cap && self.rqs.load(v.id) == 0)
-                .filter(|v| view.can_run(t, v.id) && !moved(v.id))
-                .max_by(|a, b| a.capacity.cmp(&b.capacity).then(b.id.cmp(&a.id)))
-                .map(|v| v.id)
-            else {
-                continue;
-            };
-            self.pull_running(view, t, u, to);
-            actions.push(TickAction::Migrate { task: t, to });
         }
+    }
+
+    /// A misfit task at its slice end moves to an idle bigger CPU, if there is one
+    /// (Linux's misfit active balance).
+    fn pull_misfit(&mut self, view: &View, t: TaskId, u: UnitId) -> Option<UnitId> {
+        if self.misfit.get(u as usize) != Some(&t) {
+            return None;
+        }
+        self.misfit[u as usize] = NO_TASK;
+        let cap = view.unit(u).capacity;
+        let to = view
+            .units_of(UnitType::Cpu)
+            .filter(|v| v.capacity > cap && self.rqs.load(v.id) == 0 && view.can_run(t, v.id))
+            .max_by(|a, b| a.capacity.cmp(&b.capacity).then(b.id.cmp(&a.id)))?
+            .id;
+        self.pull_running(view, t, u, to);
+        Some(to)
     }
 
     /// Moves the accounting of `t`, running on `from`, to `to`'s queue (it is
@@ -351,6 +361,11 @@ impl Policy for Cfs {
     }
 
     fn checkpoint(&mut self, view: &View, task: TaskId, unit: UnitId) -> CheckpointDecision {
+        if self.capacity_aware {
+            if let Some(to) = self.pull_misfit(view, task, unit) {
+                return CheckpointDecision::Migrate(to);
+            }
+        }
         let now = view.now_ns();
         let rq = self.running(view, unit, task);
         let ran = now - rq.exec_start;
@@ -400,7 +415,7 @@ impl Policy for Cfs {
         self.init(view);
         let mut actions = Vec::new();
         if self.capacity_aware {
-            self.misfits(view, samples, &mut actions);
+            self.misfits(view, samples);
         }
         for kind in UnitType::ALL {
             // Each move narrows the gap; stop when no queued task can move.

@@ -88,6 +88,9 @@ struct TaskState {
     /// Its node on the NUMA-list.
     node: Option<u32>,
     moves: u32,
+    /// Where a trigger sends it at its next slice end (running tasks move at their
+    /// checkpoints: both engines stop them there).
+    target: Option<UnitId>,
 }
 
 impl NumaAmp {
@@ -364,6 +367,11 @@ impl Policy for NumaAmp {
     }
 
     fn checkpoint(&mut self, view: &View, task: TaskId, unit: UnitId) -> CheckpointDecision {
+        if let Some(to) = self.state(view, task).target.take() {
+            if to != unit && view.can_run(task, to) {
+                return CheckpointDecision::Migrate(to);
+            }
+        }
         if !view.queue(unit).is_empty() {
             return CheckpointDecision::Yield;
         }
@@ -421,7 +429,7 @@ impl Policy for NumaAmp {
                 self.name
             );
         }
-        let mut actions = Vec::new();
+        let mut moves: Vec<(TaskId, UnitId)> = Vec::new();
         let mut moved: Vec<TaskId> = Vec::new();
         let (slow, fast) = self.runners(view);
         // Eager trigger: idle biggest CPUs take the small cores' best tasks.
@@ -433,7 +441,7 @@ impl Policy for NumaAmp {
             let Some((_, t, _)) = slow_iter.next() else {
                 break;
             };
-            actions.push(TickAction::Migrate { task: t, to: v.id });
+            moves.push((t, v.id));
             moved.push(t);
             self.triggers.eager += 1;
         }
@@ -443,8 +451,7 @@ impl Policy for NumaAmp {
             if !(sf_s > sf_f * (1.0 + self.hysteresis)) {
                 break;
             }
-            actions.push(TickAction::Migrate { task: s, to: uf });
-            actions.push(TickAction::Migrate { task: f, to: us });
+            moves.extend([(s, uf), (f, us)]);
             moved.extend([s, f]);
             self.triggers.lazy += 1;
         }
@@ -464,13 +471,15 @@ impl Policy for NumaAmp {
                 c == cap && node_b == want && !moved.contains(&b) && self.node_of(view, b) != want
             });
             if let Some(&(ub, _, _, b)) = partner {
-                actions.push(TickAction::Migrate { task: a, to: ub });
-                actions.push(TickAction::Migrate { task: b, to: ua });
+                moves.extend([(a, ub), (b, ua)]);
                 moved.extend([a, b]);
                 self.triggers.numa += 1;
             }
         }
-        actions
+        for (t, to) in moves {
+            self.state(view, t).target = Some(to);
+        }
+        Vec::new()
     }
 
     fn migrate_memory(&mut self, view: &View, task: TaskId, unit: UnitId) -> bool {
