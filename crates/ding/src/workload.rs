@@ -131,9 +131,8 @@ impl Program {
         (CORE_CPI / (REFERENCE_GHZ / 2.0) + self.stall_ns()) / self.ns_per_instruction()
     }
 
-    /// Its threads, ids from `first_id`, arriving at 0. Thread `i`'s memory is on the
-    /// node where the first-touch of an even spread puts it: threads 0–3 on node 0,
-    /// 4–7 on node 1.
+    /// Its threads, ids from `first_id`, arriving at 0. A thread's memory is
+    /// allocated on first touch: on the node of the first core it runs on.
     pub fn threads(&self, first_id: u64) -> Vec<SimTask> {
         let instructions_per_s = 1e9 / self.ns_per_instruction();
         let mpki = self.working_set.mpki();
@@ -141,7 +140,7 @@ impl Program {
             .map(|i| {
                 let mut t = SimTask::cpu(first_id + i as u64, WORK_S, 0);
                 t.kind = self.name.into();
-                t.numa_home = Some((i * 2 / THREADS) as u32);
+                t.model.first_touch = true;
                 t.model.memory_bound = self.memory_bound();
                 t.model.instructions_per_s = instructions_per_s;
                 t.model.llc_mpki = mpki;

@@ -68,6 +68,16 @@ pub struct NumaAmp {
     said_no_counters: bool,
     said_one_node: bool,
     triggers: Triggers,
+    lists: Lists,
+}
+
+/// The two lists as the last tick with profiled tasks left them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Lists {
+    /// Running CPU tasks by decreasing speed-up factor, with it.
+    pub amp: Vec<(TaskId, f64)>,
+    /// The same tasks by decreasing MPKI, with it and their node (none on one node).
+    pub numa: Vec<(TaskId, f64, Option<u32>)>,
 }
 
 /// How often each trigger moved a task (what the tests and the experiment read).
@@ -83,14 +93,15 @@ pub struct Triggers {
 struct TaskState {
     id: TaskId,
     profile: Profile,
-    /// The node holding its memory, as far as this policy moved it.
-    memory: Option<u32>,
     /// Its node on the NUMA-list.
     node: Option<u32>,
     moves: u32,
     /// Where a trigger sends it at its next slice end (running tasks move at their
     /// checkpoints: both engines stop them there).
     target: Option<UnitId>,
+    /// The unit a trigger just moved it off: that unit's idle steal leaves it alone
+    /// until it runs again (else a swap's first move is undone at once).
+    left: Option<UnitId>,
 }
 
 impl NumaAmp {
@@ -143,12 +154,39 @@ impl NumaAmp {
             said_no_counters: false,
             said_one_node: false,
             triggers: Triggers::default(),
+            lists: Lists::default(),
         })
     }
 
     /// How often each trigger fired so far.
     pub fn triggers(&self) -> Triggers {
         self.triggers
+    }
+
+    /// The AMP-list and NUMA-list of the last tick that had profiled tasks.
+    pub fn lists(&self) -> &Lists {
+        &self.lists
+    }
+
+    /// Keeps the lists of this tick, if any task in them is profiled.
+    fn keep_lists(&mut self, view: &View, slow: &[(f64, TaskId, UnitId)], fast: &[(f64, TaskId, UnitId)]) {
+        let profiled = |t: TaskId| self.profile(view, t).known();
+        let mut amp: Vec<(TaskId, f64)> = slow
+            .iter()
+            .chain(fast)
+            .filter(|e| profiled(e.1))
+            .map(|&(sf, t, _)| (t, sf))
+            .collect();
+        if amp.is_empty() {
+            return;
+        }
+        amp.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut numa: Vec<(TaskId, f64, Option<u32>)> = amp
+            .iter()
+            .map(|&(t, _)| (t, self.profile(view, t).mpki, self.node_of(view, t)))
+            .collect();
+        numa.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        self.lists = Lists { amp, numa };
     }
 
     fn state(&mut self, view: &View, task: TaskId) -> &mut TaskState {
@@ -160,7 +198,6 @@ impl NumaAmp {
         if s.id != task {
             *s = TaskState {
                 id: task,
-                memory: view.task(task).numa_home,
                 ..TaskState::default()
             };
         }
@@ -237,7 +274,7 @@ impl NumaAmp {
             let best = (0..nodes.len())
                 .min_by(|&a, &b| {
                     let cdf = |k: usize| {
-                        let d = distance(view.machine(), s.memory, nodes[k]);
+                        let d = distance(view.machine(), view.task(s.id).numa_home, nodes[k]);
                         contention_factor(mu, d, load[k].0, self.mpki_scale)
                     };
                     cdf(a)
@@ -295,7 +332,7 @@ impl Policy for NumaAmp {
 
     fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
         self.say_once_one_node(view);
-        let home = self.state(view, task).memory;
+        let home = view.task(task).numa_home;
         let node_load = |n: Option<u32>| -> usize {
             view.units()
                 .iter()
@@ -326,6 +363,7 @@ impl Policy for NumaAmp {
 
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
         if let Some(&t) = view.queue(unit).front() {
+            self.state(view, t).left = None;
             return PickDecision::Run(t);
         }
         let here = view.unit(unit);
@@ -338,7 +376,8 @@ impl Policy for NumaAmp {
                 continue;
             }
             for &t in view.queue(v.id) {
-                if !view.can_run(t, unit) {
+                let left = self.tasks.get(view.slot(t)).filter(|s| s.id == t).and_then(|s| s.left);
+                if !view.can_run(t, unit) || left == Some(unit) {
                     continue;
                 }
                 let score = if biggest { self.speedup(view, t) } else { 0.0 };
@@ -353,6 +392,7 @@ impl Policy for NumaAmp {
         }
         match best {
             Some((_, _, from, task)) => {
+                self.state(view, task).left = None;
                 if biggest && here.kind == UnitType::Cpu {
                     self.triggers.eager += 1;
                 }
@@ -367,8 +407,10 @@ impl Policy for NumaAmp {
     }
 
     fn checkpoint(&mut self, view: &View, task: TaskId, unit: UnitId) -> CheckpointDecision {
-        if let Some(to) = self.state(view, task).target.take() {
+        let s = self.state(view, task);
+        if let Some(to) = s.target.take() {
             if to != unit && view.can_run(task, to) {
+                s.left = Some(unit);
                 return CheckpointDecision::Migrate(to);
             }
         }
@@ -432,6 +474,8 @@ impl Policy for NumaAmp {
         let mut moves: Vec<(TaskId, UnitId)> = Vec::new();
         let mut moved: Vec<TaskId> = Vec::new();
         let (slow, fast) = self.runners(view);
+        self.numa_list(view);
+        self.keep_lists(view, &slow, &fast);
         // Eager trigger: idle biggest CPUs take the small cores' best tasks.
         let mut slow_iter = slow.iter().copied().peekable();
         for v in view.units_of(UnitType::Cpu) {
@@ -457,7 +501,6 @@ impl Policy for NumaAmp {
         }
         // NUMA-list: a task away from its node swaps with one of the same capacity there
         // whose own node is elsewhere.
-        self.numa_list(view);
         let cpus: Vec<(UnitId, u32, Option<u32>, TaskId)> = view
             .units_of(UnitType::Cpu)
             .filter_map(|u| Some((u.id, u.capacity, u.numa_node, view.running(u.id)?.task)))
@@ -488,11 +531,10 @@ impl Policy for NumaAmp {
         let s = self.state(view, task);
         let worth = !s.profile.known() || s.profile.mpki >= TURTLE_MPKI;
         let there = s.node.is_none() || s.node == node;
-        if s.moves >= limit || !worth || !there || node.is_none() || s.memory == node {
+        if s.moves >= limit || !worth || !there || node.is_none() {
             return false;
         }
         s.moves += 1;
-        s.memory = node;
         self.triggers.page_moves += 1;
         true
     }

@@ -397,10 +397,11 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
 }
 
 impl<R: Recorder + ?Sized> Sim<'_, R> {
-    /// Page migration with the thread: when `task` starts on a CPU of another NUMA
-    /// node than its memory's and the policy asks to move the memory, its home becomes
-    /// the unit's node; returns the copy time, charged before it computes
-    /// (`memory_bytes` at [`PAGE_MIGRATION_BYTES_PER_S`]).
+    /// Where `task`'s memory is as it starts on `u`: a first-touch task without a home
+    /// gets the unit's node; when it starts on a CPU of another NUMA node than its
+    /// memory's and the policy asks to move the memory, its home becomes the unit's
+    /// node. Returns the copy time, charged before it computes (`memory_bytes` at
+    /// [`PAGE_MIGRATION_BYTES_PER_S`]).
     fn follow_memory<P: Policy + ?Sized>(
         &mut self,
         core: &mut EngineCore,
@@ -411,11 +412,16 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     ) -> u64 {
         let unit = &self.machine.units[u as usize];
         let home = core.tasks().at_slot(slot).task.numa_home;
-        let (Some(node), Some(home)) = (unit.numa_node, home) else {
+        let Some(node) = unit.numa_node.filter(|_| unit.kind == UnitType::Cpu) else {
             return 0;
         };
-        if unit.kind != UnitType::Cpu
-            || node == home
+        let Some(home) = home else {
+            if self.models[slot].work.first_touch {
+                core.tasks_mut().at_slot_mut(slot).task.numa_home = Some(node);
+            }
+            return 0;
+        };
+        if node == home
             || self.machine.numa_nodes.len() < 2
             || !policy.migrate_memory(core.view(), task, u)
         {

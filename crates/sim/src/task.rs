@@ -34,6 +34,10 @@ pub struct Workload {
     /// another NUMA node (0 = free to move).
     #[serde(default)]
     pub memory_bytes: f64,
+    /// A task without a NUMA home gets, as Linux's first-touch allocation gives it,
+    /// the node of the first CPU it runs on (false: it stays without one).
+    #[serde(default)]
+    pub first_touch: bool,
 }
 
 impl Workload {
