@@ -98,8 +98,10 @@ fn numa_amp_places_programs_and_says_it_has_no_counters() {
         "{text}"
     );
     assert_eq!(
-        text.matches("numa-amp: the machine has 1 NUMA node(s): the NUMA-list and page migration are no-ops")
-            .count(),
+        text.matches(
+            "numa-amp: the machine has 1 NUMA node(s): the NUMA-list and page migration are no-ops"
+        )
+        .count(),
         1,
         "{text}"
     );

@@ -80,7 +80,8 @@ pub enum TickAction {
 /// engine itself knows — the simulator from its model, the live arbiter from the times
 /// it granted units — and no measurement source (`sources` all false). The live
 /// runtime's sampler (`hetsched_live::sampler`) measures a running task's process and
-/// fills the optional fields; a measurement no source on this machine provides is
+/// fills the optional fields (the simulator fills the three counters from a task's
+/// workload model, when it has them); a measurement no source on this machine provides is
 /// `None`, never a zero that looks measured, and `sources` says which sources filled
 /// the sample.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]

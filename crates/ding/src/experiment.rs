@@ -218,8 +218,14 @@ impl Report {
         std::fs::write(out.join("ding.json"), json).map_err(io)?;
         let names: Vec<&str> = self.programs.iter().map(|p| p.program).collect();
         let series = [
-            ("cfs-cap", self.programs.iter().map(|p| p.cfs_cap_speedup).collect()),
-            ("numa-amp", self.programs.iter().map(|p| p.numa_amp_speedup).collect()),
+            (
+                "cfs-cap",
+                self.programs.iter().map(|p| p.cfs_cap_speedup).collect(),
+            ),
+            (
+                "numa-amp",
+                self.programs.iter().map(|p| p.numa_amp_speedup).collect(),
+            ),
         ];
         crate::plot::bars(
             &out.join("speedup.png"),

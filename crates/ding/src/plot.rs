@@ -57,7 +57,10 @@ pub fn bars(
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
     }
     chart
-        .draw_series(LineSeries::new([(0.0, 1.0), (n, 1.0)], BLACK.stroke_width(1)))
+        .draw_series(LineSeries::new(
+            [(0.0, 1.0), (n, 1.0)],
+            BLACK.stroke_width(1),
+        ))
         .map_err(|e| err(&e))?;
     chart
         .configure_series_labels()

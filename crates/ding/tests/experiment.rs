@@ -10,9 +10,16 @@ const TOLERANCE: f64 = 0.01;
 fn numa_amp_is_at_least_as_fast_as_both_baselines_on_average() {
     let r = evaluate().unwrap();
     eprintln!("{}", r.table());
-    assert_eq!(r.rows.len(), 13 + 2 * 13, "each program alone and in two mixes");
+    assert_eq!(
+        r.rows.len(),
+        13 + 2 * 13,
+        "each program alone and in two mixes"
+    );
     assert_eq!(runs().len(), 26);
-    assert!(r.rows.iter().all(|row| row.seconds.iter().all(|&s| s > 0.0)));
+    assert!(r
+        .rows
+        .iter()
+        .all(|row| row.seconds.iter().all(|&s| s > 0.0)));
     assert!(
         r.numa_amp_over_cfs >= 1.0 - TOLERANCE,
         "numa-amp over cfs: {}",

@@ -53,7 +53,11 @@ fn task(id: u64, work_s: f64, mpki: f64, home: u32) -> SimTask {
     t
 }
 
-fn simulate(policy: &mut NumaAmp, tasks: Vec<SimTask>, until_ns: Option<u64>) -> (Record, RunSummary) {
+fn simulate(
+    policy: &mut NumaAmp,
+    tasks: Vec<SimTask>,
+    until_ns: Option<u64>,
+) -> (Record, RunSummary) {
     let m = machine();
     let mut rec = Record::new(
         "numa-amp",
@@ -140,7 +144,11 @@ fn lists_and_the_lazy_trigger_by_hand() {
 #[test]
 fn eager_trigger_on_a_released_fast_core() {
     let mut p = policy();
-    let (rec, _) = simulate(&mut p, vec![task(0, 0.1, 0.0, 0), task(1, 0.2, 0.0, 1)], None);
+    let (rec, _) = simulate(
+        &mut p,
+        vec![task(0, 0.1, 0.0, 0), task(1, 0.2, 0.0, 1)],
+        None,
+    );
     assert_eq!(end_ns(&rec, 0), 100 * MS);
     assert_eq!(migrations(&rec), [(102 * MS, 1, Placement::Running(1), 0)]);
     assert_eq!(end_ns(&rec, 1), 251 * MS);
@@ -168,5 +176,9 @@ fn pages_follow_the_thread_at_a_cost() {
     let (rec, _) = simulate(&mut p, with_memory(), None);
     assert_eq!(p.triggers().page_moves, 0);
     // (Each 6 ms slice rounds its time up to the nanosecond.)
-    assert!(end_ns(&rec, 0).abs_diff(1800 * MS) < 1_000, "{}", end_ns(&rec, 0));
+    assert!(
+        end_ns(&rec, 0).abs_diff(1800 * MS) < 1_000,
+        "{}",
+        end_ns(&rec, 0)
+    );
 }

@@ -160,7 +160,11 @@ impl Cfs {
             .iter()
             .filter(|u| view.can_run(task, u.id))
             .min_by(|a, b| {
-                (self.rqs.load(a.id), b.capacity, a.id).cmp(&(self.rqs.load(b.id), a.capacity, b.id))
+                (self.rqs.load(a.id), b.capacity, a.id).cmp(&(
+                    self.rqs.load(b.id),
+                    a.capacity,
+                    b.id,
+                ))
             })?
             .id;
         self.rqs.inc(u);
@@ -179,7 +183,11 @@ impl Cfs {
         self.misfit.resize(view.units().len(), NO_TASK);
         for s in samples {
             let (u, cap) = (s.unit, view.unit(s.unit).capacity as u64);
-            let Some(t) = view.running(u).map(|r| r.task).filter(|&t| s.task == Some(t)) else {
+            let Some(t) = view
+                .running(u)
+                .map(|r| r.task)
+                .filter(|&t| s.task == Some(t))
+            else {
                 continue;
             };
             let util = s.busy_ns.min(period) * cap / period;

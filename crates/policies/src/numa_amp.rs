@@ -169,7 +169,12 @@ impl NumaAmp {
     }
 
     /// Keeps the lists of this tick, if any task in them is profiled.
-    fn keep_lists(&mut self, view: &View, slow: &[(f64, TaskId, UnitId)], fast: &[(f64, TaskId, UnitId)]) {
+    fn keep_lists(
+        &mut self,
+        view: &View,
+        slow: &[(f64, TaskId, UnitId)],
+        fast: &[(f64, TaskId, UnitId)],
+    ) {
         let profiled = |t: TaskId| self.profile(view, t).known();
         let mut amp: Vec<(TaskId, f64)> = slow
             .iter()
@@ -252,7 +257,12 @@ impl NumaAmp {
     /// The NUMA-list: live tasks with a profile by decreasing MPKI, each given the node
     /// with the least contention degradation factor given those before it.
     fn numa_list(&mut self, view: &View) {
-        let nodes: Vec<u32> = view.machine().numa_nodes.iter().map(|n| n.os_index).collect();
+        let nodes: Vec<u32> = view
+            .machine()
+            .numa_nodes
+            .iter()
+            .map(|n| n.os_index)
+            .collect();
         if nodes.len() < 2 {
             return;
         }
@@ -265,7 +275,10 @@ impl NumaAmp {
             .collect();
         list.sort_by(|&a, &b| {
             let (a, b) = (&self.tasks[a], &self.tasks[b]);
-            b.profile.mpki.total_cmp(&a.profile.mpki).then(a.id.cmp(&b.id))
+            b.profile
+                .mpki
+                .total_cmp(&a.profile.mpki)
+                .then(a.id.cmp(&b.id))
         });
         let mut load = vec![(0.0, 0u32); nodes.len()];
         for i in list {
@@ -277,9 +290,7 @@ impl NumaAmp {
                         let d = distance(view.machine(), view.task(s.id).numa_home, nodes[k]);
                         contention_factor(mu, d, load[k].0, self.mpki_scale)
                     };
-                    cdf(a)
-                        .total_cmp(&cdf(b))
-                        .then(load[a].1.cmp(&load[b].1))
+                    cdf(a).total_cmp(&cdf(b)).then(load[a].1.cmp(&load[b].1))
                 })
                 .expect("two nodes or more");
             load[best].0 += s.profile.mpki;
@@ -376,7 +387,11 @@ impl Policy for NumaAmp {
                 continue;
             }
             for &t in view.queue(v.id) {
-                let left = self.tasks.get(view.slot(t)).filter(|s| s.id == t).and_then(|s| s.left);
+                let left = self
+                    .tasks
+                    .get(view.slot(t))
+                    .filter(|s| s.id == t)
+                    .and_then(|s| s.left);
                 if !view.can_run(t, unit) || left == Some(unit) {
                     continue;
                 }
