@@ -71,6 +71,9 @@ pub struct NumaAmp {
     lists: Lists,
 }
 
+/// A running task's speed-up factor, id and unit.
+type Runner = (f64, TaskId, UnitId);
+
 /// The two lists as the last tick with profiled tasks left them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Lists {
@@ -169,12 +172,7 @@ impl NumaAmp {
     }
 
     /// Keeps the lists of this tick, if any task in them is profiled.
-    fn keep_lists(
-        &mut self,
-        view: &View,
-        slow: &[(f64, TaskId, UnitId)],
-        fast: &[(f64, TaskId, UnitId)],
-    ) {
+    fn keep_lists(&mut self, view: &View, slow: &[Runner], fast: &[Runner]) {
         let profiled = |t: TaskId| self.profile(view, t).known();
         let mut amp: Vec<(TaskId, f64)> = slow
             .iter()
@@ -236,7 +234,7 @@ impl NumaAmp {
 
     /// Tasks running on CPUs smaller than the biggest, by decreasing speed-up factor,
     /// and those on the biggest, by increasing factor.
-    fn runners(&self, view: &View) -> (Vec<(f64, TaskId, UnitId)>, Vec<(f64, TaskId, UnitId)>) {
+    fn runners(&self, view: &View) -> (Vec<Runner>, Vec<Runner>) {
         let (_, hi) = cpu_capacities(view);
         let (mut slow, mut fast) = (Vec::new(), Vec::new());
         for u in view.units_of(UnitType::Cpu) {
@@ -507,7 +505,7 @@ impl Policy for NumaAmp {
         let slow: Vec<_> = slow_iter.collect();
         // Lazy trigger: pairs across the AMP-list, with hysteresis.
         for (&(sf_s, s, us), &(sf_f, f, uf)) in slow.iter().zip(fast.iter()) {
-            if !(sf_s > sf_f * (1.0 + self.hysteresis)) {
+            if sf_s <= sf_f * (1.0 + self.hysteresis) {
                 break;
             }
             moves.extend([(s, uf), (f, us)]);
