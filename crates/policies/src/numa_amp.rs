@@ -21,6 +21,9 @@
 //! - Lazy trigger (with counters): on each tick, the running tasks on small cores in
 //!   decreasing speed-up factor are paired with those on the biggest cores in
 //!   increasing factor; a pair swaps when `SF_slow > SF_fast × (1 + hysteresis)`.
+//!   Running tasks move at their next slice end (both engines stop them there, where
+//!   a tick's move of a running task would need the live client to notice), and a
+//!   unit's idle steal leaves alone a task just moved off it.
 //! - NUMA-list (with counters, on machines of more than one node): tasks by decreasing
 //!   MPKI, each given the node with the least contention degradation factor, DI's
 //!   spreading; a running task away from its node swaps with a task of the same

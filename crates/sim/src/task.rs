@@ -24,7 +24,7 @@ pub struct Workload {
     /// Instructions retired per reference second of work (0 = not modelled: the task's
     /// samples carry no counters). With it, the simulator's samples carry the
     /// instructions, cycles and LLC misses a hardware profiler would read
-    /// (`SimCounters` in the engine).
+    /// (`Host::measure` in the engine).
     #[serde(default)]
     pub instructions_per_s: f64,
     /// Last-level-cache misses per 1,000 instructions (with `instructions_per_s`).
