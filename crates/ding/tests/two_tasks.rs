@@ -1,8 +1,10 @@
 //! numa-amp by hand on a 2-node machine with one fast core (node 0) and one slow core
 //! (node 1): the AMP-list and NUMA-list of two profiled tasks, the lazy trigger that
 //! swaps them, the eager trigger when the fast core is released, and page migration
-//! with the thread and its cost.
+//! with the thread and its cost; and the baselines on the same machine (cfs-cap pulls a
+//! misfit task to the released fast core, cfs does not).
 
+use hetsched_core::policy::Policy;
 use hetsched_core::record::{EventKind, Record};
 use hetsched_core::task::Placement;
 use hetsched_policies::numa_amp::NumaAmp;
@@ -53,8 +55,8 @@ fn task(id: u64, work_s: f64, mpki: f64, home: u32) -> SimTask {
     t
 }
 
-fn simulate(
-    policy: &mut NumaAmp,
+fn simulate<P: Policy + ?Sized>(
+    policy: &mut P,
     tasks: Vec<SimTask>,
     until_ns: Option<u64>,
 ) -> (Record, RunSummary) {
@@ -181,4 +183,25 @@ fn pages_follow_the_thread_at_a_cost() {
         "{}",
         end_ns(&rec, 0)
     );
+}
+
+/// The eager case under the baselines. cfs-cap: task 0 on the fast core (least load,
+/// then biggest), task 1 on the slow one, busy 100% of each 4 ms balance period: a
+/// misfit (512 × 1280 ≥ 512 × 1024). When the fast core is free (100 ms), task 1 moves
+/// there at its next slice end (102 ms; 6 ms slices alone on its unit) and ends at
+/// 251 ms, as under numa-amp. cfs: count balancing sees one task per unit, task 1 stays
+/// on the slow core: 200 ms of work take 400 ms.
+#[test]
+fn cfs_cap_pulls_a_misfit_to_the_released_fast_core_and_cfs_does_not() {
+    let tasks = || vec![task(0, 0.1, 0.0, 0), task(1, 0.2, 0.0, 1)];
+    let mut cap = hetsched_policies::build("cfs-cap", 0).unwrap();
+    let (rec, _) = simulate(cap.as_mut(), tasks(), None);
+    assert_eq!(migrations(&rec), [(102 * MS, 1, Placement::Running(1), 0)]);
+    assert_eq!(end_ns(&rec, 1), 251 * MS);
+
+    let mut cfs = hetsched_policies::build("cfs", 0).unwrap();
+    let (rec, _) = simulate(cfs.as_mut(), tasks(), None);
+    assert!(migrations(&rec).is_empty());
+    assert_eq!(end_ns(&rec, 0), 100 * MS);
+    assert_eq!(end_ns(&rec, 1), 400 * MS);
 }
