@@ -11,6 +11,7 @@ mod beisel_live;
 mod bench;
 mod daemon_bench;
 mod daemon_cmd;
+mod ding_cmd;
 mod experiment;
 mod nuca_cmd;
 mod o2_cmd;

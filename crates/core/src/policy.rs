@@ -80,7 +80,8 @@ pub enum TickAction {
 /// engine itself knows — the simulator from its model, the live arbiter from the times
 /// it granted units — and no measurement source (`sources` all false). The live
 /// runtime's sampler (`hetsched_live::sampler`) measures a running task's process and
-/// fills the optional fields; a measurement no source on this machine provides is
+/// fills the optional fields (the simulator fills the three counters from a task's
+/// workload model, when it has them); a measurement no source on this machine provides is
 /// `None`, never a zero that looks measured, and `sources` says which sources filled
 /// the sample.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -266,6 +267,14 @@ pub trait Policy {
     }
     fn tick(&mut self, _view: &View, _samples: &[Sample]) -> Vec<TickAction> {
         Vec::new()
+    }
+    /// `task` is starting on CPU `unit`, and its memory (`numa_home`) is on another
+    /// NUMA node: whether its pages migrate with it (the default: no). The simulator
+    /// then moves the task's home to the unit's node and charges the copy; a live
+    /// engine may move the process's pages. Called only where the machine has more
+    /// than one NUMA node and the task has a home.
+    fn migrate_memory(&mut self, _view: &View, _task: TaskId, _unit: UnitId) -> bool {
+        false
     }
     /// Whether `tick` reads its samples. Building them is a pass over every unit per
     /// tick; a policy that balances by its own counts says `false` and gets none.

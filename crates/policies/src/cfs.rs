@@ -43,6 +43,10 @@ pub struct Cfs {
     entities: Vec<Entity>,
     /// The queued tasks of each unit by vruntime (long queues are not scanned).
     index: QueueIndex,
+    /// Linux's capacity awareness (`cfs-cap`, see `cfs_cap.rs`); off for `cfs`.
+    capacity_aware: bool,
+    /// Per unit, the running task the last tick found misfit there (`NO_TASK`: none).
+    misfit: Vec<TaskId>,
 }
 
 /// No task (ids are assigned from 0 in arrival order).
@@ -136,7 +140,94 @@ impl Cfs {
             rqs: LoadIndex::empty(),
             entities: Vec::new(),
             index: QueueIndex::default(),
+            capacity_aware: false,
+            misfit: Vec::new(),
         })
+    }
+
+    /// This cfs with Linux's capacity awareness (`cfs-cap`): placement on the least
+    /// loaded, then biggest, unit, and misfit tasks pulled to idle bigger CPUs.
+    pub fn capacity_aware(mut self) -> Cfs {
+        self.capacity_aware = true;
+        self
+    }
+
+    /// `select_idle_capacity` in spirit: the least-loaded unit the task can run on,
+    /// the biggest among equals (then the lowest id); counted in the load index.
+    fn place_by_capacity(&mut self, view: &View, task: TaskId) -> Option<UnitId> {
+        let u = view
+            .units()
+            .iter()
+            .filter(|u| view.can_run(task, u.id))
+            .min_by(|a, b| {
+                (self.rqs.load(a.id), b.capacity, a.id).cmp(&(
+                    self.rqs.load(b.id),
+                    a.capacity,
+                    b.id,
+                ))
+            })?
+            .id;
+        self.rqs.inc(u);
+        Some(u)
+    }
+
+    /// Misfit detection, each balance period: a task that kept a CPU busy at least
+    /// 80% of the period does not fit it (`fits_capacity`: util × 1280 < capacity ×
+    /// 1024, with util = busy fraction × capacity). It moves at its next slice end
+    /// ([`Self::pull_misfit`]): both engines stop a running task at its checkpoints.
+    fn misfits(&mut self, view: &View, samples: &[Sample]) {
+        let Some(period) = self.tick_interval() else {
+            return;
+        };
+        self.misfit.clear();
+        self.misfit.resize(view.units().len(), NO_TASK);
+        for s in samples {
+            let (u, cap) = (s.unit, view.unit(s.unit).capacity as u64);
+            let Some(t) = view
+                .running(u)
+                .map(|r| r.task)
+                .filter(|&t| s.task == Some(t))
+            else {
+                continue;
+            };
+            let util = s.busy_ns.min(period) * cap / period;
+            if view.unit(u).kind == UnitType::Cpu && util * 1280 >= cap * 1024 {
+                self.misfit[u as usize] = t;
+            }
+        }
+    }
+
+    /// A misfit task at its slice end moves to an idle bigger CPU, if there is one
+    /// (Linux's misfit active balance).
+    fn pull_misfit(&mut self, view: &View, t: TaskId, u: UnitId) -> Option<UnitId> {
+        if self.misfit.get(u as usize) != Some(&t) {
+            return None;
+        }
+        self.misfit[u as usize] = NO_TASK;
+        let cap = view.unit(u).capacity;
+        let to = view
+            .units_of(UnitType::Cpu)
+            .filter(|v| v.capacity > cap && self.rqs.load(v.id) == 0 && view.can_run(t, v.id))
+            .max_by(|a, b| a.capacity.cmp(&b.capacity).then(b.id.cmp(&a.id)))?
+            .id;
+        self.pull_running(view, t, u, to);
+        Some(to)
+    }
+
+    /// Moves the accounting of `t`, running on `from`, to `to`'s queue (it is
+    /// preempted by the engine): its vruntime is brought up to now first.
+    fn pull_running(&mut self, view: &View, t: TaskId, from: UnitId, to: UnitId) {
+        let now = view.now_ns();
+        let rq = self.running(view, from, t);
+        let ran = now.saturating_sub(rq.exec_start);
+        let e = rq.curr_entity;
+        let slot = rq.curr_slot;
+        rq.curr = NO_TASK;
+        self.entities[slot].vruntime = e
+            .vruntime
+            .saturating_add(ran.saturating_mul(1024) / e.weight.max(1));
+        let slot = self.transfer(view, t, from, to);
+        self.index.pushed(to, t, slot, self.entities[slot].vruntime);
     }
 
     /// Sizes the per-unit state for units added since the last call (a length check on
@@ -211,7 +302,12 @@ impl Policy for Cfs {
     fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
         self.init(view);
         let t = view.task(task);
-        let Some(u) = self.rqs.place(&t.affinity) else {
+        let placed = if self.capacity_aware {
+            self.place_by_capacity(view, task)
+        } else {
+            self.rqs.place(&t.affinity)
+        };
+        let Some(u) = placed else {
             return SubmitDecision::Reject("no unit can run it".into());
         };
         let weight = t.weight.max(1) as u64;
@@ -273,6 +369,11 @@ impl Policy for Cfs {
     }
 
     fn checkpoint(&mut self, view: &View, task: TaskId, unit: UnitId) -> CheckpointDecision {
+        if self.capacity_aware {
+            if let Some(to) = self.pull_misfit(view, task, unit) {
+                return CheckpointDecision::Migrate(to);
+            }
+        }
         let now = view.now_ns();
         let rq = self.running(view, unit, task);
         let ran = now - rq.exec_start;
@@ -312,14 +413,18 @@ impl Policy for Cfs {
         Some(self.balance_ns).filter(|&b| b > 0)
     }
 
-    /// Balancing counts tasks; it needs no busy times.
+    /// cfs balances by counting tasks and needs no busy times; cfs-cap reads them to
+    /// find misfit tasks.
     fn wants_samples(&self) -> bool {
-        false
+        self.capacity_aware
     }
 
-    fn tick(&mut self, view: &View, _samples: &[Sample]) -> Vec<TickAction> {
+    fn tick(&mut self, view: &View, samples: &[Sample]) -> Vec<TickAction> {
         self.init(view);
         let mut actions = Vec::new();
+        if self.capacity_aware {
+            self.misfits(view, samples);
+        }
         for kind in UnitType::ALL {
             // Each move narrows the gap; stop when no queued task can move.
             for _ in 0..view.units().len() {

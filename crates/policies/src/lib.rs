@@ -2,10 +2,13 @@
 //! `name` or `name:key=value,...`.
 
 pub mod affinity;
+pub mod amp_factors;
 pub mod cfs;
+pub mod cfs_cap;
 pub mod dmda;
 pub mod fcfs;
 pub mod load;
+pub mod numa_amp;
 pub mod params;
 pub mod queue_index;
 pub mod random;
@@ -50,10 +53,12 @@ impl Registered {
 pub const REGISTRY: &[Registered] = &[
     fcfs::REGISTERED,
     cfs::REGISTERED,
+    cfs_cap::REGISTERED,
     random::REGISTERED,
     ws::REGISTERED,
     dmda::REGISTERED,
     affinity::REGISTERED,
+    numa_amp::REGISTERED,
 ];
 
 /// The registered policies.

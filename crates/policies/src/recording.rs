@@ -138,4 +138,7 @@ impl Policy for Recording {
     fn wants_samples(&self) -> bool {
         self.inner.wants_samples()
     }
+    fn migrate_memory(&mut self, view: &View, task: TaskId, unit: UnitId) -> bool {
+        self.inner.migrate_memory(view, task, unit)
+    }
 }

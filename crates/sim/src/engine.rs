@@ -46,6 +46,17 @@ pub struct Config {
 /// sums of times within it cannot overflow.
 pub const HORIZON_NS: u64 = 1_000_000_000 * 1_000_000_000;
 
+/// The rate at which a task's pages move to another NUMA node (bytes/s), when a
+/// policy migrates its memory with it: 1 GB/s, our assumption for the kernel's page
+/// migration (page copies plus page-table updates), not a measured value.
+pub const PAGE_MIGRATION_BYTES_PER_S: f64 = 1e9;
+
+/// The clock of a capacity-1024 CPU for the counters of modelled samples (cycles =
+/// busy time × this × capacity / 1024): 2 GHz, about the Xeon 7500 series of Ding et
+/// al.'s Dell R910. CPI ratios do not depend on it; the memory stall per miss in
+/// cycles does.
+pub const REFERENCE_GHZ: f64 = 2.0;
+
 /// What a run did, beyond its record.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunSummary {
@@ -307,9 +318,10 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         task: TaskId,
         slot: usize,
     ) -> Result<(), ContractError> {
+        let moved = self.follow_memory(core, policy, u, task, slot);
         let e = core.tasks().at_slot(slot);
         let model = &self.models[slot];
-        let copy_in = self.speed.copy_in_ns(&e.task, u);
+        let copy_in = self.speed.copy_in_ns(&e.task, u).saturating_add(moved);
         let seg = &mut self.segs[u as usize];
         seg.slot = slot as u32;
         seg.bandwidth_node =
@@ -354,6 +366,26 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         self.credit(core, u, task, done);
     }
 
+    /// The counters a hardware profiler would read, from the running task's model
+    /// (only for tasks whose model gives `instructions_per_s`): the work the sample's
+    /// busy time does at the current segment's rate, its instructions and LLC misses,
+    /// and the unit's cycles. Sources stay empty: nothing is measured.
+    fn measure(&mut self, _core: &EngineCore, sample: &mut hetsched_core::policy::Sample) {
+        let seg = &self.segs[sample.unit as usize];
+        let work = &self.models[seg.slot as usize].work;
+        if work.instructions_per_s <= 0.0 || seg.factor <= 0.0 {
+            return;
+        }
+        let capacity = self.speed.units[sample.unit as usize].capacity;
+        let busy = sample.busy_ns as f64;
+        let instructions = busy / seg.factor * 1e-9 * work.instructions_per_s;
+        sample.instructions = Some(round_u64(instructions));
+        sample.cycles = Some(round_u64(
+            busy * REFERENCE_GHZ * capacity / hetsched_core::machine::CAPACITY_SCALE as f64,
+        ));
+        sample.llc_misses = Some(round_u64(instructions * work.llc_mpki.max(0.0) / 1000.0));
+    }
+
     /// The task's model value.
     fn memory_bound(&self, _core: &EngineCore, u: UnitId, _task: TaskId) -> Option<f64> {
         Some(
@@ -365,6 +397,41 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
 }
 
 impl<R: Recorder + ?Sized> Sim<'_, R> {
+    /// Where `task`'s memory is as it starts on `u`: a first-touch task without a home
+    /// gets the unit's node; when it starts on a CPU of another NUMA node than its
+    /// memory's and the policy asks to move the memory, its home becomes the unit's
+    /// node. Returns the copy time, charged before it computes (`memory_bytes` at
+    /// [`PAGE_MIGRATION_BYTES_PER_S`]).
+    fn follow_memory<P: Policy + ?Sized>(
+        &mut self,
+        core: &mut EngineCore,
+        policy: &mut P,
+        u: UnitId,
+        task: TaskId,
+        slot: usize,
+    ) -> u64 {
+        let unit = &self.machine.units[u as usize];
+        let home = core.tasks().at_slot(slot).task.numa_home;
+        let Some(node) = unit.numa_node.filter(|_| unit.kind == UnitType::Cpu) else {
+            return 0;
+        };
+        let Some(home) = home else {
+            if self.models[slot].work.first_touch {
+                core.tasks_mut().at_slot_mut(slot).task.numa_home = Some(node);
+            }
+            return 0;
+        };
+        if node == home
+            || self.machine.numa_nodes.len() < 2
+            || !policy.migrate_memory(core.view(), task, u)
+        {
+            return 0;
+        }
+        core.tasks_mut().at_slot_mut(slot).task.numa_home = Some(node);
+        let bytes = self.models[slot].work.memory_bytes.max(0.0);
+        hetsched_core::ns::ceil_u64(bytes / PAGE_MIGRATION_BYTES_PER_S * 1e9)
+    }
+
     /// Stages an arriving task in the task store, its model beside it.
     #[inline]
     fn stage(&mut self, core: &mut EngineCore, t: SimTask) -> Staged {

@@ -21,6 +21,23 @@ pub struct Workload {
     /// Explicit speed relative to a capacity-1024 CPU per unit type (0 = derive from the
     /// affinity ratio, see the speed model).
     pub speed: PerUnitType<f64>,
+    /// Instructions retired per reference second of work (0 = not modelled: the task's
+    /// samples carry no counters). With it, the simulator's samples carry the
+    /// instructions, cycles and LLC misses a hardware profiler would read
+    /// (`Host::measure` in the engine).
+    #[serde(default)]
+    pub instructions_per_s: f64,
+    /// Last-level-cache misses per 1,000 instructions (with `instructions_per_s`).
+    #[serde(default)]
+    pub llc_mpki: f64,
+    /// Bytes of the task's memory that move with it when a policy migrates its pages to
+    /// another NUMA node (0 = free to move).
+    #[serde(default)]
+    pub memory_bytes: f64,
+    /// A task without a NUMA home gets, as Linux's first-touch allocation gives it,
+    /// the node of the first CPU it runs on (false: it stays without one).
+    #[serde(default)]
+    pub first_touch: bool,
 }
 
 impl Workload {

@@ -1,0 +1,28 @@
+//! `cfs-cap`: the capacity-aware CFS of today's Linux, the baseline users run now on
+//! asymmetric machines (beside `cfs`, which is Linux 2.6's, the paper's baseline).
+//!
+//! What of Linux's asymmetric-capacity logic (`SD_ASYM_CPUCAPACITY`) it models, on top
+//! of `cfs` (same queues, slices and count balancing):
+//! - wake-up placement in the spirit of `select_idle_capacity`: the least-loaded unit,
+//!   the biggest among equals;
+//! - misfit tasks (`fits_capacity(util, capacity)`: `util × 1280 < capacity × 1024`,
+//!   i.e. a task fits below 80% of a CPU's capacity): at each balance period, a task
+//!   that kept a CPU smaller than the biggest busy at least 80% of the period is pulled
+//!   to an idle bigger CPU (Linux's misfit active balance).
+//!
+//! What it leaves out: PELT (util is the unit's busy fraction over the last balance
+//! period times its capacity, not a decaying per-task average), energy-aware placement
+//! (EAS needs an energy model; none of our machines has one), uclamp, and capacity-
+//! weighted group load in the periodic balance (still counts tasks).
+//!
+//! Parameters: those of `cfs`.
+
+use crate::cfs::Cfs;
+
+/// The registry's entry for this policy.
+pub const REGISTERED: crate::Registered = crate::Registered {
+    name: "cfs-cap",
+    about: "Linux CFS with capacity awareness: biggest idle unit first, misfit tasks (fits_capacity) pulled to bigger CPUs",
+    test_specs: &["cfs-cap", "cfs-cap:latency_ms=1,balance_ms=1"],
+    build: |spec, p, _| Ok(Box::new(Cfs::from_params(spec, p)?.capacity_aware())),
+};
