@@ -1137,6 +1137,44 @@ mod tests {
         a.record().unwrap().check().unwrap();
     }
 
+    /// cfs without its new-idle pull: a unit left idle while another has a task waiting
+    /// gets that task from the next live tick, not from its own pick.
+    #[test]
+    fn a_live_tick_balances_what_cfs_without_newidle_leaves_unbalanced() {
+        const MS: u64 = 1_000_000;
+        let clock = ManualClock::default();
+        let text = "name = \"t\"\n[[package]]\ncores = 2\n";
+        let mut m = hetsched_topology::machine_file::parse(text, "test").unwrap();
+        m.derive_units(UnitGranularity::Pu);
+        let cfs = hetsched_policies::build("cfs:newidle=0,balance_ms=4", 0).unwrap();
+        let devices = crate::devices::described(&m);
+        let mut a = Arbiter::with_clock(m, devices, cfs, Box::new(clock.clone()));
+        clock.set(MS);
+        assert!(granted(&a.alloc(1, &meta()).unwrap(), 1)); // u0
+        assert!(granted(&a.alloc(2, &meta()).unwrap(), 2)); // u1
+        assert!(!granted(&a.alloc(3, &meta()).unwrap(), 3)); // waits on u0
+                                                             // Task 2 ends: u1 idles, and task 3 still waits on u0.
+        assert!(!granted(&a.free(2, true).unwrap(), 3));
+        let Reply::Stats { ticks, .. } = a.stats() else {
+            panic!()
+        };
+        assert_eq!(ticks, 0);
+        clock.set(3 * MS);
+        assert!(!granted(&a.expire().0, 3), "no tick is due yet");
+        // The tick at 4 ms moves it to u1, which starts it.
+        clock.set(4 * MS);
+        let (effects, _) = a.expire();
+        assert!(
+            effects.iter().any(|e| matches!(e,
+                Effect::Reply(3, Reply::Granted { unit, .. }) if unit.id == 1)),
+            "{effects:?}"
+        );
+        let Reply::Stats { ticks, .. } = a.stats() else {
+            panic!()
+        };
+        assert_eq!(ticks, 1);
+    }
+
     #[test]
     fn ticks_run_live_on_the_policys_interval_while_tasks_are_live() {
         let clock = ManualClock::default();
