@@ -9,7 +9,6 @@ mod app_cmd;
 mod beisel_cmd;
 mod beisel_live;
 mod bench;
-mod daemon_bench;
 mod daemon_cmd;
 mod experiment;
 mod nuca_cmd;
