@@ -7,7 +7,6 @@
 
 mod app_cmd;
 mod beisel_cmd;
-mod beisel_live;
 mod bench;
 mod daemon_cmd;
 mod experiment;
