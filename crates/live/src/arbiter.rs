@@ -33,7 +33,8 @@
 //! counted ([`Arbiter::violations`]), and the daemon serves on.
 
 use crate::protocol::{
-    ErrorCode, MetaInfo, NewUnit, Reply, TaskStats, UnitChanges, UnitInfo, Verdict, MAX_KIND,
+    ErrorCode, MetaInfo, NewUnit, Reply, TaskStats, UnitChanges, UnitInfo, Verdict,
+    MAX_CHECKPOINT_NS, MAX_KIND,
 };
 use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host, Requeue};
 use hetsched_core::machine::{Accelerator, Machine, Unit, UnitType};
@@ -344,6 +345,36 @@ impl Arbiter {
             }
             affinity.set(kind, a);
         }
+        let mut checkpoint_ns = PerUnitType::<u64>::default();
+        for kind in UnitType::ALL {
+            let ns = meta.checkpoint_ns.get(kind);
+            if ns > MAX_CHECKPOINT_NS {
+                return Err((
+                    ErrorCode::Malformed,
+                    format!("checkpoint_ns.{kind} must be in [0, {MAX_CHECKPOINT_NS}] (one day), not {ns}"),
+                ));
+            }
+            checkpoint_ns.set(kind, ns);
+        }
+        let machine = self.core.machine();
+        if let Some(node) = meta.numa_home.filter(|&n| machine.numa_node(n).is_none()) {
+            let nodes: Vec<String> = machine
+                .numa_nodes
+                .iter()
+                .map(|n| n.os_index.to_string())
+                .collect();
+            return Err((
+                ErrorCode::Malformed,
+                format!(
+                    "numa_home {node} is not a NUMA node of this machine (its nodes: {})",
+                    if nodes.is_empty() {
+                        "none".to_string()
+                    } else {
+                        nodes.join(", ")
+                    }
+                ),
+            ));
+        }
         let id = self.next_task;
         self.next_task += 1;
         if let (Some(m), Some(pid)) = (&mut self.live.processes, meta.pid) {
@@ -356,6 +387,9 @@ impl Arbiter {
             kind: meta.kind.as_str().into(),
             affinity,
             bytes_in: meta.memory_to_copy,
+            bytes_out: meta.bytes_out,
+            numa_home: meta.numa_home,
+            checkpoint_ns,
             weight: meta.weight.max(1),
             ..Task::cpu(id, self.core.now())
         };
@@ -1135,6 +1169,93 @@ mod tests {
         assert!(granted(&a.free(2, true).unwrap(), 3));
         a.free(3, true).unwrap();
         a.record().unwrap().check().unwrap();
+    }
+
+    /// A live task's checkpoint interval, bytes out and NUMA home reach the policy's
+    /// view of it: `affinity` without time-sharing lets a CPU task without checkpoints
+    /// run unsliced, and slices one that declares a CPU checkpoint interval at its
+    /// checkpoints.
+    #[test]
+    fn a_live_tasks_checkpoint_interval_reaches_the_policy() {
+        const MS: u64 = 1_000_000;
+        let text = "name = \"t\"\n[[package]]\ncores = 1\n";
+        let mut m = hetsched_topology::machine_file::parse(text, "test").unwrap();
+        m.derive_units(UnitGranularity::Pu);
+        let policy = hetsched_policies::build("affinity:fcfs=1", 0).unwrap();
+        let (policy, log) = hetsched_policies::recording::Recording::new(policy);
+        let devices = crate::devices::described(&m);
+        let mut a = Arbiter::new(m, devices, Box::new(policy));
+        let slices = || {
+            log.lock()
+                .unwrap()
+                .iter()
+                .filter_map(|c| match c {
+                    hetsched_policies::recording::Call::TimeSlice { task, answer, .. } => {
+                        Some((*task, *answer))
+                    }
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        assert!(granted(&a.alloc(1, &meta()).unwrap(), 1));
+        a.free(1, true).unwrap();
+        let declared = MetaInfo {
+            bytes_out: 4096,
+            checkpoint_ns: crate::protocol::WireCheckpoints {
+                cpu: 3 * MS,
+                ..Default::default()
+            },
+            numa_home: a.core.machine().numa_nodes.first().map(|n| n.os_index),
+            ..meta()
+        };
+        assert!(granted(&a.alloc(2, &declared).unwrap(), 2));
+        let task = a.core.tasks().iter().next().unwrap().1.task.clone();
+        assert_eq!(task.checkpoint_ns.get(UnitType::Cpu), 3 * MS);
+        assert_eq!((task.bytes_out, task.numa_home), (4096, declared.numa_home));
+        // affinity's CPU check period (10 ms) rounded up to whole 3 ms intervals.
+        let [(0, none), (1, Some(slice))] = slices()[..] else {
+            panic!("{:?}", slices())
+        };
+        assert_eq!((none, slice), (None, 12 * MS));
+    }
+
+    /// Declared fields out of range are refused, naming the field and the range.
+    #[test]
+    fn out_of_range_meta_info_is_refused_by_field() {
+        let mut a = arbiter(1, "fcfs");
+        let long = MetaInfo {
+            checkpoint_ns: crate::protocol::WireCheckpoints {
+                opencl: MAX_CHECKPOINT_NS + 1,
+                ..Default::default()
+            },
+            ..meta()
+        };
+        let (code, message) = a.alloc(1, &long).unwrap_err();
+        assert_eq!(code, ErrorCode::Malformed);
+        assert!(
+            message.contains("checkpoint_ns.opencl must be in [0, 86400000000000]"),
+            "{message}"
+        );
+        let nodes: Vec<u32> = a
+            .core
+            .machine()
+            .numa_nodes
+            .iter()
+            .map(|n| n.os_index)
+            .collect();
+        let far = MetaInfo {
+            numa_home: Some(7),
+            ..meta()
+        };
+        let (code, message) = a.alloc(1, &far).unwrap_err();
+        assert_eq!(code, ErrorCode::Malformed);
+        assert!(
+            message.contains("numa_home 7 is not a NUMA node"),
+            "{message}"
+        );
+        assert!(!nodes.contains(&7), "{nodes:?}");
+        // Nothing was admitted, and a good request is served.
+        assert!(granted(&a.alloc(1, &meta()).unwrap(), 1));
     }
 
     /// cfs without its new-idle pull: a unit left idle while another has a task waiting
