@@ -165,7 +165,7 @@ pub fn live(out: &Path, args: &LiveOptions) -> Result<String> {
     );
     for (i, policy) in args.policies.iter().enumerate() {
         let socket = dir.path().join(format!("d{i}.sock"));
-        let (outcomes, record) = run_policy(&args, policy, &socket)?;
+        let (outcomes, record) = run_policy(args, policy, &socket)?;
         let mut t: Vec<f64> = outcomes.iter().map(|o| o.turnaround_s).collect();
         t.sort_by(f64::total_cmp);
         let migrated = outcomes

@@ -153,7 +153,7 @@ fn cfs_without_newidle_leaves_the_idle_unit_to_the_periodic_tick() {
         .collect();
     assert_eq!(moves.len(), 1, "{moves:?}");
     let (at, task) = moves[0];
-    assert!(at >= S && at <= S + 2 * 4 * MS, "moved at {at} ns");
+    assert!((S..=S + 2 * 4 * MS).contains(&at), "moved at {at} ns");
     assert!([0, 2].contains(&task));
     // u1 ran nothing between t1's end and the move.
     let starts_on_u1: Vec<u64> = rec
