@@ -965,11 +965,17 @@ mod tests {
     use hetsched_core::record::EventKind;
 
     fn arbiter(cores: u32, policy: &str) -> Arbiter {
+        let policy = hetsched_policies::build(policy, 0).unwrap();
+        arbiter_with(cores, policy, Box::<WallClock>::default())
+    }
+
+    /// An arbiter over `cores` CPU units running `policy`, with time from `clock`.
+    fn arbiter_with(cores: u32, policy: Box<dyn Policy>, clock: Box<dyn Clock>) -> Arbiter {
         let text = format!("name = \"t\"\n[[package]]\ncores = {cores}\n");
         let mut m = hetsched_topology::machine_file::parse(&text, "test").unwrap();
         m.derive_units(UnitGranularity::Pu);
         let devices = crate::devices::described(&m);
-        Arbiter::new(m, devices, hetsched_policies::build(policy, 0).unwrap())
+        Arbiter::with_clock(m, devices, policy, clock)
     }
 
     fn arbiter_with_opencl(policy: &str) -> Arbiter {
@@ -1178,13 +1184,9 @@ mod tests {
     #[test]
     fn a_live_tasks_checkpoint_interval_reaches_the_policy() {
         const MS: u64 = 1_000_000;
-        let text = "name = \"t\"\n[[package]]\ncores = 1\n";
-        let mut m = hetsched_topology::machine_file::parse(text, "test").unwrap();
-        m.derive_units(UnitGranularity::Pu);
         let policy = hetsched_policies::build("affinity:fcfs=1", 0).unwrap();
         let (policy, log) = hetsched_policies::recording::Recording::new(policy);
-        let devices = crate::devices::described(&m);
-        let mut a = Arbiter::new(m, devices, Box::new(policy));
+        let mut a = arbiter_with(1, Box::new(policy), Box::<WallClock>::default());
         let slices = || {
             log.lock()
                 .unwrap()
@@ -1264,12 +1266,8 @@ mod tests {
     fn a_live_tick_balances_what_cfs_without_newidle_leaves_unbalanced() {
         const MS: u64 = 1_000_000;
         let clock = ManualClock::default();
-        let text = "name = \"t\"\n[[package]]\ncores = 2\n";
-        let mut m = hetsched_topology::machine_file::parse(text, "test").unwrap();
-        m.derive_units(UnitGranularity::Pu);
         let cfs = hetsched_policies::build("cfs:newidle=0,balance_ms=4", 0).unwrap();
-        let devices = crate::devices::described(&m);
-        let mut a = Arbiter::with_clock(m, devices, cfs, Box::new(clock.clone()));
+        let mut a = arbiter_with(2, cfs, Box::new(clock.clone()));
         clock.set(MS);
         assert!(granted(&a.alloc(1, &meta()).unwrap(), 1)); // u0
         assert!(granted(&a.alloc(2, &meta()).unwrap(), 2)); // u1
@@ -1299,13 +1297,9 @@ mod tests {
     #[test]
     fn ticks_run_live_on_the_policys_interval_while_tasks_are_live() {
         let clock = ManualClock::default();
-        let text = "name = \"t\"\n[[package]]\ncores = 2\n";
-        let mut m = hetsched_topology::machine_file::parse(text, "test").unwrap();
-        m.derive_units(UnitGranularity::Pu);
         let cfs = hetsched_policies::build("cfs:balance_ms=4", 0).unwrap();
         let (policy, log) = hetsched_policies::recording::Recording::new(cfs);
-        let devices = crate::devices::described(&m);
-        let mut a = Arbiter::with_clock(m, devices, Box::new(policy), Box::new(clock.clone()));
+        let mut a = arbiter_with(2, Box::new(policy), Box::new(clock.clone()));
         let ticks = || {
             log.lock()
                 .unwrap()
