@@ -138,6 +138,8 @@ struct Live {
     grants: u64,
     /// Flag deadlines: (time ns, unit, task) when a running task's slice ends.
     deadlines: Vec<(u64, UnitId, TaskId)>,
+    /// A task left a unit since the last [`Live::offer_idle`]: a unit may have gone idle.
+    vacated: bool,
     /// Ended tasks, newest last, at most [`HISTORY`] of them (a daemon runs for
     /// months: its memory must not grow with every task it ever served).
     history: VecDeque<EndedTask>,
@@ -220,6 +222,7 @@ impl Arbiter {
                 effects: Vec::new(),
                 grants: 0,
                 deadlines: Vec::new(),
+                vacated: false,
                 history: VecDeque::new(),
                 record: None,
                 answering: None,
@@ -825,6 +828,12 @@ impl Live {
     /// Edge-triggered: a `keep` answer resets the flag, so idle units do not keep every
     /// checkpoint off the fast path.
     fn offer_idle(&mut self, core: &EngineCore) {
+        // Only after a task left a unit: otherwise every turn of the server's loop
+        // (`expire`) would raise the flags again beside units that were idle all along,
+        // and each in-slice re-request would go to the daemon.
+        if !std::mem::take(&mut self.vacated) {
+            return;
+        }
         // The kinds of the idle units first, then one pass over the running tasks:
         // O(units + running), not their product.
         let mut idle_kinds = PerUnitType::<bool>::default();
@@ -905,6 +914,7 @@ impl Host for Live {
 
     fn left(&mut self, _core: &mut EngineCore, u: UnitId, _task: TaskId) {
         self.deadlines.retain(|d| d.1 != u);
+        self.vacated = true;
     }
 
     /// A queued task may change the answer of any holder it could replace.
@@ -1258,6 +1268,24 @@ mod tests {
         assert!(!nodes.contains(&7), "{nodes:?}");
         // Nothing was admitted, and a good request is served.
         assert!(granted(&a.alloc(1, &meta()).unwrap(), 1));
+    }
+
+    /// Idle units raise a holder's flag once, when one goes idle: a unit idle all along
+    /// does not send each of the holder's re-requests to the daemon.
+    #[test]
+    fn units_idle_all_along_leave_the_holders_flag_down() {
+        let mut a = arbiter(3, "fcfs");
+        assert!(granted(&a.alloc(1, &meta()).unwrap(), 1));
+        assert!(granted(&a.alloc(2, &meta()).unwrap(), 2));
+        // Two more units idle: nothing new, no flag, however often the loop turns.
+        for _ in 0..3 {
+            assert!(a.expire().0.is_empty());
+        }
+        // One goes idle: the other holder may move there, once.
+        let effects = a.free(2, true).unwrap();
+        assert!(effects.contains(&Effect::Ask(1)), "{effects:?}");
+        assert_eq!(a.rerequest(1).unwrap(), Verdict::Keep);
+        assert!(a.expire().0.is_empty());
     }
 
     /// cfs without its new-idle pull: a unit left idle while another has a task waiting
