@@ -9,8 +9,8 @@
 //! until counts differ by at most one. Linux splits balancing the same way
 //! (`SD_BALANCE_NEWIDLE` and the periodic balancer); `newidle=0` turns the pull off, so
 //! that only the periodic tick balances (how the live tick is tested, and how a
-//! scheduling domain without `SD_BALANCE_NEWIDLE` behaves). By construction it counts tasks and never looks at
-//! unit speed. Accelerators are treated as ordinary run queues (their tasks stop only at
+//! scheduling domain without `SD_BALANCE_NEWIDLE` behaves). By construction it counts
+//! tasks and never looks at unit speed. Accelerators are treated as ordinary run queues (their tasks stop only at
 //! checkpoints).
 //!
 //! Parameters: `latency_ms` (6) and `min_granularity_ms` (0.75), each in [0.1, 1000] as
