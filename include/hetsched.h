@@ -33,6 +33,18 @@ enum hetsched_unit_type {
     HETSCHED_COPROCESSOR = 3,
 };
 
+/* A task's meta information (hetsched_alloc_meta). */
+typedef struct {
+    const char *kind;           /* task type name; NULL: "task" */
+    hetsched_affinity affinity;
+    uint64_t bytes_in;          /* copied to an accelerator before a run there */
+    uint64_t bytes_out;         /* copied back after it completes there */
+    uint64_t checkpoint_ns[4];  /* by enum hetsched_unit_type: time between checkpoints,
+                                   0 = none there; at most one day (86400e9) */
+    int32_t numa_home;          /* OS index of the NUMA node holding its memory; -1: unknown */
+    uint32_t weight;            /* CFS weight; 0: 1024 (nice 0) */
+} hetsched_meta;
+
 #define HETSCHED_MAX_CPUS 256
 
 typedef struct {
@@ -54,6 +66,8 @@ enum hetsched_verdict {
 hetsched_client *hetsched_connect(const char *socket_path, const char *name);
 int hetsched_alloc(hetsched_client *c, const char *kind, const hetsched_affinity *affinity,
                    uint64_t memory_to_copy, hetsched_grant *grant);
+/* As hetsched_alloc, with all of the task's meta information. */
+int hetsched_alloc_meta(hetsched_client *c, const hetsched_meta *meta, hetsched_grant *grant);
 /* Returns a hetsched_verdict, or -1. */
 int hetsched_rerequest(hetsched_client *c, uint32_t *migrate_to);
 int hetsched_free(hetsched_client *c, int finished);

@@ -1,7 +1,7 @@
 //! The C ABI over [`hetsched_live::client::Client`]; the header is `include/hetsched.h`.
 
 use hetsched_live::client::Client;
-use hetsched_live::protocol::{MetaInfo, Verdict, WireAffinity};
+use hetsched_live::protocol::{MetaInfo, Verdict, WireAffinity, WireCheckpoints};
 use hetsched_live::server::default_socket_path;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
@@ -9,12 +9,28 @@ use std::path::PathBuf;
 
 pub const MAX_CPUS: usize = 256;
 
+#[derive(Clone, Copy)]
 #[repr(C)]
 pub struct Affinity {
     pub cpu: f64,
     pub gpu: f64,
     pub opencl: f64,
     pub coprocessor: f64,
+}
+
+/// A task's meta information (`hetsched_meta`).
+#[repr(C)]
+pub struct Meta {
+    pub kind: *const c_char,
+    pub affinity: Affinity,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Per unit type, in `UnitType::ALL` order (cpu, gpu, opencl, coprocessor).
+    pub checkpoint_ns: [u64; 4],
+    /// −1: unknown.
+    pub numa_home: i32,
+    /// 0: 1024.
+    pub weight: u32,
 }
 
 #[repr(C)]
@@ -73,22 +89,60 @@ pub unsafe extern "C" fn hetsched_alloc(
     memory_to_copy: u64,
     grant: *mut Grant,
 ) -> c_int {
-    if c.is_null() || affinity.is_null() || grant.is_null() {
+    if affinity.is_null() {
         return set_error("hetsched_alloc: NULL argument");
     }
     // SAFETY: non-NULL and valid per the caller's contract.
-    let (client, a, out) = unsafe { (&mut *c, &*affinity, &mut *grant) };
+    let a = unsafe { &*affinity };
+    let meta = Meta {
+        kind,
+        affinity: *a,
+        bytes_in: memory_to_copy,
+        bytes_out: 0,
+        checkpoint_ns: [0; 4],
+        numa_home: -1,
+        weight: 0,
+    };
+    // SAFETY: per the caller's contract.
+    unsafe { hetsched_alloc_meta(c, &meta, grant) }
+}
+
+/// # Safety
+/// `c` comes from `hetsched_connect`; `meta` and `grant` point to valid structs and
+/// `meta.kind` is NULL or a string.
+#[no_mangle]
+pub unsafe extern "C" fn hetsched_alloc_meta(
+    c: *mut Client,
+    meta: *const Meta,
+    grant: *mut Grant,
+) -> c_int {
+    if c.is_null() || meta.is_null() || grant.is_null() {
+        return set_error("hetsched_alloc: NULL argument");
+    }
+    // SAFETY: non-NULL and valid per the caller's contract.
+    let (client, m, out) = unsafe { (&mut *c, &*meta, &mut *grant) };
+    let a = &m.affinity;
+    let cp = m.checkpoint_ns;
     let meta = MetaInfo {
         // SAFETY: per the caller's contract.
-        kind: unsafe { string(kind) }.unwrap_or_else(|| "task".into()),
+        kind: unsafe { string(m.kind) }.unwrap_or_else(|| "task".into()),
         affinity: WireAffinity {
             cpu: a.cpu,
             gpu: a.gpu,
             opencl: a.opencl,
             coprocessor: a.coprocessor,
         },
-        memory_to_copy,
-        weight: 1024,
+        memory_to_copy: m.bytes_in,
+        bytes_out: m.bytes_out,
+        checkpoint_ns: WireCheckpoints {
+            cpu: cp[0],
+            gpu: cp[1],
+            opencl: cp[2],
+            coprocessor: cp[3],
+        },
+        // Any negative number: unknown.
+        numa_home: u32::try_from(m.numa_home).ok(),
+        weight: if m.weight == 0 { 1024 } else { m.weight },
         ..MetaInfo::default()
     };
     match client.alloc(&meta) {

@@ -84,6 +84,23 @@ fn the_c_worker_runs_against_the_daemon() {
         "{text} {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // A declared checkpoint interval is accepted; one beyond a day is refused by name.
+    let declared = |ns: &str| {
+        Command::new(&exe)
+            .args([socket.to_str().unwrap(), "5000", "1000", ns])
+            .env("LD_LIBRARY_PATH", lib_dir())
+            .output()
+            .unwrap()
+    };
+    let ok = declared("2000000");
+    assert!(String::from_utf8_lossy(&ok.stdout).starts_with("done 5000 grants "));
+    let long = declared("86400000000001");
+    assert!(!long.status.success());
+    let err = String::from_utf8_lossy(&long.stderr);
+    assert!(
+        err.contains("checkpoint_ns.cpu must be in [0, 86400000000000]"),
+        "{err}"
+    );
     // Bad input: no daemon there.
     let none = Command::new(&exe)
         .args([tmp.path().join("none").to_str().unwrap(), "1", "1"])

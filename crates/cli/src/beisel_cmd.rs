@@ -3,6 +3,7 @@
 
 use clap::Args;
 use hetsched_beisel::experiments;
+use hetsched_beisel::live::{LiveOptions, LIVE_MD5, LIVE_POLICIES, LIVE_PRIME};
 use hetsched_core::Result;
 use std::path::PathBuf;
 
@@ -67,5 +68,39 @@ pub fn demo(args: OutArgs) -> Result<()> {
         "outputs in {0}: table.txt, tasks-<policy>.csv, turnaround-cdf.png, trace.json (open in ui.perfetto.dev)",
         out.display()
     );
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct LiveArgs {
+    /// Output directory.
+    #[arg(long, default_value = "hetsched-out/beisel-live")]
+    out: PathBuf,
+    /// Policies to compare (default: FCFS and time-sharing with the paper's 4 s
+    /// accelerator granularity scaled to this run's length).
+    #[arg(long = "policy", default_values_t = LIVE_POLICIES.map(String::from))]
+    policies: Vec<String>,
+    /// Words of the MD5 searches: each is searched over a..z of its length.
+    #[arg(long, value_delimiter = ',', default_values_t = LIVE_MD5.map(String::from))]
+    md5: Vec<String>,
+    /// Numbers to factorise (semiprimes: trial division runs to the smaller factor).
+    #[arg(long, value_delimiter = ',', default_values_t = LIVE_PRIME)]
+    prime: Vec<u64>,
+}
+
+pub fn live(args: LiveArgs) -> Result<()> {
+    let options = LiveOptions {
+        apps: std::env::current_exe().map_err(hetsched_core::Error::runtime)?,
+        policies: args.policies,
+        md5: args.md5,
+        prime: args.prime,
+    };
+    eprintln!(
+        "beisel-live: {} apps under each of {} ...",
+        options.md5.len() + options.prime.len(),
+        options.policies.join(", ")
+    );
+    let table = hetsched_beisel::live::live(&args.out, &options)?;
+    done(&table, &args.out);
     Ok(())
 }

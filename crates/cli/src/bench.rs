@@ -3,12 +3,13 @@
 use clap::{Args, Subcommand};
 use hetsched_core::machine::UnitGranularity;
 use hetsched_core::Result;
+use hetsched_live::bench::Placement;
 use std::time::Instant;
 
 #[derive(Subcommand)]
 pub enum Bench {
     /// The live daemon: alloc+free latency, in-slice re-request cost, throughput.
-    Daemon(crate::daemon_bench::DaemonBench),
+    Daemon(DaemonBench),
     /// Time loading a machine description (default: the 192-core hwloc XML).
     Topology(TopologyBench),
     /// MD5 words/s and trial divisions/s of the example apps, CPU and OpenCL.
@@ -26,13 +27,51 @@ pub enum Bench {
 pub fn run(which: Bench) -> Result<()> {
     match which {
         Bench::Topology(args) => topology(args),
-        Bench::Daemon(args) => crate::daemon_bench::run(args),
+        Bench::Daemon(args) => daemon(args),
         Bench::Apps(args) => crate::app_cmd::bench(args),
         Bench::Sim(args) => sim(args),
         Bench::Nuca(a) => crate::nuca_cmd::bench(a),
         Bench::O2(a) => crate::o2_cmd::bench_o2(a),
         Bench::Reuse(a) => reuse(a),
     }
+}
+
+#[derive(Args)]
+pub struct DaemonBench {
+    /// Alloc+free round trips timed for the latency figures (per placement).
+    #[arg(long, default_value_t = 20_000)]
+    round_trips: usize,
+    /// Concurrent clients for the throughput figures.
+    #[arg(long, default_value_t = 64)]
+    clients: usize,
+    /// Units the daemon arbitrates (virtual CPU units).
+    #[arg(long, default_value_t = 16)]
+    units: u32,
+    /// Policy spec.
+    #[arg(long, default_value = "fcfs")]
+    policy: String,
+    /// Measure only these placements (default: all three): `apart` (the daemon on the
+    /// last CPU, the timed client on the first), `colocated` (all on the first CPU),
+    /// `unpinned` (the kernel places them).
+    #[arg(long, value_delimiter = ',', value_parser = Placement::NAMES)]
+    placement: Vec<String>,
+}
+
+fn daemon(args: DaemonBench) -> Result<()> {
+    let report = hetsched_live::bench::run(&hetsched_live::bench::Options {
+        round_trips: args.round_trips,
+        clients: args.clients,
+        units: args.units,
+        policy: args.policy,
+        // clap accepted only Placement::NAMES.
+        placements: args
+            .placement
+            .iter()
+            .filter_map(|p| Placement::parse(p))
+            .collect(),
+    })?;
+    print!("{report}");
+    Ok(())
 }
 
 #[derive(Args)]

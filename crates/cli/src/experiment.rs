@@ -15,7 +15,7 @@ pub enum Experiment {
     /// Beisel et al. live: md5 / prime processes on this machine's PUs and OpenCL
     /// devices under the daemon, FCFS vs time-sharing.
     #[command(name = "beisel-live")]
-    BeiselLive(crate::beisel_live::BeiselLiveArgs),
+    BeiselLive(beisel_cmd::LiveArgs),
     /// Beisel et al. Fig. 3: 15 MD5 tasks, GPU queue limit 5, progress over time.
     #[command(name = "beisel-fig3")]
     BeiselFig3(beisel_cmd::OutArgs),
@@ -40,7 +40,7 @@ pub fn run(which: Experiment) -> Result<()> {
         Experiment::ShimTheta(a) => crate::nuca_cmd::shim_theta(a),
         Experiment::CoretimeLive(a) => crate::o2_cmd::coretime_live(a),
         Experiment::CoretimeSim(a) => crate::o2_cmd::coretime_sim(a),
-        Experiment::BeiselLive(a) => crate::beisel_live::run(a),
+        Experiment::BeiselLive(a) => beisel_cmd::live(a),
         Experiment::BeiselFig3(a) => beisel_cmd::fig3(a),
         Experiment::BeiselFig4(a) => beisel_cmd::fig4(a),
         Experiment::BeiselFig5(a) => beisel_cmd::fig5(a),

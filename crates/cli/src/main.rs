@@ -7,9 +7,7 @@
 
 mod app_cmd;
 mod beisel_cmd;
-mod beisel_live;
 mod bench;
-mod daemon_bench;
 mod daemon_cmd;
 mod ding_cmd;
 mod experiment;

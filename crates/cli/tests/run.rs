@@ -431,3 +431,69 @@ fn stats_show_ticks_and_the_measured_sample_of_a_running_program() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("ticks ") && text.contains("(proc"), "{text}");
 }
+
+/// The daemon's tick count and, per live task, its state and unit.
+fn ticks_and_tasks(d: &Daemon) -> (u64, Vec<(String, Option<u32>)>) {
+    let Ok(Reply::Stats { ticks, tasks, .. }) = d.client().stats() else {
+        panic!("no stats")
+    };
+    let live = tasks
+        .into_iter()
+        .filter(|t| t.state != "ended")
+        .map(|t| (t.state, t.unit))
+        .collect();
+    (ticks, live)
+}
+
+/// Under `cfs` without its new-idle pull, two busy programs sharing unit 0 while unit 1
+/// idles are balanced by the daemon's periodic tick within two balance periods, and the
+/// move is applied to the program: its CPU affinity becomes unit 1's PU.
+#[test]
+fn a_live_cfs_tick_balances_two_programs_sharing_a_unit() {
+    // A long period, so that the test's own delays (seconds, on a loaded machine) are
+    // small against it; counted in ticks, not measured in wall-clock time.
+    let d = Daemon::start(2, 0, "cfs:newidle=0,balance_ms=1500");
+    let a = start_program(&d, "while :; do :; done"); // unit 0 (fewest tasks, lowest id)
+    let mut b = start_program(&d, "exec sleep 1000"); // unit 1
+                                                      // Queued on unit 0 behind `a`; it prints its pid once `a` yields to it.
+    let c = start_program(&d, "while :; do :; done");
+    for p in [&a, &c] {
+        assert_eq!(p.status("Cpus_allowed_list").as_deref(), Some("0"));
+    }
+    assert_eq!(b.status("Cpus_allowed_list").as_deref(), Some("1"));
+    // Counts 2:1 differ by one: no tick moves anything yet.
+    let (before, tasks) = ticks_and_tasks(&d);
+    assert_eq!(
+        tasks.iter().filter(|t| t.1 == Some(0)).count(),
+        2,
+        "{tasks:?}"
+    );
+    // `b` ends: unit 1 idles while `a` and `c` take turns on unit 0.
+    b.signal_agent(Signal::SIGTERM);
+    assert_eq!(b.wait().code(), Some(128 + 15));
+    let mut after = 0;
+    wait_until("one of the two runs on unit 1", || {
+        let (ticks, tasks) = ticks_and_tasks(&d);
+        after = ticks;
+        tasks.contains(&("running".to_string(), Some(1)))
+    });
+    // The tick that moved it is at most two after the last count taken before `b`
+    // ended (`after` counts ticks until this test saw the move, so it can only be more).
+    assert!(
+        after > before && after - before <= 2,
+        "moved after {} ticks",
+        after - before
+    );
+    // Applied to the process: one program now runs on PU 1, the other stays on PU 0.
+    let mut cpus = [String::new(), String::new()];
+    wait_until("the programs' affinities are PUs 0 and 1", || {
+        cpus = [&a, &c].map(|p| p.status("Cpus_allowed_list").unwrap_or_default());
+        cpus.contains(&"0".to_string()) && cpus.contains(&"1".to_string())
+    });
+    // And it runs there: it was let go on (not left stopped) and gains CPU time.
+    let moved = if cpus[0] == "1" { &a } else { &c };
+    let ran = moved.stat().unwrap().1;
+    wait_until("the moved program ran 0.3 s more", || {
+        moved.stat().unwrap().1 >= ran + 30
+    });
+}

@@ -33,7 +33,8 @@
 //! counted ([`Arbiter::violations`]), and the daemon serves on.
 
 use crate::protocol::{
-    ErrorCode, MetaInfo, NewUnit, Reply, TaskStats, UnitChanges, UnitInfo, Verdict, MAX_KIND,
+    ErrorCode, MetaInfo, NewUnit, Reply, TaskStats, UnitChanges, UnitInfo, Verdict,
+    MAX_CHECKPOINT_NS, MAX_KIND,
 };
 use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host, Requeue};
 use hetsched_core::machine::{Accelerator, Machine, Unit, UnitType};
@@ -137,6 +138,8 @@ struct Live {
     grants: u64,
     /// Flag deadlines: (time ns, unit, task) when a running task's slice ends.
     deadlines: Vec<(u64, UnitId, TaskId)>,
+    /// A task left a unit since the last [`Live::offer_idle`]: a unit may have gone idle.
+    vacated: bool,
     /// Ended tasks, newest last, at most [`HISTORY`] of them (a daemon runs for
     /// months: its memory must not grow with every task it ever served).
     history: VecDeque<EndedTask>,
@@ -219,6 +222,7 @@ impl Arbiter {
                 effects: Vec::new(),
                 grants: 0,
                 deadlines: Vec::new(),
+                vacated: false,
                 history: VecDeque::new(),
                 record: None,
                 answering: None,
@@ -344,6 +348,36 @@ impl Arbiter {
             }
             affinity.set(kind, a);
         }
+        let mut checkpoint_ns = PerUnitType::<u64>::default();
+        for kind in UnitType::ALL {
+            let ns = meta.checkpoint_ns.get(kind);
+            if ns > MAX_CHECKPOINT_NS {
+                return Err((
+                    ErrorCode::Malformed,
+                    format!("checkpoint_ns.{kind} must be in [0, {MAX_CHECKPOINT_NS}] (one day), not {ns}"),
+                ));
+            }
+            checkpoint_ns.set(kind, ns);
+        }
+        let machine = self.core.machine();
+        if let Some(node) = meta.numa_home.filter(|&n| machine.numa_node(n).is_none()) {
+            let nodes: Vec<String> = machine
+                .numa_nodes
+                .iter()
+                .map(|n| n.os_index.to_string())
+                .collect();
+            return Err((
+                ErrorCode::Malformed,
+                format!(
+                    "numa_home {node} is not a NUMA node of this machine (its nodes: {})",
+                    if nodes.is_empty() {
+                        "none".to_string()
+                    } else {
+                        nodes.join(", ")
+                    }
+                ),
+            ));
+        }
         let id = self.next_task;
         self.next_task += 1;
         if let (Some(m), Some(pid)) = (&mut self.live.processes, meta.pid) {
@@ -356,6 +390,9 @@ impl Arbiter {
             kind: meta.kind.as_str().into(),
             affinity,
             bytes_in: meta.memory_to_copy,
+            bytes_out: meta.bytes_out,
+            numa_home: meta.numa_home,
+            checkpoint_ns,
             weight: meta.weight.max(1),
             ..Task::cpu(id, self.core.now())
         };
@@ -791,6 +828,12 @@ impl Live {
     /// Edge-triggered: a `keep` answer resets the flag, so idle units do not keep every
     /// checkpoint off the fast path.
     fn offer_idle(&mut self, core: &EngineCore) {
+        // Only after a task left a unit: otherwise every turn of the server's loop
+        // (`expire`) would raise the flags again beside units that were idle all along,
+        // and each in-slice re-request would go to the daemon.
+        if !std::mem::take(&mut self.vacated) {
+            return;
+        }
         // The kinds of the idle units first, then one pass over the running tasks:
         // O(units + running), not their product.
         let mut idle_kinds = PerUnitType::<bool>::default();
@@ -871,6 +914,7 @@ impl Host for Live {
 
     fn left(&mut self, _core: &mut EngineCore, u: UnitId, _task: TaskId) {
         self.deadlines.retain(|d| d.1 != u);
+        self.vacated = true;
     }
 
     /// A queued task may change the answer of any holder it could replace.
@@ -931,11 +975,17 @@ mod tests {
     use hetsched_core::record::EventKind;
 
     fn arbiter(cores: u32, policy: &str) -> Arbiter {
+        let policy = hetsched_policies::build(policy, 0).unwrap();
+        arbiter_with(cores, policy, Box::<WallClock>::default())
+    }
+
+    /// An arbiter over `cores` CPU units running `policy`, with time from `clock`.
+    fn arbiter_with(cores: u32, policy: Box<dyn Policy>, clock: Box<dyn Clock>) -> Arbiter {
         let text = format!("name = \"t\"\n[[package]]\ncores = {cores}\n");
         let mut m = hetsched_topology::machine_file::parse(&text, "test").unwrap();
         m.derive_units(UnitGranularity::Pu);
         let devices = crate::devices::described(&m);
-        Arbiter::new(m, devices, hetsched_policies::build(policy, 0).unwrap())
+        Arbiter::with_clock(m, devices, policy, clock)
     }
 
     fn arbiter_with_opencl(policy: &str) -> Arbiter {
@@ -1137,16 +1187,147 @@ mod tests {
         a.record().unwrap().check().unwrap();
     }
 
+    /// A live task's checkpoint interval, bytes out and NUMA home reach the policy's
+    /// view of it: `affinity` without time-sharing lets a CPU task without checkpoints
+    /// run unsliced, and slices one that declares a CPU checkpoint interval at its
+    /// checkpoints.
+    #[test]
+    fn a_live_tasks_checkpoint_interval_reaches_the_policy() {
+        const MS: u64 = 1_000_000;
+        let policy = hetsched_policies::build("affinity:fcfs=1", 0).unwrap();
+        let (policy, log) = hetsched_policies::recording::Recording::new(policy);
+        let mut a = arbiter_with(1, Box::new(policy), Box::<WallClock>::default());
+        let slices = || {
+            log.lock()
+                .unwrap()
+                .iter()
+                .filter_map(|c| match c {
+                    hetsched_policies::recording::Call::TimeSlice { task, answer, .. } => {
+                        Some((*task, *answer))
+                    }
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        assert!(granted(&a.alloc(1, &meta()).unwrap(), 1));
+        a.free(1, true).unwrap();
+        let declared = MetaInfo {
+            bytes_out: 4096,
+            checkpoint_ns: crate::protocol::WireCheckpoints {
+                cpu: 3 * MS,
+                ..Default::default()
+            },
+            numa_home: a.core.machine().numa_nodes.first().map(|n| n.os_index),
+            ..meta()
+        };
+        assert!(granted(&a.alloc(2, &declared).unwrap(), 2));
+        let task = a.core.tasks().iter().next().unwrap().1.task.clone();
+        assert_eq!(task.checkpoint_ns.get(UnitType::Cpu), 3 * MS);
+        assert_eq!((task.bytes_out, task.numa_home), (4096, declared.numa_home));
+        // affinity's CPU check period (10 ms) rounded up to whole 3 ms intervals.
+        let [(0, none), (1, Some(slice))] = slices()[..] else {
+            panic!("{:?}", slices())
+        };
+        assert_eq!((none, slice), (None, 12 * MS));
+    }
+
+    /// Declared fields out of range are refused, naming the field and the range.
+    #[test]
+    fn out_of_range_meta_info_is_refused_by_field() {
+        let mut a = arbiter(1, "fcfs");
+        let long = MetaInfo {
+            checkpoint_ns: crate::protocol::WireCheckpoints {
+                opencl: MAX_CHECKPOINT_NS + 1,
+                ..Default::default()
+            },
+            ..meta()
+        };
+        let (code, message) = a.alloc(1, &long).unwrap_err();
+        assert_eq!(code, ErrorCode::Malformed);
+        assert!(
+            message.contains("checkpoint_ns.opencl must be in [0, 86400000000000]"),
+            "{message}"
+        );
+        let nodes: Vec<u32> = a
+            .core
+            .machine()
+            .numa_nodes
+            .iter()
+            .map(|n| n.os_index)
+            .collect();
+        let far = MetaInfo {
+            numa_home: Some(7),
+            ..meta()
+        };
+        let (code, message) = a.alloc(1, &far).unwrap_err();
+        assert_eq!(code, ErrorCode::Malformed);
+        assert!(
+            message.contains("numa_home 7 is not a NUMA node"),
+            "{message}"
+        );
+        assert!(!nodes.contains(&7), "{nodes:?}");
+        // Nothing was admitted, and a good request is served.
+        assert!(granted(&a.alloc(1, &meta()).unwrap(), 1));
+    }
+
+    /// Idle units raise a holder's flag once, when one goes idle: a unit idle all along
+    /// does not send each of the holder's re-requests to the daemon.
+    #[test]
+    fn units_idle_all_along_leave_the_holders_flag_down() {
+        let mut a = arbiter(3, "fcfs");
+        assert!(granted(&a.alloc(1, &meta()).unwrap(), 1));
+        assert!(granted(&a.alloc(2, &meta()).unwrap(), 2));
+        // Two more units idle: nothing new, no flag, however often the loop turns.
+        for _ in 0..3 {
+            assert!(a.expire().0.is_empty());
+        }
+        // One goes idle: the other holder may move there, once.
+        let effects = a.free(2, true).unwrap();
+        assert!(effects.contains(&Effect::Ask(1)), "{effects:?}");
+        assert_eq!(a.rerequest(1).unwrap(), Verdict::Keep);
+        assert!(a.expire().0.is_empty());
+    }
+
+    /// cfs without its new-idle pull: a unit left idle while another has a task waiting
+    /// gets that task from the next live tick, not from its own pick.
+    #[test]
+    fn a_live_tick_balances_what_cfs_without_newidle_leaves_unbalanced() {
+        const MS: u64 = 1_000_000;
+        let clock = ManualClock::default();
+        let cfs = hetsched_policies::build("cfs:newidle=0,balance_ms=4", 0).unwrap();
+        let mut a = arbiter_with(2, cfs, Box::new(clock.clone()));
+        clock.set(MS);
+        assert!(granted(&a.alloc(1, &meta()).unwrap(), 1)); // u0
+        assert!(granted(&a.alloc(2, &meta()).unwrap(), 2)); // u1
+        assert!(!granted(&a.alloc(3, &meta()).unwrap(), 3)); // waits on u0
+                                                             // Task 2 ends: u1 idles, and task 3 still waits on u0.
+        assert!(!granted(&a.free(2, true).unwrap(), 3));
+        let Reply::Stats { ticks, .. } = a.stats() else {
+            panic!()
+        };
+        assert_eq!(ticks, 0);
+        clock.set(3 * MS);
+        assert!(!granted(&a.expire().0, 3), "no tick is due yet");
+        // The tick at 4 ms moves it to u1, which starts it.
+        clock.set(4 * MS);
+        let (effects, _) = a.expire();
+        assert!(
+            effects.iter().any(|e| matches!(e,
+                Effect::Reply(3, Reply::Granted { unit, .. }) if unit.id == 1)),
+            "{effects:?}"
+        );
+        let Reply::Stats { ticks, .. } = a.stats() else {
+            panic!()
+        };
+        assert_eq!(ticks, 1);
+    }
+
     #[test]
     fn ticks_run_live_on_the_policys_interval_while_tasks_are_live() {
         let clock = ManualClock::default();
-        let text = "name = \"t\"\n[[package]]\ncores = 2\n";
-        let mut m = hetsched_topology::machine_file::parse(text, "test").unwrap();
-        m.derive_units(UnitGranularity::Pu);
         let cfs = hetsched_policies::build("cfs:balance_ms=4", 0).unwrap();
         let (policy, log) = hetsched_policies::recording::Recording::new(cfs);
-        let devices = crate::devices::described(&m);
-        let mut a = Arbiter::with_clock(m, devices, Box::new(policy), Box::new(clock.clone()));
+        let mut a = arbiter_with(2, Box::new(policy), Box::new(clock.clone()));
         let ticks = || {
             log.lock()
                 .unwrap()

@@ -11,13 +11,14 @@
 //! | message | bytes after the tag |
 //! |---|---|
 //! | `A` alloc | weight u32, memory_to_copy u64, affinity cpu, gpu, opencl, coprocessor f64, kind (UTF-8, rest) |
+//! | `B` alloc with extras | weight u32, memory_to_copy u64, bytes_out u64, checkpoint_ns cpu, gpu, opencl, coprocessor u64, numa_home u32 (`u32::MAX`: none), affinity cpu, gpu, opencl, coprocessor f64, kind (UTF-8, rest) |
 //! | `R` rerequest | — |
 //! | `F` free | finished u8 (0 / 1) |
 //! | `G` granted | task u64, unit u32, type u8, capacity u32, device i64 (−1: none), online u8, running i64 (−1: none), queued u32, link bandwidth f64, link latency f64 (NaN: unknown), cpu count u32, cpus u32…, name (UTF-8, rest) |
 //! | `V` rerequest verdict | 0 keep / 1 yield / 2 migrate, then the target unit u32 for migrate |
 //! | `D` freed | — |
 
-use crate::protocol::{MetaInfo, Reply, Request, UnitInfo, Verdict, WireAffinity};
+use crate::protocol::{MetaInfo, Reply, Request, UnitInfo, Verdict, WireAffinity, WireCheckpoints};
 use hetsched_core::machine::UnitType;
 
 /// The length-prefix bit that marks a compact frame.
@@ -29,9 +30,18 @@ pub fn encode_request(request: &Request, out: &mut Vec<u8>) -> bool {
     match request {
         // The optional fields of `hetsched run` tasks travel as JSON.
         Request::Alloc { meta } if meta.is_compact() => {
-            out.push(b'A');
+            // Most tasks declare no extras: their frame stays short.
+            let extras = meta.has_extras();
+            out.push(if extras { b'B' } else { b'A' });
             out.extend_from_slice(&meta.weight.to_le_bytes());
             out.extend_from_slice(&meta.memory_to_copy.to_le_bytes());
+            if extras {
+                out.extend_from_slice(&meta.bytes_out.to_le_bytes());
+                for kind in UnitType::ALL {
+                    out.extend_from_slice(&meta.checkpoint_ns.get(kind).to_le_bytes());
+                }
+                out.extend_from_slice(&meta.numa_home.unwrap_or(u32::MAX).to_le_bytes());
+            }
             for kind in UnitType::ALL {
                 out.extend_from_slice(&meta.affinity.get(kind).to_le_bytes());
             }
@@ -159,9 +169,21 @@ pub fn decode_request(body: &[u8]) -> Result<Request, String> {
     };
     let mut f = Fields { rest };
     match tag {
-        b'A' => {
+        b'A' | b'B' => {
             let weight = f.u32("alloc weight")?;
             let memory_to_copy = f.u64("alloc memory_to_copy")?;
+            let (mut bytes_out, mut checkpoint_ns, mut numa_home) =
+                (0, WireCheckpoints::default(), None);
+            if tag == b'B' {
+                bytes_out = f.u64("alloc bytes_out")?;
+                checkpoint_ns = WireCheckpoints {
+                    cpu: f.u64("alloc checkpoint_ns")?,
+                    gpu: f.u64("alloc checkpoint_ns")?,
+                    opencl: f.u64("alloc checkpoint_ns")?,
+                    coprocessor: f.u64("alloc checkpoint_ns")?,
+                };
+                numa_home = Some(f.u32("alloc numa_home")?).filter(|&n| n != u32::MAX);
+            }
             let affinity = WireAffinity {
                 cpu: f.f64("alloc affinity")?,
                 gpu: f.f64("alloc affinity")?,
@@ -175,6 +197,9 @@ pub fn decode_request(body: &[u8]) -> Result<Request, String> {
                     affinity,
                     memory_to_copy,
                     weight,
+                    bytes_out,
+                    checkpoint_ns,
+                    numa_home,
                     ..MetaInfo::default()
                 },
             })
@@ -274,12 +299,18 @@ mod tests {
     proptest! {
         #[test]
         fn requests_round_trip(kind in "\\PC{0,40}", weight: u32, bytes: u64,
-                               aff in proptest::array::uniform4(0.0f64..1e6), finished: bool) {
+                               aff in proptest::array::uniform4(0.0f64..1e6), finished: bool,
+                               bytes_out in prop_oneof![Just(0u64), any::<u64>()],
+                               cps in proptest::array::uniform4(prop_oneof![Just(0u64), any::<u64>()]),
+                               numa_home in proptest::option::of(0u32..u32::MAX)) {
             let meta = MetaInfo {
                 kind,
                 affinity: WireAffinity { cpu: aff[0], gpu: aff[1], opencl: aff[2], coprocessor: aff[3] },
                 memory_to_copy: bytes,
                 weight,
+                bytes_out,
+                checkpoint_ns: WireCheckpoints { cpu: cps[0], gpu: cps[1], opencl: cps[2], coprocessor: cps[3] },
+                numa_home,
                 ..MetaInfo::default()
             };
             for r in [Request::Alloc { meta: meta.clone() }, Request::Rerequest, Request::Free { finished }] {

@@ -25,6 +25,9 @@ pub const MAX_REQUEST: usize = 64 * 1024;
 pub const MAX_REPLY: usize = 16 << 20;
 /// Longest task kind name (bytes): the daemon keeps it for every task in its history.
 pub const MAX_KIND: usize = 256;
+/// Longest checkpoint interval a task may declare (one day, in ns): a policy multiplies
+/// intervals, and an interval longer than any run says "never" better as 0.
+pub const MAX_CHECKPOINT_NS: u64 = 86_400 * 1_000_000_000;
 
 /// Per-unit-type affinity as sent on the wire (0 or absent = no implementation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -51,6 +54,36 @@ impl WireAffinity {
     }
 }
 
+/// Checkpoint interval per unit type as sent on the wire, in ns (0 or absent = the task
+/// reaches no checkpoint there).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireCheckpoints {
+    #[serde(default)]
+    pub cpu: u64,
+    #[serde(default)]
+    pub gpu: u64,
+    #[serde(default)]
+    pub opencl: u64,
+    #[serde(default)]
+    pub coprocessor: u64,
+}
+
+impl WireCheckpoints {
+    pub fn get(&self, kind: UnitType) -> u64 {
+        match kind {
+            UnitType::Cpu => self.cpu,
+            UnitType::Gpu => self.gpu,
+            UnitType::OpenCl => self.opencl,
+            UnitType::CoProcessor => self.coprocessor,
+        }
+    }
+
+    pub fn is_none(&self) -> bool {
+        *self == WireCheckpoints::default()
+    }
+}
+
 /// A task's meta information (Beisel et al.'s `meta_info`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -64,6 +97,18 @@ pub struct MetaInfo {
     /// CFS-style weight, 1024 = nice 0.
     #[serde(default = "default_weight")]
     pub weight: u32,
+    /// Bytes copied back from an accelerator when the task completes there. (This and
+    /// the next two are left out when unset, so that a daemon older than them, which
+    /// refuses unknown fields, still serves clients that do not use them.)
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes_out: u64,
+    /// How long the task runs between checkpoints on each unit type, where it reaches
+    /// any (at most [`MAX_CHECKPOINT_NS`]).
+    #[serde(default, skip_serializing_if = "WireCheckpoints::is_none")]
+    pub checkpoint_ns: WireCheckpoints,
+    /// The NUMA node (OS index) holding the task's memory, one of the machine's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_home: Option<u32>,
     /// The process that runs the task, when it is an unmodified program (`hetsched
     /// run`): what the daemon's sampler will read. Carried, not used yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -85,6 +130,9 @@ impl Default for MetaInfo {
             affinity: WireAffinity::default(),
             memory_to_copy: 0,
             weight: default_weight(),
+            bytes_out: 0,
+            checkpoint_ns: WireCheckpoints::default(),
+            numa_home: None,
             pid: None,
             device: None,
             signature: None,
@@ -93,14 +141,27 @@ impl Default for MetaInfo {
 }
 
 impl MetaInfo {
-    /// Whether it carries nothing beyond what the compact encoding holds.
+    /// Whether it carries nothing beyond what the compact encoding holds (`u32::MAX`
+    /// stands for "no NUMA home" there).
     pub fn is_compact(&self) -> bool {
-        self.pid.is_none() && self.device.is_none() && self.signature.is_none()
+        self.pid.is_none()
+            && self.device.is_none()
+            && self.signature.is_none()
+            && self.numa_home != Some(u32::MAX)
+    }
+
+    /// Whether it carries any of the fields the short compact `alloc` leaves out.
+    pub fn has_extras(&self) -> bool {
+        self.bytes_out != 0 || !self.checkpoint_ns.is_none() || self.numa_home.is_some()
     }
 }
 
 fn default_weight() -> u32 {
     1024
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A unit as the daemon reports it.

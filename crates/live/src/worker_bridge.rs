@@ -55,6 +55,8 @@ impl Scheduler for DaemonScheduler {
                 coprocessor: meta.affinity(UnitType::CoProcessor) as f64,
             },
             memory_to_copy: meta.memory_to_copy,
+            // A worker's checkpoint comes back from the unit when it frees it.
+            bytes_out: meta.checkpoint_bytes,
             weight: 1024,
             ..MetaInfo::default()
         };

@@ -9,7 +9,7 @@ use hetsched_core::machine::UnitType;
 use hetsched_live::compact;
 use hetsched_live::protocol::{
     decode_request, encode, next_frame, MetaInfo, NewUnit, Request, UnitChanges, WireAffinity,
-    MAX_REQUEST,
+    WireCheckpoints, MAX_REQUEST,
 };
 use hetsched_live::shm::{SharedPage, SLOT};
 use proptest::prelude::*;
@@ -29,20 +29,37 @@ fn meta() -> impl Strategy<Value = MetaInfo> {
         any::<u32>(),
         proptest::option::of(any::<u32>()),
         proptest::option::of("\\PC{0,20}"),
+        // The extras: often absent (the short compact alloc), any value otherwise.
+        proptest::option::of((
+            any::<u64>(),
+            proptest::array::uniform4(any::<u64>()),
+            proptest::option::of(any::<u32>()),
+        )),
     )
-        .prop_map(|(kind, a, memory_to_copy, weight, pid, device)| MetaInfo {
-            kind,
-            affinity: WireAffinity {
-                cpu: a[0],
-                gpu: a[1],
-                opencl: a[2],
-                coprocessor: a[3],
-            },
-            memory_to_copy,
-            weight,
-            pid,
-            device,
-            signature: None,
+        .prop_map(|(kind, a, memory_to_copy, weight, pid, device, extras)| {
+            let (bytes_out, cp, numa_home) = extras.unwrap_or_default();
+            MetaInfo {
+                kind,
+                affinity: WireAffinity {
+                    cpu: a[0],
+                    gpu: a[1],
+                    opencl: a[2],
+                    coprocessor: a[3],
+                },
+                memory_to_copy,
+                weight,
+                bytes_out,
+                checkpoint_ns: WireCheckpoints {
+                    cpu: cp[0],
+                    gpu: cp[1],
+                    opencl: cp[2],
+                    coprocessor: cp[3],
+                },
+                numa_home,
+                pid,
+                device,
+                signature: None,
+            }
         })
 }
 

@@ -6,12 +6,15 @@
 //! unit with the fewest tasks (ties: lowest id) and start at that queue's min_vruntime;
 //! an idle unit pulls from the unit with most tasks (new-idle balance); every
 //! `balance_ms`, queued tasks move from the units with most tasks to those with fewest
-//! until counts differ by at most one. By construction it counts tasks and never looks at
-//! unit speed. Accelerators are treated as ordinary run queues (their tasks stop only at
+//! until counts differ by at most one. Linux splits balancing the same way
+//! (`SD_BALANCE_NEWIDLE` and the periodic balancer); `newidle=0` turns the pull off, so
+//! that only the periodic tick balances (how the live tick is tested, and how a
+//! scheduling domain without `SD_BALANCE_NEWIDLE` behaves). By construction it counts
+//! tasks and never looks at unit speed. Accelerators are treated as ordinary run queues (their tasks stop only at
 //! checkpoints).
 //!
 //! Parameters: `latency_ms` (6) and `min_granularity_ms` (0.75), each in [0.1, 1000] as
-//! Linux's sysctls; `balance_ms` (4; 0 = off, else [0.1, 10^6]).
+//! Linux's sysctls; `balance_ms` (4; 0 = off, else [0.1, 10^6]); `newidle` (1; 0 or 1).
 
 use crate::load::{LoadIndex, UnitLoad, UnitRecord};
 use crate::params::{ms_to_ns, Params};
@@ -27,7 +30,7 @@ use hetsched_core::Result;
 pub const REGISTERED: crate::Registered = crate::Registered {
     name: "cfs",
     about: "Linux CFS: per-unit vruntime queues, time slices, count-based balancing; blind to unit speed",
-    test_specs: &["cfs", "cfs:latency_ms=1,balance_ms=1"],
+    test_specs: &["cfs", "cfs:latency_ms=1,balance_ms=1", "cfs:newidle=0,balance_ms=1"],
     build: |spec, p, _| Ok(Box::new(Cfs::from_params(spec, p)?)),
 };
 
@@ -36,6 +39,8 @@ pub struct Cfs {
     latency_ns: u64,
     min_granularity_ns: u64,
     balance_ns: u64,
+    /// An idle unit pulls a queued task at once (new-idle balance).
+    newidle: bool,
     /// Each unit's run queue accounting, with its task count in the load index, so that
     /// an event on a unit touches one cache line of it.
     rqs: LoadIndex<RunQueue>,
@@ -132,11 +137,17 @@ impl Cfs {
             0.1..=1e6,
             true,
         )?);
+        let newidle = p.flag(
+            "newidle",
+            "an idle unit pulls a queued task at once (SD_BALANCE_NEWIDLE)",
+            true,
+        )?;
         Ok(Cfs {
             name: spec.to_string(),
             latency_ns,
             min_granularity_ns,
             balance_ns,
+            newidle,
             rqs: LoadIndex::empty(),
             entities: Vec::new(),
             index: QueueIndex::default(),
@@ -335,6 +346,9 @@ impl Policy for Cfs {
             return PickDecision::Run(t);
         }
         rq.curr = NO_TASK;
+        if !self.newidle {
+            return PickDecision::Idle;
+        }
         // New-idle balance: pull from the unit of this type with the most tasks (the
         // highest load alone rules out most cases without finding that unit).
         let kind = rq.unit.kind();

@@ -170,7 +170,10 @@ mod tests {
             .iter()
             .map(|p| p.key)
             .collect();
-        assert_eq!(cfs, ["latency_ms", "min_granularity_ms", "balance_ms"]);
+        assert_eq!(
+            cfs,
+            ["latency_ms", "min_granularity_ms", "balance_ms", "newidle"]
+        );
         let latency = &lookup("cfs").unwrap().params()[0];
         assert_eq!(
             (latency.default.as_str(), latency.accepts.as_str()),

@@ -169,7 +169,7 @@ proptest! {
         params in prop::collection::vec(
             (prop::sample::select(vec![
                 "latency_ms", "min_granularity_ms", "balance_ms", "seed", "learn", "gran_ms",
-                "cpu_gran_ms", "fcfs", "acc_limit", "cpu_limit", "bonus", "cpu_check_ms", "=", "",
+                "cpu_gran_ms", "fcfs", "acc_limit", "cpu_limit", "bonus", "cpu_check_ms", "newidle", "=", "",
             ]), number()),
             0..4,
         ),

@@ -132,6 +132,40 @@ fn cfs_time_slices_round_robin_and_pulls_when_idle() {
 }
 
 #[test]
+fn cfs_without_newidle_leaves_the_idle_unit_to_the_periodic_tick() {
+    // The three tasks of the test above, with the new-idle pull off: when t1 ends at 1 s,
+    // u1 idles while t0 and t2 share u0, until the next 4 ms balance (counts 2:0) moves
+    // the queued one to u1, within 2 × the balance period; nothing is stolen.
+    let m = cpus(&[1024, 1024]);
+    let tasks = vec![
+        Task::cpu(0, 1.0, 0),
+        Task::cpu(1, 1.0, 0),
+        Task::cpu(2, 1.0, 0),
+    ];
+    let rec = simulate(&m, "cfs:newidle=0,balance_ms=4", tasks);
+    let metrics = rec.metrics();
+    assert_eq!((metrics.steals, metrics.migrations), (0, 1));
+    let moves: Vec<(u64, TaskId)> = rec
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Migrate { to: 1, .. }))
+        .map(|e| (e.t_ns, e.task))
+        .collect();
+    assert_eq!(moves.len(), 1, "{moves:?}");
+    let (at, task) = moves[0];
+    assert!((S..=S + 2 * 4 * MS).contains(&at), "moved at {at} ns");
+    assert!([0, 2].contains(&task));
+    // u1 ran nothing between t1's end and the move.
+    let starts_on_u1: Vec<u64> = rec
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Start { unit: 1, .. }) && e.t_ns >= S)
+        .map(|e| e.t_ns)
+        .collect();
+    assert_eq!(starts_on_u1, [at]);
+}
+
+#[test]
 fn cfs_balancer_moves_queued_tasks_by_count() {
     // Two equal cores, six tasks at 0 placed by count alternately: u0 gets t0, t2, t4
     // (1 s each), u1 gets t1 (1 s), t3 and t5 (10 ms each). u1 finishes t3 and t5 within

@@ -1,5 +1,6 @@
-//! `hetsched bench daemon`: the live runtime's decision costs, measured against a real
-//! daemon (in this process, on a real Unix socket) with real clients.
+//! The live runtime's decision costs (`hetsched bench daemon`), measured against a real
+//! daemon (in this process, on a real Unix socket) with real clients. It lives with the
+//! daemon it measures; the CLI only parses its options and prints its [`Report`].
 //!
 //! Where the daemon and its clients run changes the figures more than anything the
 //! daemon does: two threads that poll for each other on one CPU take turns. So the
@@ -8,38 +9,33 @@
 //! unpinned (where the kernel puts them), with the load average beside them, since other
 //! work on the machine shares the CPUs too.
 
-use clap::Args;
+use crate::arbiter::Arbiter;
+use crate::client::{Client, Transport};
+use crate::protocol::{MetaInfo, Verdict, WireAffinity};
+use crate::{devices, server};
 use hetsched_core::machine::UnitGranularity;
 use hetsched_core::{Error, Result};
-use hetsched_live::arbiter::Arbiter;
-use hetsched_live::client::{Client, Transport};
-use hetsched_live::protocol::{MetaInfo, Verdict, WireAffinity};
-use hetsched_live::{devices, server};
 use hetsched_worker::{pin_current_thread, CpuMask};
+use std::fmt;
 use std::time::Instant;
 
-#[derive(Args)]
-pub struct DaemonBench {
+/// What to measure.
+pub struct Options {
     /// Alloc+free round trips timed for the latency figures (per placement).
-    #[arg(long, default_value_t = 20_000)]
-    round_trips: usize,
+    pub round_trips: usize,
     /// Concurrent clients for the throughput figures.
-    #[arg(long, default_value_t = 64)]
-    clients: usize,
+    pub clients: usize,
     /// Units the daemon arbitrates (virtual CPU units).
-    #[arg(long, default_value_t = 16)]
-    units: u32,
+    pub units: u32,
     /// Policy spec.
-    #[arg(long, default_value = "fcfs")]
-    policy: String,
-    /// Measure only these placements (default: all three).
-    #[arg(long, value_enum, value_delimiter = ',')]
-    placement: Vec<Placement>,
+    pub policy: String,
+    /// Measure only these placements (empty: all three).
+    pub placements: Vec<Placement>,
 }
 
 /// Where the daemon thread and the clients may run.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Placement {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
     /// The daemon on the last CPU, the timed client on the first; the throughput
     /// clients anywhere (as this bench always ran them: on one CPU, 64 clients would
     /// measure their own turns).
@@ -51,7 +47,15 @@ enum Placement {
 }
 
 impl Placement {
-    const ALL: [Placement; 3] = [Placement::Apart, Placement::Colocated, Placement::Unpinned];
+    pub const ALL: [Placement; 3] = [Placement::Apart, Placement::Colocated, Placement::Unpinned];
+    /// The names [`Placement::parse`] accepts, in the order of [`Placement::ALL`].
+    pub const NAMES: [&'static str; 3] = ["apart", "colocated", "unpinned"];
+
+    /// A placement by its name in [`Placement::NAMES`].
+    pub fn parse(name: &str) -> Option<Placement> {
+        let i = Self::NAMES.iter().position(|&n| n == name)?;
+        Some(Self::ALL[i])
+    }
 
     /// The CPUs of the daemon, of the timed client and of the throughput clients, out
     /// of `cpus` (this process's mask); `None` when the placement needs more CPUs than
@@ -134,7 +138,8 @@ fn pin_thread(tid: libc::pid_t, cpus: &[usize]) -> Result<()> {
     Ok(())
 }
 
-pub fn run(args: DaemonBench) -> Result<()> {
+/// Runs the benchmark: a daemon on a thread of this process, and its clients.
+pub fn run(args: &Options) -> Result<Report> {
     let text = format!(
         "name = \"bench\"\n[[package]]\ncores = {}\n",
         args.units.max(1)
@@ -179,7 +184,7 @@ pub fn run(args: DaemonBench) -> Result<()> {
     // request); in each placement.
     let mut figures = Vec::new();
     for placement in Placement::ALL {
-        if !(args.placement.is_empty() || args.placement.contains(&placement)) {
+        if !(args.placements.is_empty() || args.placements.contains(&placement)) {
             continue;
         }
         let Some([daemon_cpus, timed_cpus, client_cpus]) = placement.cpus(&cpus) else {
@@ -212,56 +217,100 @@ pub fn run(args: DaemonBench) -> Result<()> {
         .join()
         .map_err(|_| Error::runtime("daemon thread panicked"))??;
 
-    println!(
-        "daemon: {} units, policy {}, this machine ({} CPUs shared by daemon and clients); load average {load_before} before, {} after",
-        args.units,
-        args.policy,
-        cpus.len(),
-        load_average()
-    );
-    println!(
-        "alloc+free round trip through the shared page ({} timed), and throughput with {} concurrent clients, by placement:",
-        args.round_trips, args.clients
-    );
-    for f in &figures {
-        let t = &f.throughput;
-        println!("  {}:", f.placement.describe(&cpus));
-        println!(
-            "    round trip {}; throughput {:.0} decisions/s ({} requests in {:.2} s)",
-            p50_p99(&f.round_trips),
-            t.requests as f64 / t.secs,
-            t.requests,
-            t.secs
-        );
-        println!(
-            "    policy calls {:.0}/s; CPU per request, all threads: {:.1} us user, {:.1} us kernel",
-            t.policy_calls as f64 / t.secs,
-            t.cpu.0 * 1e6 / t.requests as f64,
-            t.cpu.1 * 1e6 / t.requests as f64
-        );
+    Ok(Report {
+        units: args.units,
+        policy: args.policy.clone(),
+        cpus,
+        load_before,
+        load_after: load_average(),
+        round_trips: args.round_trips,
+        clients: args.clients,
+        figures,
+        others,
+    })
+}
+
+/// The benchmark's figures; its `Display` is what `hetsched bench daemon` prints.
+pub struct Report {
+    units: u32,
+    policy: String,
+    /// This process's CPUs, shared by the daemon and its clients.
+    cpus: Vec<usize>,
+    load_before: String,
+    load_after: String,
+    round_trips: usize,
+    clients: usize,
+    figures: Vec<Figures>,
+    others: Option<Others>,
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let cpus = &self.cpus;
+        writeln!(
+            f,
+            "daemon: {} units, policy {}, this machine ({} CPUs shared by daemon and clients); load average {} before, {} after",
+            self.units,
+            self.policy,
+            cpus.len(),
+            self.load_before,
+            self.load_after
+        )?;
+        writeln!(
+            f,
+            "alloc+free round trip through the shared page ({} timed), and throughput with {} concurrent clients, by placement:",
+            self.round_trips, self.clients
+        )?;
+        for fig in &self.figures {
+            let t = &fig.throughput;
+            writeln!(f, "  {}:", fig.placement.describe(cpus))?;
+            writeln!(
+                f,
+                "    round trip {}; throughput {:.0} decisions/s ({} requests in {:.2} s)",
+                p50_p99(&fig.round_trips),
+                t.requests as f64 / t.secs,
+                t.requests,
+                t.secs
+            )?;
+            writeln!(
+                f,
+                "    policy calls {:.0}/s; CPU per request, all threads: {:.1} us user, {:.1} us kernel",
+                t.policy_calls as f64 / t.secs,
+                t.cpu.0 * 1e6 / t.requests as f64,
+                t.cpu.1 * 1e6 / t.requests as f64
+            )?;
+        }
+        writeln!(f, "  goals: round trip p99 <= 20 us pinned apart, p50 <= 10 us and p99 <= 50 us co-located; throughput >= 100k/s")?;
+        if let Some(o) = &self.others {
+            writeln!(f, "pinned apart, other transports and floors:")?;
+            writeln!(
+                f,
+                "  compact encoding on the socket: {}",
+                p50_p99(&o.socket_us)
+            )?;
+            writeln!(
+                f,
+                "  every message JSON on the socket: {}",
+                p50_p99(&o.json_us)
+            )?;
+            writeln!(
+                f,
+                "  floor: bare socket request+reply between two threads {} (alloc+free is two of them)",
+                p50_p99(&o.floor)
+            )?;
+            writeln!(
+                f,
+                "  floor with both sides polling (as the client and daemon do): {}",
+                p50_p99(&o.polled_floor)
+            )?;
+            writeln!(
+                f,
+                "in-slice re-request: {:.2} ns (goal <= 100 ns)",
+                o.rereq_ns
+            )?;
+        }
+        Ok(())
     }
-    println!("  goals: round trip p99 <= 20 us pinned apart, p50 <= 10 us and p99 <= 50 us co-located; throughput >= 100k/s");
-    if let Some(o) = others {
-        println!("pinned apart, other transports and floors:");
-        println!(
-            "  compact encoding on the socket: {}",
-            p50_p99(&o.socket_us)
-        );
-        println!(
-            "  every message JSON on the socket: {}",
-            p50_p99(&o.json_us)
-        );
-        println!(
-            "  floor: bare socket request+reply between two threads {} (alloc+free is two of them)",
-            p50_p99(&o.floor)
-        );
-        println!(
-            "  floor with both sides polling (as the client and daemon do): {}",
-            p50_p99(&o.polled_floor)
-        );
-        println!("in-slice re-request: {:.2} ns (goal <= 100 ns)", o.rereq_ns);
-    }
-    Ok(())
 }
 
 /// The figures measured pinned apart only.
@@ -348,7 +397,7 @@ fn throughput(socket: &std::path::Path, meta: &MetaInfo, clients: usize) -> Resu
 /// The daemon's count of policy calls so far.
 fn policy_decisions(c: &mut Client) -> Result<u64> {
     match c.stats()? {
-        hetsched_live::protocol::Reply::Stats { decisions, .. } => Ok(decisions),
+        crate::protocol::Reply::Stats { decisions, .. } => Ok(decisions),
         other => Err(Error::runtime(format!("daemon: unexpected {other:?}"))),
     }
 }

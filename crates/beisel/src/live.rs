@@ -1,35 +1,47 @@
-//! `hetsched experiment beisel-live`: Beisel et al.'s mix of MD5 and prime-factorisation
-//! processes started together on this machine (its PUs and its OpenCL devices), under
-//! the `affinity` policy without time-sharing (FCFS) and with it, in the live daemon.
-//! Every application is a real `hetsched app` process whose result is verified.
+//! Beisel et al. live (`hetsched experiment beisel-live`): the paper's mix of MD5 and
+//! prime-factorisation processes started together on this machine (its PUs and its
+//! OpenCL devices), under the `affinity` policy without time-sharing (FCFS) and with it,
+//! in the live daemon (on a thread of this process, on a real socket). Every application
+//! is a real `hetsched app` process whose result is verified. The experiment is the
+//! paper's, so it lives with its simulated figures; the CLI parses and prints.
 
-use clap::Args;
 use hetsched_core::machine::UnitGranularity;
 use hetsched_core::record::Record;
 use hetsched_core::{Error, Result};
 use hetsched_live::arbiter::Arbiter;
 use hetsched_live::{devices, server};
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-#[derive(Args)]
-pub struct BeiselLiveArgs {
-    /// Output directory.
-    #[arg(long, default_value = "hetsched-out/beisel-live")]
-    out: PathBuf,
-    /// Policies to compare (default: FCFS and time-sharing with the paper's 4 s
-    /// accelerator granularity scaled to this run's length).
-    #[arg(long = "policy", default_values_t = ["affinity:fcfs=1".to_string(), "affinity:gran_ms=250".to_string()])]
-    policies: Vec<String>,
+/// What to run.
+pub struct LiveOptions {
+    /// The program whose `app md5` and `app prime` subcommands are the applications
+    /// (the `hetsched` binary).
+    pub apps: PathBuf,
+    /// Policies to compare.
+    pub policies: Vec<String>,
     /// Words of the MD5 searches: each is searched over a..z of its length.
-    #[arg(long, value_delimiter = ',', default_values_t = ["dzzzz".to_string(), "hello".to_string(), "bzzzz".to_string(), "kzzzz".to_string()])]
-    md5: Vec<String>,
+    pub md5: Vec<String>,
     /// Numbers to factorise (semiprimes: trial division runs to the smaller factor).
-    #[arg(long, value_delimiter = ',', default_values_t = [99999989u64 * 99999971, 9999991 * 9999973, 49999991 * 49999957, 19999999 * 19999981, 99999959 * 99999941, 29999999 * 29999947])]
-    prime: Vec<u64>,
+    pub prime: Vec<u64>,
 }
+
+/// The default policies: FCFS and time-sharing with the paper's 4 s accelerator
+/// granularity scaled to this run's length.
+pub const LIVE_POLICIES: [&str; 2] = ["affinity:fcfs=1", "affinity:gran_ms=250"];
+/// The default MD5 words.
+pub const LIVE_MD5: [&str; 4] = ["dzzzz", "hello", "bzzzz", "kzzzz"];
+/// The default numbers to factorise.
+pub const LIVE_PRIME: [u64; 6] = [
+    99999989 * 99999971,
+    9999991 * 9999973,
+    49999991 * 49999957,
+    19999999 * 19999981,
+    99999959 * 99999941,
+    29999999 * 29999947,
+];
 
 /// One application process: what it is and how long it took from the common start.
 struct Outcome {
@@ -44,11 +56,7 @@ fn md5_hex(word: &str) -> String {
 
 /// Runs every application at once under a daemon with `policy`; returns the outcomes and
 /// the daemon's run record.
-fn run_policy(
-    args: &BeiselLiveArgs,
-    policy: &str,
-    socket: &std::path::Path,
-) -> Result<(Vec<Outcome>, Record)> {
+fn run_policy(args: &LiveOptions, policy: &str, socket: &Path) -> Result<(Vec<Outcome>, Record)> {
     let mut machine = hetsched_topology::load("live", UnitGranularity::Pu)?;
     let mut found = devices::opencl_devices();
     found.extend(devices::cuda_devices());
@@ -67,11 +75,11 @@ fn run_policy(
     let stop = rx
         .recv()
         .map_err(|_| Error::runtime("the daemon did not start"))?;
-    let exe = std::env::current_exe().map_err(Error::runtime)?;
+    let exe = &args.apps;
     let start = Instant::now();
     let mut children = Vec::new();
     for word in &args.md5 {
-        let child = Command::new(&exe)
+        let child = Command::new(exe)
             .args([
                 "app",
                 "md5",
@@ -89,7 +97,7 @@ fn run_policy(
         children.push((format!("md5 {word}"), child));
     }
     for n in &args.prime {
-        let child = Command::new(&exe)
+        let child = Command::new(exe)
             .args(["app", "prime", &n.to_string(), "--daemon"])
             .arg(socket)
             .stdout(Stdio::piped())
@@ -142,9 +150,10 @@ fn checkpoints_on(output: &str, kind: &str) -> u64 {
         .sum()
 }
 
-pub fn run(args: BeiselLiveArgs) -> Result<()> {
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| Error::runtime(format!("{}: {e}", args.out.display())))?;
+/// Runs every policy in turn; writes `table.txt`, `apps.csv` and `trace.json` into `out`
+/// and returns the table.
+pub fn live(out: &Path, args: &LiveOptions) -> Result<String> {
+    std::fs::create_dir_all(out).map_err(|e| Error::runtime(format!("{}: {e}", out.display())))?;
     let dir = tempfile::tempdir().map_err(Error::runtime)?;
     let mut table = String::new();
     let mut csv = String::from("policy,app,turnaround_s,cpu_checkpoints,opencl_checkpoints\n");
@@ -156,11 +165,7 @@ pub fn run(args: BeiselLiveArgs) -> Result<()> {
     );
     for (i, policy) in args.policies.iter().enumerate() {
         let socket = dir.path().join(format!("d{i}.sock"));
-        eprintln!(
-            "beisel-live: {} apps under {policy} ...",
-            args.md5.len() + args.prime.len()
-        );
-        let (outcomes, record) = run_policy(&args, policy, &socket)?;
+        let (outcomes, record) = run_policy(args, policy, &socket)?;
         let mut t: Vec<f64> = outcomes.iter().map(|o| o.turnaround_s).collect();
         t.sort_by(f64::total_cmp);
         let migrated = outcomes
@@ -201,8 +206,8 @@ pub fn run(args: BeiselLiveArgs) -> Result<()> {
         hetsched_sim::report::table(&records.iter().map(Record::metrics).collect::<Vec<_>>())
     );
     let write = |name: &str, bytes: &[u8]| {
-        std::fs::write(args.out.join(name), bytes)
-            .map_err(|e| Error::runtime(format!("{}: {e}", args.out.join(name).display())))
+        std::fs::write(out.join(name), bytes)
+            .map_err(|e| Error::runtime(format!("{}: {e}", out.join(name).display())))
     };
     write("table.txt", table.as_bytes())?;
     write("apps.csv", csv.as_bytes())?;
@@ -210,7 +215,5 @@ pub fn run(args: BeiselLiveArgs) -> Result<()> {
         "trace.json",
         &serde_json::to_vec(&hetsched_sim::trace::trace(&records)).map_err(Error::runtime)?,
     )?;
-    print!("{table}");
-    eprintln!("outputs in {}", args.out.display());
-    Ok(())
+    Ok(table)
 }
