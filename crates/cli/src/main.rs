@@ -12,6 +12,7 @@ mod bench;
 mod daemon_bench;
 mod daemon_cmd;
 mod experiment;
+mod iobench_cmd;
 mod nuca_cmd;
 mod o2_cmd;
 mod o2_plot;
@@ -59,6 +60,8 @@ enum Command {
         #[command(subcommand)]
         which: app_cmd::App,
     },
+    /// zmIO-like direct-I/O benchmark (Akram et al.): throughput, IOPS, latency, CPIO.
+    Iobench(iobench_cmd::IobenchArgs),
     /// Compare scheduling policies on a scenario in the discrete-event simulator.
     Simulate(simulate_cmd::SimulateArgs),
     /// Run a benchmark program and print its figures.
@@ -88,6 +91,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Client(args) => daemon_cmd::client(args),
         Command::Run(args) => run_cmd::run(args),
         Command::App { which } => app_cmd::run_app(which),
+        Command::Iobench(args) => iobench_cmd::iobench(args),
         Command::Simulate(args) => simulate_cmd::simulate(args),
         Command::Bench { which } => bench::run(which),
         Command::Experiment { which } => experiment::run(which),
