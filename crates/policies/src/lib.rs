@@ -5,6 +5,7 @@ pub mod affinity;
 pub mod cfs;
 pub mod dmda;
 pub mod fcfs;
+pub mod io_affinity;
 pub mod load;
 pub mod params;
 pub mod queue_index;
@@ -54,6 +55,7 @@ pub const REGISTRY: &[Registered] = &[
     ws::REGISTERED,
     dmda::REGISTERED,
     affinity::REGISTERED,
+    io_affinity::REGISTERED,
 ];
 
 /// The registered policies.
