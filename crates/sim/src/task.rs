@@ -21,6 +21,11 @@ pub struct Workload {
     /// Explicit speed relative to a capacity-1024 CPU per unit type (0 = derive from the
     /// affinity ratio, see the speed model).
     pub speed: PerUnitType<f64>,
+    /// Fraction of the work that is the I/O path to the task's `io_device` (transfer,
+    /// copy, use of the data), in [0, 1 − memory_bound]: it does not scale with the
+    /// CPU's capacity and is slowed away from the device's node (the I/O model).
+    #[serde(default)]
+    pub io_bound: f64,
 }
 
 impl Workload {
