@@ -8,4 +8,5 @@
 //!   akram`).
 
 pub mod cpio;
+pub mod experiment;
 pub mod iobench;

@@ -28,6 +28,9 @@ pub enum Experiment {
     /// Beisel et al. Figs. 6-7: granularity sweep on the GPU (total runtime, turnaround).
     #[command(name = "beisel-fig6-7")]
     BeiselFig67(beisel_cmd::OutArgs),
+    /// Akram et al.: zmIO-like I/O in the four NUMA configurations on the paper's server
+    /// (simulator I/O model), and io-affinity vs cfs.
+    Akram(crate::akram_cmd::AkramArgs),
     /// Validate the signature miss-rate model against cachegrind; writes the docs table.
     SignatureValidate(crate::signature_cmd::ValidateArgs),
 }
@@ -42,6 +45,7 @@ pub fn run(which: Experiment) -> Result<()> {
         Experiment::BeiselFig4(a) => beisel_cmd::fig4(a),
         Experiment::BeiselFig5(a) => beisel_cmd::fig5(a),
         Experiment::BeiselFig67(a) => beisel_cmd::fig6_7(a),
+        Experiment::Akram(a) => crate::akram_cmd::run(a),
         Experiment::SignatureValidate(a) => crate::signature_cmd::validate(a),
     }
 }

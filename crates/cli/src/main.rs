@@ -5,6 +5,7 @@
 //! errors), failures while doing valid work exit 1. A reader that closes stdout early
 //! (`hetsched topology | head -1`) ends the command quietly with exit 0.
 
+mod akram_cmd;
 mod app_cmd;
 mod beisel_cmd;
 mod beisel_live;

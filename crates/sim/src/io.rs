@@ -64,11 +64,11 @@ impl Default for IoParams {
         IoParams {
             mem_latency_ns: 100.0,
             remote_ratio: 1.5,
-            dma_window_bytes: 200.0,
+            dma_window_bytes: 250.0,
             sys_cycles_per_request: 100_000.0,
             copy_cycles_per_byte: 0.5,
             touch_cycles_per_byte: 0.25,
-            stress_bytes_per_s: 5.5e9,
+            stress_bytes_per_s: 2.5e9,
             clock_hz: 2.27e9,
         }
     }
