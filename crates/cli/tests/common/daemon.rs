@@ -63,7 +63,7 @@ impl Daemon {
         Self::spawn(Command::new(BIN), dir, "live", policy, extra, stderr)
     }
 
-    fn spawn(
+    pub fn spawn(
         mut command: Command,
         dir: tempfile::TempDir,
         machine: &str,
