@@ -382,7 +382,7 @@ pub fn table(r: &Results) -> String {
     out += "\npaper vs ours\n";
     for c in &r.paper {
         out += &format!(
-            "- {}: paper {}; ours {:+.0} %\n",
+            "- {}: paper {}; ours {:.0} %\n",
             c.what,
             c.paper,
             c.ours * 100.0
