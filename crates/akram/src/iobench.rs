@@ -344,7 +344,7 @@ fn prepare(opts: &Options, machine: &Machine) -> Result<(Prepared, File)> {
         ));
     }
     let (lbs, mem_align) = dio_alignment(&file, device.as_ref());
-    if opts.block == 0 || opts.block % lbs != 0 || opts.block > MAX_BLOCK {
+    if opts.block == 0 || !opts.block.is_multiple_of(lbs) || opts.block > MAX_BLOCK {
         return Err(Error::input(format!(
             "--block-size {}: must be a multiple of the logical block size {lbs} of {} in [{lbs}, {MAX_BLOCK}]",
             opts.block,

@@ -43,7 +43,7 @@ fn a_short_run_reports_throughput_latency_and_cpio() {
     );
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let bytes = r["bytes"].as_u64().unwrap();
-    assert!(bytes >= 64 << 10 && bytes % (64 << 10) == 0, "{r}");
+    assert!(bytes >= 64 << 10 && bytes.is_multiple_of(64 << 10), "{r}");
     assert_eq!(r["requests"].as_u64().unwrap(), bytes / (64 << 10));
     assert!(r["throughput_bytes_per_s"].as_f64().unwrap() > 0.0);
     assert_eq!(r["cpio"]["sectors"].as_u64().unwrap(), bytes / 512);

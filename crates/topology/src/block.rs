@@ -78,14 +78,15 @@ pub fn io_device_index(machine: &Machine, name: &str) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// glibc's `makedev`.
+    fn makedev(major: u64, minor: u64) -> u64 {
+        (major & 0xfff) << 8 | (major & !0xfff) << 32 | (minor & 0xff) | (minor & !0xff) << 12
+    }
+
     #[test]
     fn major_minor_splits_linux_dev_t() {
-        // makedev(259, 65537) as glibc encodes it.
-        let dev = (259u64 & 0xfff) << 8
-            | (259u64 & !0xfff) << 32
-            | (65537u64 & 0xff)
-            | (65537u64 & !0xff) << 12;
-        assert_eq!(major_minor(dev), (259, 65537));
+        assert_eq!(major_minor(makedev(259, 65537)), (259, 65537));
+        assert_eq!(major_minor(makedev(4096, 3)), (4096, 3));
         assert_eq!(major_minor(0xfe00), (254, 0));
     }
 
