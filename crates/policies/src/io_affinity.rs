@@ -16,7 +16,7 @@
 use hetsched_core::policy::{PickDecision, Policy, SubmitDecision, UnitId, View};
 use hetsched_core::task::{QueueId, TaskId};
 
-use crate::load::LoadIndex;
+use crate::ws::WorkStealing;
 
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
@@ -33,7 +33,7 @@ pub const REGISTERED: crate::Registered = crate::Registered {
         Ok(Box::new(IoAffinity {
             name: spec.to_string(),
             slack,
-            loads: None,
+            ws: WorkStealing::default(),
         }))
     },
 };
@@ -42,22 +42,15 @@ pub struct IoAffinity {
     /// The spec it was built from.
     name: String,
     slack: u32,
-    loads: Option<LoadIndex>,
+    /// Its load counts and steal bookkeeping: `io-affinity` is `ws` with a preference
+    /// for the device's node.
+    ws: WorkStealing,
 }
 
 /// The NUMA node of the task's I/O device, if it names one the machine places.
 fn device_node(view: &View, task: TaskId) -> Option<u32> {
     let d = view.task(task).io_device?;
     view.machine().io_devices.get(d as usize)?.numa_node
-}
-
-impl IoAffinity {
-    /// The load index, covering units added since the last call.
-    fn loads(&mut self, view: &View) -> &mut LoadIndex {
-        let loads = self.loads.get_or_insert_with(|| LoadIndex::new(view));
-        loads.cover(view);
-        loads
-    }
 }
 
 impl Policy for IoAffinity {
@@ -68,7 +61,7 @@ impl Policy for IoAffinity {
     fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
         let slack = self.slack;
         let node = device_node(view, task);
-        let loads = self.loads(view);
+        let loads = self.ws.loads(view);
         let Some(anywhere) = loads.least(&view.task(task).affinity) else {
             return SubmitDecision::Reject("no unit can run it".into());
         };
@@ -116,17 +109,12 @@ impl Policy for IoAffinity {
             }
         }
         match best {
-            Some((_, _, from, task)) => {
-                let loads = self.loads(view);
-                loads.dec(from);
-                loads.inc(unit);
-                PickDecision::Steal { from, task }
-            }
+            Some((_, _, from, task)) => self.ws.steal(view, unit, from, task),
             None => PickDecision::Idle,
         }
     }
 
-    fn complete(&mut self, view: &View, _task: TaskId, unit: UnitId) {
-        self.loads(view).dec(unit);
+    fn complete(&mut self, view: &View, task: TaskId, unit: UnitId) {
+        self.ws.complete(view, task, unit);
     }
 }

@@ -81,7 +81,10 @@ mod tests {
 
     /// glibc's `makedev`.
     fn makedev(major: u64, minor: u64) -> u64 {
-        (major & 0xfff) << 8 | (major & 0xffff_f000) << 32 | (minor & 0xff) | (minor & 0xffff_ff00) << 12
+        (major & 0xfff) << 8
+            | (major & 0xffff_f000) << 32
+            | (minor & 0xff)
+            | (minor & 0xffff_ff00) << 12
     }
 
     #[test]
