@@ -357,6 +357,7 @@ fn prepare(opts: &Options, machine: &Machine) -> Result<(Prepared, File)> {
             "--block-size × --depth × --instances = {buffers} bytes of buffers; at most {MAX_BUFFER_BYTES}"
         )));
     }
+    let placement = place(opts, machine, device)?;
     let mut region = size_of(&file, path)?;
     if let Some(size) = opts.size {
         if opts.op == Op::Write && size > region {
@@ -377,7 +378,6 @@ fn prepare(opts: &Options, machine: &Machine) -> Result<(Prepared, File)> {
             ),
         ));
     }
-    let placement = place(opts, machine, device)?;
     let cpus = placement.applied.then(|| {
         placement
             .cpu_node

@@ -28,9 +28,7 @@ impl WorkStealing {
         loads.cover(view);
         loads
     }
-}
 
-impl WorkStealing {
     /// `unit` steals `task` from `from`'s queue: the counts follow.
     pub(crate) fn steal(
         &mut self,

@@ -101,10 +101,10 @@ impl SpeedModel {
         };
         let (classes, flat_classes) = (class_of(true), class_of(false));
         let io = crate::io::IoModel::new(machine, Default::default());
+        let nodes = machine.numa_nodes.iter().map(|n| n.os_index + 1).max();
         let io = (0..machine.io_devices.len())
             .map(|d| {
-                let nodes = machine.numa_nodes.iter().map(|n| n.os_index as usize + 1);
-                (0..nodes.max().unwrap_or(0) as u32)
+                (0..nodes.unwrap_or(0))
                     .map(|n| io.remote_factor(d, n))
                     .collect()
             })
