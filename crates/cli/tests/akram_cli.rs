@@ -48,3 +48,24 @@ fn experiment_akram_writes_json_and_charts() {
         assert!(meta.len() > 100, "{f} is nearly empty");
     }
 }
+
+#[test]
+fn a_scenario_naming_a_missing_io_device_or_too_much_io_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    let head = "machine = \"akram\"\n[[task]]\nwork = 1\n";
+    for (body, needles) in [
+        (
+            "io_device = \"nope\"\n",
+            vec!["task[0].io_device", "no I/O device \"nope\"", "md-n0-0"],
+        ),
+        (
+            "memory_bound = 0.5\nio_bound = 0.8\n",
+            vec!["task[0].io_bound", "[0, 0.5]"],
+        ),
+    ] {
+        std::fs::write(&file, format!("{head}{body}")).unwrap();
+        let out = hetsched(&["simulate", file.to_str().unwrap()]);
+        common::assert_input_error(&out, &needles);
+    }
+}
