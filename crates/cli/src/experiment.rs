@@ -31,6 +31,9 @@ pub enum Experiment {
     /// Ding et al.: PARSEC-like programs alone and in mixes on the simulated ding
     /// machine, numa-amp and cfs-cap against cfs.
     Ding(crate::ding_cmd::DingArgs),
+    /// Akram et al.: zmIO-like I/O in the four NUMA configurations on the paper's server
+    /// (simulator I/O model), and io-affinity vs cfs.
+    Akram(crate::akram_cmd::AkramArgs),
     /// Validate the signature miss-rate model against cachegrind; writes the docs table.
     SignatureValidate(crate::signature_cmd::ValidateArgs),
 }
@@ -46,6 +49,7 @@ pub fn run(which: Experiment) -> Result<()> {
         Experiment::BeiselFig5(a) => beisel_cmd::fig5(a),
         Experiment::BeiselFig67(a) => beisel_cmd::fig6_7(a),
         Experiment::Ding(a) => crate::ding_cmd::run(a),
+        Experiment::Akram(a) => crate::akram_cmd::run(a),
         Experiment::SignatureValidate(a) => crate::signature_cmd::validate(a),
     }
 }

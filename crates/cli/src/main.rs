@@ -5,12 +5,14 @@
 //! errors), failures while doing valid work exit 1. A reader that closes stdout early
 //! (`hetsched topology | head -1`) ends the command quietly with exit 0.
 
+mod akram_cmd;
 mod app_cmd;
 mod beisel_cmd;
 mod bench;
 mod daemon_cmd;
 mod ding_cmd;
 mod experiment;
+mod iobench_cmd;
 mod nuca_cmd;
 mod o2_cmd;
 mod o2_plot;
@@ -58,6 +60,8 @@ enum Command {
         #[command(subcommand)]
         which: app_cmd::App,
     },
+    /// zmIO-like direct-I/O benchmark (Akram et al.): throughput, IOPS, latency, CPIO.
+    Iobench(iobench_cmd::IobenchArgs),
     /// Compare scheduling policies on a scenario in the discrete-event simulator.
     Simulate(simulate_cmd::SimulateArgs),
     /// Run a benchmark program and print its figures.
@@ -87,6 +91,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Client(args) => daemon_cmd::client(args),
         Command::Run(args) => run_cmd::run(args),
         Command::App { which } => app_cmd::run_app(which),
+        Command::Iobench(args) => iobench_cmd::iobench(args),
         Command::Simulate(args) => simulate_cmd::simulate(args),
         Command::Bench { which } => bench::run(which),
         Command::Experiment { which } => experiment::run(which),

@@ -23,7 +23,7 @@ pub struct RunArgs {
     /// The program's architectural signature (`hetsched signature` JSON), sent to the daemon.
     #[arg(long, value_name = "FILE")]
     signature: Option<PathBuf>,
-    /// The accelerator the program drives (as `hetsched client units` names it), sent to the daemon.
+    /// The device the program uses, sent to the daemon: an I/O device as `hetsched topology` names it (`vda`), a file or block device node (its disk is sent), or an accelerator as `hetsched client units` names it.
     #[arg(long, value_name = "DEV")]
     device: Option<String>,
     /// Task type name the daemon's models learn under (default: the program's file name).
@@ -69,7 +69,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let meta = MetaInfo {
         kind,
         affinity,
-        device: args.device,
+        device: args.device.map(device_name).transpose()?,
         signature: signature.map(Box::new),
         ..MetaInfo::default()
     };
@@ -85,6 +85,17 @@ pub fn run(args: RunArgs) -> Result<()> {
         0 => Ok(()),
         status => std::process::exit(status.into()),
     }
+}
+
+/// A path (a file, a device node) names the disk it lives on; anything else is a name.
+fn device_name(dev: String) -> Result<String> {
+    let path = Path::new(&dev);
+    if !path.exists() {
+        return Ok(dev);
+    }
+    hetsched_topology::block::block_device_of(path)
+        .map(|d| d.name)
+        .map_err(|e| Error::input(format!("--device {dev}: {e}")))
 }
 
 fn read_signature(file: &Path) -> Result<Signature> {

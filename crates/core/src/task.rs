@@ -54,6 +54,10 @@ pub struct Task {
     pub numa_home: Option<u32>,
     /// The accelerator unit holding the task's data, if any.
     pub device_home: Option<u32>,
+    /// The I/O device the task reads or writes (index in `Machine::io_devices`), if
+    /// any: its NUMA node is where the task's transfers are local (Akram et al.).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_device: Option<u32>,
     /// CFS-style weight (1024 = nice 0).
     pub weight: u32,
     /// Arrival time in nanoseconds since the start of the run.
@@ -85,6 +89,7 @@ impl Task {
             bytes_out: 0,
             numa_home: None,
             device_home: None,
+            io_device: None,
             weight: 1024,
             arrival_ns,
             checkpoint_ns: PerUnitType::default(),

@@ -394,6 +394,14 @@ impl Arbiter {
             numa_home: meta.numa_home,
             checkpoint_ns,
             weight: meta.weight.max(1),
+            // An I/O device the machine lists by that name (`hetsched run --device`).
+            io_device: meta.device.as_deref().and_then(|name| {
+                let devices = &self.core.machine().io_devices;
+                devices
+                    .iter()
+                    .position(|d| d.name == name)
+                    .map(|i| i as u32)
+            }),
             ..Task::cpu(id, self.core.now())
         };
         self.live.state.insert(

@@ -113,8 +113,10 @@ pub struct MetaInfo {
     /// run`): what the daemon's sampler will read. Carried, not used yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
-    /// The accelerator the program drives, as its user named it (`hetsched run
-    /// --device`). Carried, not used yet.
+    /// The device the program drives, as its user named it (`hetsched run --device`):
+    /// an I/O device of the machine by its kernel name (`vda`) becomes the task's
+    /// `io_device`, which placement policies read (`io-affinity`); an accelerator name
+    /// is carried, not used yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
     /// The program's architectural signature (`hetsched signature`). Carried, not used

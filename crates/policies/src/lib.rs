@@ -7,6 +7,7 @@ pub mod cfs;
 pub mod cfs_cap;
 pub mod dmda;
 pub mod fcfs;
+pub mod io_affinity;
 pub mod load;
 pub mod numa_amp;
 pub mod params;
@@ -59,6 +60,7 @@ pub const REGISTRY: &[Registered] = &[
     dmda::REGISTERED,
     affinity::REGISTERED,
     numa_amp::REGISTERED,
+    io_affinity::REGISTERED,
 ];
 
 /// The registered policies.

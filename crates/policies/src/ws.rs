@@ -23,10 +23,24 @@ pub struct WorkStealing {
 
 impl WorkStealing {
     /// The load index, covering units added since the last call.
-    fn loads(&mut self, view: &View) -> &mut LoadIndex {
+    pub(crate) fn loads(&mut self, view: &View) -> &mut LoadIndex {
         let loads = self.loads.get_or_insert_with(|| LoadIndex::new(view));
         loads.cover(view);
         loads
+    }
+
+    /// `unit` steals `task` from `from`'s queue: the counts follow.
+    pub(crate) fn steal(
+        &mut self,
+        view: &View,
+        unit: UnitId,
+        from: UnitId,
+        task: TaskId,
+    ) -> PickDecision {
+        let loads = self.loads(view);
+        loads.dec(from);
+        loads.inc(unit);
+        PickDecision::Steal { from, task }
     }
 }
 
@@ -56,12 +70,7 @@ impl Policy for WorkStealing {
             }
         }
         match best {
-            Some((_, from, task)) => {
-                let loads = self.loads(view);
-                loads.dec(from);
-                loads.inc(unit);
-                PickDecision::Steal { from, task }
-            }
+            Some((_, from, task)) => self.steal(view, unit, from, task),
             None => PickDecision::Idle,
         }
     }

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod calendar;
 pub mod engine;
+pub mod io;
 pub mod report;
 pub mod run_ends;
 pub mod scenario;

@@ -21,6 +21,8 @@
 //! memory_bound = 0.0            # fraction of the work bound by memory, [0, 1]
 //! mem_bandwidth_gbs = 0.0       # GB/s its memory-bound part draws alone (0: no sharing)
 //! numa_home = 0
+//! io_device = "md-n0-0"         # an I/O device of the machine (`hetsched topology`)
+//! io_bound = 0.0                # fraction of the work on its I/O path, [0, 1 - memory_bound]
 //! weight = 1024
 //! checkpoint_ms = { gpu = 10 }  # checkpoint interval per unit type
 //! count = 1                     # copies of this task
@@ -124,6 +126,10 @@ struct Kind {
     mem_bandwidth_gbs: f64,
     #[serde(default)]
     numa_home: Option<u32>,
+    #[serde(default)]
+    io_device: Option<String>,
+    #[serde(default)]
+    io_bound: f64,
     #[serde(default)]
     weight: Option<u32>,
     #[serde(default)]
@@ -605,6 +611,17 @@ fn template(k: &Kind, origin: &str, key: &str, machine: &Machine) -> Result<Temp
         }
     }
     task.numa_home = k.numa_home;
+    if let Some(name) = &k.io_device {
+        let Some(d) = machine.io_devices.iter().position(|d| &d.name == name) else {
+            let names: Vec<&str> = machine.io_devices.iter().map(|d| d.name.as_str()).collect();
+            return Err(bad(
+                "io_device",
+                format!("no I/O device {name:?} (the machine has {names:?})"),
+            ));
+        };
+        task.io_device = Some(d as u32);
+    }
+    task.model.io_bound = range("io_bound", k.io_bound, 0.0, 1.0 - task.model.memory_bound)?;
     task.weight = k.weight.unwrap_or(1024);
     if task.weight == 0 {
         return Err(bad(

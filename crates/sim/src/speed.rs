@@ -12,6 +12,11 @@
 //!   `duration = work × (1 − m) × 1024 / c + work × m × d / 10 × σ`. The engine
 //!   re-plans the running tasks of a node whenever a task starts or stops there (nodes
 //!   without a known bandwidth are never shared).
+//! - A task with an I/O device and an I/O-bound fraction `o` (`Workload::io_bound`):
+//!   that part neither scales with capacity nor shares node bandwidth, it is stretched
+//!   by the I/O model's factor `f` for a lone stream of the device with its thread and
+//!   buffer on the unit's node (1 on the device's node, `crate::io`):
+//!   `duration = work × (1 − m − o) × 1024 / c + work × m × d / 10 × σ + work × o × f`.
 //! - Accelerator unit of capacity `c` (its `relative_speed × 1024`): the task runs at
 //!   `rate = speed[type]` when the task gives an explicit speed, else
 //!   `rate = affinity[type] / affinity[cpu] × c / 1024` (with `affinity[cpu] = 0`,
@@ -44,6 +49,8 @@ pub struct SpeedModel {
     /// for tasks with a NUMA home; `flat_classes` ignores the node (tasks without one).
     classes: Vec<u32>,
     flat_classes: Vec<u32>,
+    /// `io[device][node]`: the I/O model's remote factor (see the module doc).
+    io: Vec<Vec<f64>>,
 }
 
 impl SpeedModel {
@@ -93,11 +100,21 @@ impl SpeedModel {
             classes
         };
         let (classes, flat_classes) = (class_of(true), class_of(false));
+        let io = crate::io::IoModel::new(machine, Default::default());
+        let nodes = machine.numa_nodes.iter().map(|n| n.os_index + 1).max();
+        let io = (0..machine.io_devices.len())
+            .map(|d| {
+                (0..nodes.unwrap_or(0))
+                    .map(|n| io.remote_factor(d, n))
+                    .collect()
+            })
+            .collect();
         SpeedModel {
             units,
             numa,
             classes,
             flat_classes,
+            io,
         }
     }
 
@@ -133,7 +150,17 @@ impl SpeedModel {
                     .unwrap_or(1.0),
                 _ => 1.0,
             };
-            1e9 * ((1.0 - m) * scale / u.capacity + m * numa * sigma)
+            let o = model.io_bound;
+            let io = match (task.io_device, u.numa_node) {
+                (Some(d), Some(n)) if o > 0.0 => self
+                    .io
+                    .get(d as usize)
+                    .and_then(|row| row.get(n as usize))
+                    .copied()
+                    .unwrap_or(1.0),
+                _ => 1.0,
+            };
+            1e9 * ((1.0 - m - o).max(0.0) * scale / u.capacity + m * numa * sigma + o * io)
         } else {
             let explicit = model.speed.get(u.kind);
             let rate = if explicit > 0.0 {
@@ -179,7 +206,7 @@ impl SpeedModel {
 
     /// The task's time alone on the best unit for it (copies included).
     pub fn ideal_ns(&self, task: &Task, model: &Workload) -> Option<u64> {
-        let classes = if task.numa_home.is_some() {
+        let classes = if task.numa_home.is_some() || task.io_device.is_some() {
             &self.classes
         } else {
             &self.flat_classes

@@ -38,6 +38,11 @@ pub struct Workload {
     /// the node of the first CPU it runs on (false: it stays without one).
     #[serde(default)]
     pub first_touch: bool,
+    /// Fraction of the work that is the I/O path to the task's `io_device` (transfer,
+    /// copy, use of the data), in [0, 1 − memory_bound]: it does not scale with the
+    /// CPU's capacity and is slowed away from the device's node (the I/O model).
+    #[serde(default)]
+    pub io_bound: f64,
 }
 
 impl Workload {

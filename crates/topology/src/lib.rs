@@ -6,6 +6,7 @@
 //! - `PATH.toml`: hetsched's own machine file (schema in `machines/README.md`);
 //! - a preset name (`hetsched machines` lists them).
 
+pub mod block;
 pub mod hwloc;
 pub mod machine_file;
 pub mod presets;

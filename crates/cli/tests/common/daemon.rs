@@ -48,7 +48,7 @@ impl Daemon {
         Self::binary(Command::new(BIN), dir, "live", policy, extra, stderr)
     }
 
-    fn binary(
+    pub fn binary(
         mut command: Command,
         dir: tempfile::TempDir,
         machine: &str,

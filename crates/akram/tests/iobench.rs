@@ -1,0 +1,30 @@
+//! A short real run of the benchmark on a file on the target's (disk-backed) file system.
+
+use hetsched_akram::iobench::{run, Options, Touch};
+use std::time::Duration;
+
+#[test]
+fn a_short_run_on_a_real_file_moves_data_and_counts_cpio() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = dir.path().join("data");
+    std::fs::write(&path, vec![1u8; 1 << 20]).unwrap();
+    let machine = hetsched_topology::load("live", Default::default()).unwrap();
+    let opts = Options {
+        path,
+        depth: 4,
+        block: 64 << 10,
+        duration: Duration::from_millis(300),
+        touch: Touch::Sum,
+        stress: true,
+        ..Options::default()
+    };
+    let r = run(&opts, &machine, |_| {}).unwrap();
+    assert!(r.bytes >= 64 << 10 && r.requests == r.bytes / (64 << 10));
+    assert_eq!(r.region_bytes, 1 << 20);
+    // All bytes are 1: the sum over 8-byte words is 0x0101010101010101 per word.
+    let per_request = 0x0101_0101_0101_0101u64.wrapping_mul((64 << 10) / 8);
+    assert_eq!(r.checksum, per_request.wrapping_mul(r.requests));
+    assert!(r.cpio.sectors == r.bytes / 512 && r.cpio.total >= r.cpio.system);
+    assert!(r.latency.p50_us >= 1 && r.latency.max_us >= r.latency.p99_us);
+    assert!(r.stress_bytes_per_s.is_some_and(|b| b > 0.0));
+}
