@@ -219,9 +219,8 @@ impl PyPolicy {
             )));
         }
         // A method counts as defined when the subclass overrides the base's.
-        let overrides = |m: &str| -> PyResult<bool> {
-            Ok(!obj.get_type().getattr(m)?.is(&base.getattr(m)?))
-        };
+        let overrides =
+            |m: &str| -> PyResult<bool> { Ok(!obj.get_type().getattr(m)?.is(&base.getattr(m)?)) };
         let name: String = obj.getattr("name")?.extract()?;
         let tick_interval: Option<u64> = obj.getattr("tick_interval_ns")?.extract()?;
         if tick_interval == Some(0) {
@@ -271,7 +270,7 @@ impl PyPolicy {
                 .and_then(|a| self.obj.bind(py).call_method1(method, a.cast_into()?))
                 .and_then(|r| {
                     convert(&r).map_err(|e| {
-                        let msg = format!("{}.{method}: {e}", self.name);
+                        let msg = format!("{}.{method}: {}", self.name, e.value(py));
                         PyTypeError::new_err(msg)
                     })
                 });
@@ -284,12 +283,13 @@ impl PyPolicy {
     }
 }
 
-fn tuple<'py>(
-    py: Python<'py>,
-    items: impl IntoPyObject<'py>,
-) -> PyResult<Bound<'py, PyAny>> {
+fn tuple<'py>(py: Python<'py>, items: impl IntoPyObject<'py>) -> PyResult<Bound<'py, PyAny>> {
     use pyo3::BoundObject;
-    Ok(items.into_pyobject(py).map_err(Into::into)?.into_any().into_bound())
+    Ok(items
+        .into_pyobject(py)
+        .map_err(Into::into)?
+        .into_any()
+        .into_bound())
 }
 
 fn submit_answer(r: &Bound<'_, PyAny>) -> PyResult<SubmitDecision> {
@@ -376,29 +376,59 @@ impl Policy for PyPolicy {
     }
     fn submit(&mut self, view: &EngineView, task: TaskId) -> SubmitDecision {
         let poison = SubmitDecision::Enqueue(QueueId::Unit(NO_UNIT));
-        self.call(view, "submit", |py, v| tuple(py, (v, task)), submit_answer, poison)
+        self.call(
+            view,
+            "submit",
+            |py, v| tuple(py, (v, task)),
+            submit_answer,
+            poison,
+        )
     }
     fn pick(&mut self, view: &EngineView, unit: UnitId) -> PickDecision {
         let poison = PickDecision::Run(NO_TASK);
-        self.call(view, "pick", |py, v| tuple(py, (v, unit)), pick_answer, poison)
+        self.call(
+            view,
+            "pick",
+            |py, v| tuple(py, (v, unit)),
+            pick_answer,
+            poison,
+        )
     }
     fn time_slice(&mut self, view: &EngineView, unit: UnitId, task: TaskId) -> Option<u64> {
         if !self.defined.time_slice {
             return None;
         }
         let args = (unit, task);
-        self.call(view, "time_slice", |py, v| tuple(py, (v, args.0, args.1)), |r| r.extract(), None)
+        self.call(
+            view,
+            "time_slice",
+            |py, v| tuple(py, (v, args.0, args.1)),
+            |r| r.extract(),
+            None,
+        )
     }
     fn checkpoint(&mut self, view: &EngineView, task: TaskId, unit: UnitId) -> CheckpointDecision {
         if !self.defined.checkpoint {
             return CheckpointDecision::Continue;
         }
         let poison = CheckpointDecision::Migrate(NO_UNIT);
-        self.call(view, "checkpoint", |py, v| tuple(py, (v, task, unit)), checkpoint_answer, poison)
+        self.call(
+            view,
+            "checkpoint",
+            |py, v| tuple(py, (v, task, unit)),
+            checkpoint_answer,
+            poison,
+        )
     }
     fn complete(&mut self, view: &EngineView, task: TaskId, unit: UnitId) {
         if self.defined.complete {
-            self.call(view, "complete", |py, v| tuple(py, (v, task, unit)), |_| Ok(()), ());
+            self.call(
+                view,
+                "complete",
+                |py, v| tuple(py, (v, task, unit)),
+                |_| Ok(()),
+                (),
+            );
         }
     }
     fn tick_interval(&self) -> Option<u64> {
@@ -415,7 +445,13 @@ impl Policy for PyPolicy {
         if !self.defined.tick {
             return Vec::new();
         }
-        self.call(view, "tick", |py, v| tuple(py, (v, samples(py, s)?)), tick_answer, poison)
+        self.call(
+            view,
+            "tick",
+            |py, v| tuple(py, (v, samples(py, s)?)),
+            tick_answer,
+            poison,
+        )
     }
     fn wants_samples(&self) -> bool {
         self.wants_samples
