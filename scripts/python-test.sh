@@ -10,10 +10,11 @@ PY=${PYTHON:-python3}
 pip=("$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore)
 
 "${pip[@]}" "maturin>=1.5,<2" "pytest>=7" "pandas>=1.5" "matplotlib>=3.5" "ray>=2.9"
-target=${CARGO_TARGET_DIR:-target}
+mkdir -p "${CARGO_TARGET_DIR:-target}"
+target=$(realpath "${CARGO_TARGET_DIR:-target}")
 wheels="$target/python-test-wheels"
 rm -rf "$wheels"
-maturin build --quiet --profile dev -m python/pyproject.toml -o "$wheels"
+(cd python && maturin build --quiet --profile dev -o "$wheels")
 "${pip[@]}" --force-reinstall --no-deps "$wheels"/hetsched-*.whl
 cargo build --quiet --bin hetsched
 export HETSCHED_BIN="$target/debug/hetsched"

@@ -44,14 +44,16 @@ def segments(result: Result) -> pd.DataFrame:
 
 
 def gantt(result: Result) -> Figure:
-    """One row per unit with a bar per run segment."""
-    fig = Figure(figsize=(8, 0.4 * len(result.units) + 1.5))
+    """One row per unit with a bar per run segment (coloured by task)."""
+    fig = Figure(figsize=(8, 0.4 * len(result.units) + 1.5), layout="constrained")
     ax = fig.add_subplot()
     seg = segments(result)
     for unit in result.units.itertuples(index=False):
         mine = seg[seg["unit"] == unit.id]
         bars = list(zip(mine["start_s"], mine["end_s"] - mine["start_s"]))
-        ax.broken_barh(bars, (unit.id - 0.4, 0.8), label=unit.name)
+        colours = [f"C{t % 10}" for t in mine["task"]]
+        ax.broken_barh(bars, (unit.id - 0.4, 0.8), facecolors=colours, edgecolor="white",
+                       label=unit.name)
     ax.set_yticks(list(result.units["id"]), list(result.units["name"]))
     ax.set_xlabel("time (s)")
     ax.set_title(f"{result.policy} on {result.machine}")
