@@ -1,8 +1,7 @@
 """``python -m hetsched.bench``: the cost of a policy written in Python. Runs the same
 generated scenario with the Rust ``fcfs`` and with a trivial Python policy (the Python
 twin of fcfs) and prints events per second of each (the engine's run alone, timed in
-Rust, without
-converting the results; the best of ``--repeat`` runs) and their ratio."""
+Rust, without converting the results; the best of ``--repeat`` runs) and their ratio."""
 
 from __future__ import annotations
 
