@@ -75,11 +75,17 @@ struct Run {
 }
 
 /// Runs `policy` on the scenario, logging its decisions if asked.
-fn run(scenario: &Scenario, policy: Box<dyn Policy>, decisions: bool) -> Result<Run> {
+/// `label` names the policy in the record.
+fn run(
+    scenario: &Scenario,
+    label: &str,
+    mut policy: Box<dyn Policy>,
+    decisions: bool,
+) -> Result<Run> {
     let no_progress = &mut |_: &_| {};
     if !decisions {
-        let mut policy = policy;
-        let (record, summary) = hetsched_sim::run_with(scenario, policy.as_mut(), no_progress)?;
+        let (record, summary) =
+            hetsched_sim::run_with(scenario, label, policy.as_mut(), no_progress)?;
         return Ok(Run {
             record,
             summary,
@@ -87,7 +93,7 @@ fn run(scenario: &Scenario, policy: Box<dyn Policy>, decisions: bool) -> Result<
         });
     }
     let (mut recording, log) = Recording::new(policy);
-    let (record, summary) = hetsched_sim::run_with(scenario, &mut recording, no_progress)?;
+    let (record, summary) = hetsched_sim::run_with(scenario, label, &mut recording, no_progress)?;
     drop(recording);
     let calls = log.lock().expect("the log's lock");
     Ok(Run {
@@ -156,13 +162,13 @@ pub fn simulate(
         let s = &scenario;
         let result = py.detach(|| {
             let policy = hetsched_policies::build(&spec, seed)?;
-            run(s, policy, decisions)
+            run(s, &spec, policy, decisions)
         });
         (spec, result)
     } else {
         let (adapter, kept) = PyPolicy::new(policy)?;
         let name = adapter.name().to_string();
-        let result = run(&scenario, Box::new(adapter), decisions);
+        let result = run(&scenario, &name, Box::new(adapter), decisions);
         if let Some(e) = kept.take() {
             return Err(e);
         }
