@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from . import Policy, Steal
+from . import Policy, Reject, Steal
 
 
 class Fcfs(Policy):
@@ -47,8 +47,6 @@ class WorkStealing(Policy):
                 if best is None or key < best:
                     best = key
         if best is None:
-            from . import Reject
-
             return Reject("no unit can run it")
         self.loads[best[1]] = best[0] + 1
         return best[1]
