@@ -22,6 +22,7 @@ test: deps
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) nextest run --workspace --no-fail-fast
+	bash scripts/python-test.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -1,9 +1,8 @@
 //! `hetsched simulate SCENARIO.toml`: compare policies on a scenario in the simulator.
 
 use clap::Args;
-use hetsched_core::error::in_range;
 use hetsched_core::{Error, Result};
-use hetsched_sim::scenario::{limits, Scenario};
+use hetsched_sim::scenario::Scenario;
 use hetsched_sim::{report, trace};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
@@ -47,20 +46,9 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
-    if let Some(t) = args.max_time_s {
-        let t = in_range("--max-time-s", t, 0.0, limits::MAX_TIME_S)?;
-        scenario.config.max_time_ns = Some((t * 1e9).round() as u64);
-    }
-    if let Some(n) = args.max_events {
-        if !(1..=limits::MAX_EVENTS).contains(&n) {
-            return Err(Error::input(format!(
-                "--max-events: expected an integer in [1, {}], got {n}",
-                limits::MAX_EVENTS
-            )));
-        }
-        scenario.config.max_events = Some(n);
-    }
-    scenario.check_event_limit()?;
+    scenario.override_end(args.max_time_s, args.max_events, |field| {
+        format!("--{}", field.replace('_', "-"))
+    })?;
     let policies = if args.policies.is_empty() {
         scenario.policies.clone()
     } else {

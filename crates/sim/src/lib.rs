@@ -34,13 +34,24 @@ pub fn run_policy(
     on_task: &mut dyn FnMut(&SimTask),
 ) -> Result<(hetsched_core::record::Record, RunSummary)> {
     let mut policy = hetsched_policies::build(spec, seed)?;
+    run_with(scenario, spec, policy.as_mut(), on_task)
+}
+
+/// Runs a policy object (one not in the registry, e.g. written in Python) on a scenario
+/// and records every event; `label` names the policy in the record.
+pub fn run_with(
+    scenario: &scenario::Scenario,
+    label: &str,
+    policy: &mut dyn hetsched_core::policy::Policy,
+    on_task: &mut dyn FnMut(&SimTask),
+) -> Result<(hetsched_core::record::Record, RunSummary)> {
     let m = &scenario.machine;
     let mut record = hetsched_core::record::Record::new(
-        spec,
+        label,
         m.units.iter().map(|u| u.kind).collect(),
         m.units.iter().map(|u| u.name.clone()).collect(),
     );
     let tasks = scenario.tasks().inspect(|t| on_task(t));
-    let summary = run(m, policy.as_mut(), tasks, &scenario.config, &mut record)?;
+    let summary = run(m, policy, tasks, &scenario.config, &mut record)?;
     Ok((record, summary))
 }

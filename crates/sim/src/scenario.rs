@@ -427,6 +427,32 @@ impl Scenario {
         explicit.chain(generated).fold(0, u64::saturating_add)
     }
 
+    /// Overrides the file's end condition (`end.max_time_s`, `end.max_events`) after
+    /// checking the values against [`limits`]; `name` spells an override in errors as
+    /// its caller takes it (`--max-time-s` on the command line, `max_time_s` in Python).
+    pub fn override_end(
+        &mut self,
+        max_time_s: Option<f64>,
+        max_events: Option<u64>,
+        name: impl Fn(&str) -> String,
+    ) -> Result<()> {
+        if let Some(t) = max_time_s {
+            let t = in_range(name("max_time_s"), t, 0.0, limits::MAX_TIME_S)?;
+            self.config.max_time_ns = Some((t * 1e9).round() as u64);
+        }
+        if let Some(n) = max_events {
+            if !(1..=limits::MAX_EVENTS).contains(&n) {
+                return Err(Error::input(format!(
+                    "{}: expected an integer in [1, {}], got {n}",
+                    name("max_events"),
+                    limits::MAX_EVENTS
+                )));
+            }
+            self.config.max_events = Some(n);
+        }
+        self.check_event_limit()
+    }
+
     /// Checks that the run can end within its event limit: without `end.max_time_s`,
     /// every task costs at least one event (its arrival).
     pub fn check_event_limit(&self) -> Result<()> {

@@ -1,0 +1,51 @@
+import threading
+
+import pytest
+
+import hetsched
+
+
+def test_alloc_rerequest_free_and_control_against_a_real_daemon(daemon):
+    with hetsched.Client(daemon, "py") as c:
+        units = c.units()
+        assert [u["type"] for u in units] == ["cpu", "cpu"]
+        unit = c.alloc("md5", {"cpu": 1.0})
+        assert unit["type"] == "cpu" and unit["id"] in (0, 1)
+        assert c.rerequest() == "keep"
+        stats = c.stats()
+        assert stats["reply"] == "stats" and stats["grants"] >= 1
+        assert any(t["kind"] == "md5" and t["state"] == "running" for t in stats["tasks"])
+        c.free()
+        c.alter_unit(1, capacity=512, name="slow")
+        assert [(u["capacity"], u["name"]) for u in c.units()][1] == (512, "slow")
+        c.add_unit("cpu", "extra", cpus=[0])
+        assert len(c.units()) == 3
+        c.remove_unit(2)
+        assert [u["name"] for u in c.units()] == ["cpu0", "slow"]
+
+
+def test_alloc_blocks_without_the_gil_until_a_unit_is_free(daemon):
+    holders = [hetsched.Client(daemon, f"h{i}") for i in range(2)]
+    for h in holders:
+        h.alloc()
+    waiter = hetsched.Client(daemon, "waiter")
+    granted = []
+    t = threading.Thread(target=lambda: granted.append(waiter.alloc()))
+    t.start()
+    t.join(timeout=0.5)  # not a timing assertion: the daemon cannot grant yet
+    assert t.is_alive() and not granted
+    holders[0].free()
+    t.join(timeout=60)
+    assert not t.is_alive() and granted[0]["type"] == "cpu"
+
+
+def test_daemon_errors_are_python_errors(daemon, tmp_path):
+    c = hetsched.Client(daemon)
+    with pytest.raises(ValueError, match="unknown field `fpga`"):
+        c.alloc(affinity={"fpga": 1})
+    with pytest.raises(ValueError, match="no online unit 99"):
+        c.remove_unit(99)
+    with pytest.raises(RuntimeError, match="OutOfOrder: free without a task"):
+        c.free()
+    with pytest.raises(RuntimeError, match="no hetsched daemon"):
+        hetsched.Client(tmp_path / "none.sock")
