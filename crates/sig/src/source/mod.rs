@@ -1,8 +1,11 @@
-//! Trace sources: lackey text (live or saved) and the compact binary format.
+//! Trace sources: lackey text (live or saved), the compact binary format, and QEMU
+//! user mode with hetsched's plugin (live, fast).
 
 pub mod binary;
 pub mod lackey;
+pub mod qemu;
 pub mod valgrind;
+pub mod wrapper;
 
 use crate::trace::{AccessKind, TraceSink};
 use hetsched_core::{Error, Result};
@@ -53,6 +56,110 @@ impl TraceSink for Seen<'_> {
     }
     fn access(&mut self, kind: AccessKind, addr: u64, size: u32) {
         self.any = true;
+        self.sink.access(kind, addr, size);
+    }
+}
+
+/// A source that traces a program as it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Live {
+    /// QEMU user mode with hetsched's plugin ([`qemu`]): fast, samples at capture.
+    Qemu,
+    /// valgrind lackey's text through a pipe ([`valgrind`]): slow, always there.
+    Lackey,
+}
+
+impl Live {
+    /// The fast source where it can run here, else lackey and the reason.
+    pub fn pick() -> (Live, Option<String>) {
+        match qemu::unavailable() {
+            None => (Live::Qemu, None),
+            Some(why) => (Live::Lackey, Some(why)),
+        }
+    }
+
+    /// What it is, for messages.
+    pub fn describe(self) -> String {
+        match self {
+            Live::Qemu => format!("{} with the hetsched plugin", qemu::emulator()),
+            Live::Lackey => "valgrind lackey".into(),
+        }
+    }
+}
+
+/// What a live trace produced besides the profile.
+#[derive(Debug)]
+pub struct LiveRun {
+    /// The program's exit status (as the tracer reports it).
+    pub status: std::process::ExitStatus,
+    /// Trace bytes read.
+    pub bytes: u64,
+    /// What came through the pipe, for a note.
+    pub transport: String,
+}
+
+/// Run `program args…` under `source`, analysing into `analyzer`; `progress` gets the
+/// data accesses seen so far, now and then. `quiet` discards the program's stdout.
+pub fn trace_live(
+    source: Live,
+    program: &str,
+    args: &[String],
+    quiet: bool,
+    analyzer: &mut crate::Analyzer,
+    progress: &mut dyn FnMut(u64),
+) -> Result<LiveRun> {
+    match source {
+        Live::Qemu => {
+            let run = qemu::trace_qemu(program, args, quiet, analyzer, progress)?;
+            let mut transport = format!(
+                "{:.1} MB of binary words through the pipe",
+                run.bytes as f64 / 1e6
+            );
+            if run.forks > 0 {
+                transport += &format!("; {} forked child processes were not traced", run.forks);
+            }
+            Ok(LiveRun {
+                status: run.status,
+                bytes: run.bytes,
+                transport,
+            })
+        }
+        Live::Lackey => {
+            let mut counting = Counting {
+                sink: analyzer,
+                accesses: 0,
+                progress,
+            };
+            let run = valgrind::trace_lackey(program, args, quiet, &mut counting)?;
+            Ok(LiveRun {
+                status: run.status,
+                bytes: run.parsed.bytes,
+                transport: format!(
+                    "{} lackey lines ({:.1} MB of text) through the pipe",
+                    run.parsed.lines,
+                    run.parsed.bytes as f64 / 1e6
+                ),
+            })
+        }
+    }
+}
+
+/// Passes events on, reporting progress every 2^20 accesses.
+struct Counting<'a> {
+    sink: &'a mut dyn TraceSink,
+    accesses: u64,
+    progress: &'a mut dyn FnMut(u64),
+}
+
+impl TraceSink for Counting<'_> {
+    fn instructions(&mut self, n: u64) {
+        self.sink.instructions(n);
+    }
+    fn access(&mut self, kind: AccessKind, addr: u64, size: u32) {
+        self.accesses += 1;
+        if self.accesses % (1 << 20) == 0 {
+            (self.progress)(self.accesses);
+        }
         self.sink.access(kind, addr, size);
     }
 }
