@@ -408,6 +408,9 @@ pub struct ValidateArgs {
     /// Skip the real programs.
     #[arg(long)]
     synthetic_only: bool,
+    /// Trace source of the profiles.
+    #[arg(long, value_enum, default_value_t = SourceArg::Lackey)]
+    source: SourceArg,
 }
 
 pub fn validate(a: ValidateArgs) -> Result<()> {
@@ -425,6 +428,7 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
         .map_err(|e| Error::runtime(format!("{}: {e}", a.out.display())))?;
     let out = std::fs::canonicalize(&a.out)
         .map_err(|e| Error::runtime(format!("{}: {e}", a.out.display())))?;
+    let source = a.source.resolve(false)?;
     let kernel = build_kernel(&out)?;
     let mut cases = synthetic_cases(&kernel, a.accesses);
     if !a.synthetic_only {
@@ -433,7 +437,7 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
     let mut rows = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         let t = std::time::Instant::now();
-        let row = run_case(c, &configs, &out)?;
+        let row = run_case_with(c, &configs, &out, source)?;
         eprintln!(
             "[{}/{}] {:<14} {:>12} instr  est/cachegrind {}  ({:.0} s)",
             i + 1,
@@ -458,11 +462,15 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
     println!("{table}");
     if let Some(d) = &a.docs {
         let cmd = format!(
-            "hetsched experiment signature-validate --accesses {} --text-lines {} --configs {}{} --docs {}",
+            "hetsched experiment signature-validate --accesses {} --text-lines {} --configs {}{}{} --docs {}",
             a.accesses,
             a.text_lines,
             a.configs.join(","),
             if a.synthetic_only { " --synthetic-only" } else { "" },
+            match source {
+                Live::Qemu => " --source qemu",
+                Live::Lackey => "",
+            },
             d.display()
         );
         write(d, &format!("{}{cmd}`\n\n{table}", VALIDATION_HEADER))?;
@@ -474,7 +482,8 @@ const VALIDATION_HEADER: &str = "# Signature miss-rate model vs cachegrind (gene
 
 This page is written by the command at the end of this paragraph; see
 [signatures.md](signatures.md) for the model and a discussion of the numbers. `est.` is
-the paper's estimate (equations 1–6) from our exact lackey reuse profile, in last-level
+the paper's estimate (equations 1–6) from our exact reuse profile (traced with valgrind
+lackey, or with QEMU and hetsched's plugin when the command says `--source qemu`), in last-level
 misses per instruction; `cachegrind` is valgrind's cachegrind with `--cache-sim=yes
 --LL=SIZE,WAYS,64`, LL *data* misses (DLmr + DLmw) per instruction (Ir). Synthetic
 kernels: `scan-X` reads every line of an X-byte array in order, `random-X` reads random

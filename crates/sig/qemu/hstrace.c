@@ -224,7 +224,7 @@ static inline void block_access(uint64_t block)
     accesses++;
     if (block == prev) {
         repeats++;
-        pending_repeats++;
+        pending_repeats += !sampled;
         return;
     }
     prev = block;

@@ -156,7 +156,7 @@ pub fn trace_qemu(
     }
     if !decoder.ended {
         return Err(Error::runtime(format!(
-            "the trace of {program} ended without its end marker (exit status {status}): the \
+            "the trace of {program} ended without its end marker ({status}): the \
              program called exec, which QEMU user mode runs untraced, or it was killed; \
              profile the program that does the work directly"
         )));
@@ -296,12 +296,14 @@ impl<'a> Decoder<'a> {
                     let arrived = self.analyzer.accesses();
                     match self.analyzer.sampled_engine() {
                         Some(s) => s.captured_counts(changes, repeats),
-                        None if arrived != accesses => return Err(self.corrupt(
-                            i,
-                            &format!(
+                        None if arrived != accesses => {
+                            return Err(self.corrupt(
+                                i,
+                                &format!(
                                 "{arrived} block accesses arrived, the plugin counted {accesses}"
                             ),
-                        )),
+                            ))
+                        }
                         None => {}
                     }
                     self.analyzer.set_totals(instructions, mem_ops, accesses);
