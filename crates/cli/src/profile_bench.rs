@@ -100,7 +100,8 @@ pub fn run(a: ProfileBench) -> Result<()> {
             a.rate
         )));
     }
-    if !(a.mb > 0.0 && a.mb <= 1000.0) || !(0.0..=a.mb).contains(&a.lackey_mb) {
+    let sizes_ok = a.mb > 0.0 && a.mb <= 1000.0 && (0.0..=a.mb).contains(&a.lackey_mb);
+    if !sizes_ok {
         return Err(Error::input(
             "--mb must be in (0, 1000] and --lackey-mb in [0, --mb]",
         ));

@@ -157,7 +157,7 @@ impl TraceSink for Counting<'_> {
     }
     fn access(&mut self, kind: AccessKind, addr: u64, size: u32) {
         self.accesses += 1;
-        if self.accesses % (1 << 20) == 0 {
+        if self.accesses.is_multiple_of(1 << 20) {
             (self.progress)(self.accesses);
         }
         self.sink.access(kind, addr, size);

@@ -39,6 +39,9 @@ const T_SUMMARY: u64 = 4;
 const T_FORK: u64 = 5;
 const T_END: u64 = 15;
 const PAYLOAD: u64 = (1 << 60) - 1;
+/// More block accesses than any traced run makes (10^15: two weeks at 10^9/s); a
+/// count above it is corrupt, and below it no sum of counts can overflow.
+const MAX_ACCESSES: u64 = 1 << 50;
 /// The plugin's "far" near distance.
 const FAR: u64 = crate::near::NEAR as u64;
 
@@ -277,6 +280,9 @@ impl<'a> Decoder<'a> {
                 T_REPEAT if self.prev.is_none() => {
                     return Err(self.corrupt(i, "a repeat before any block"))
                 }
+                T_REPEAT if self.analyzer.accesses() + payload > MAX_ACCESSES => {
+                    return Err(self.corrupt(i, "more accesses than any run makes"))
+                }
                 T_REPEAT => self.analyzer.repeat_last(payload),
                 T_PROGRESS => (self.progress)(payload),
                 T_SAMPLE => {
@@ -294,6 +300,15 @@ impl<'a> Decoder<'a> {
                     let [instructions, mem_ops, accesses, changes, repeats] =
                         words[i + 1..i + 6].try_into().expect("5 words");
                     let arrived = self.analyzer.accesses();
+                    if accesses > MAX_ACCESSES || changes.saturating_add(repeats) != accesses {
+                        return Err(self.corrupt(
+                            i,
+                            &format!(
+                                "a summary of {accesses} accesses, {changes} block changes and \
+                                 {repeats} repeats"
+                            ),
+                        ));
+                    }
                     match self.analyzer.sampled_engine() {
                         Some(s) => s.captured_counts(changes, repeats),
                         None if arrived != accesses => {
@@ -376,8 +391,16 @@ mod tests {
             (vec![T_END << 60, 5], "after the end marker"),
             (vec![T_SUMMARY << 60, 1, 2], "ends inside a record"),
             (
-                vec![5, T_SUMMARY << 60, 1, 1, 2, 1, 0],
+                vec![5, T_SUMMARY << 60, 1, 1, 2, 1, 1],
                 "the plugin counted 2",
+            ),
+            (
+                vec![5, T_SUMMARY << 60, 1, 1, 1, 1, 1],
+                "1 block changes and 1 repeats",
+            ),
+            (
+                vec![5, T_REPEAT << 60 | 1 << 51],
+                "more accesses than any run makes",
             ),
         ] {
             let e = decode(&words, Mode::Exact).0.unwrap_err().to_string();
