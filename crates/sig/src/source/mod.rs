@@ -60,6 +60,45 @@ impl TraceSink for Seen<'_> {
     }
 }
 
+/// Prepare a tracer's command: no stdin, stdout discarded if `quiet`, and each
+/// descriptor `fds[i].0` of ours placed at number `fds[i].1` in the child (where the
+/// tracer expects its trace pipe or plugin).
+pub(crate) fn place_fds<const N: usize>(
+    cmd: &mut std::process::Command,
+    quiet: bool,
+    fds: [(i32, i32); N],
+) {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    cmd.stdin(Stdio::null());
+    if quiet {
+        cmd.stdout(Stdio::null());
+    }
+    // SAFETY: only async-signal-safe calls (fcntl, dup2) between fork and exec, and no
+    // allocation (`fds` is a copied array). Every descriptor is first copied above all
+    // targets so that no dup2 overwrites a source still to be placed; dup2 clears
+    // close-on-exec on the target. (std offers no way to place a descriptor at a given
+    // number in the child; libc is the exception.)
+    unsafe {
+        cmd.pre_exec(move || {
+            let above = fds.iter().map(|f| f.1).max().unwrap_or(0) + 1;
+            let mut copies = [0; N];
+            for (copy, &(from, _)) in copies.iter_mut().zip(&fds) {
+                *copy = libc::fcntl(from, libc::F_DUPFD_CLOEXEC, above);
+                if *copy < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for (&copy, &(_, to)) in copies.iter().zip(&fds) {
+                if libc::dup2(copy, to) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
 /// A source that traces a program as it runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Live {

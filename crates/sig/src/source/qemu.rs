@@ -19,9 +19,8 @@ use hetsched_core::{Error, Result};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 
 /// The plugin, compiled by build.rs (empty when no C compiler was found).
 const PLUGIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hstrace.so"));
@@ -117,25 +116,12 @@ pub fn trace_qemu(
     cmd.arg("-plugin")
         .arg(format!("/proc/self/fd/{PLUGIN_FD},fd={TRACE_FD},{filter}"))
         .arg(&path)
-        .args(args)
-        .stdin(Stdio::null());
-    if quiet {
-        cmd.stdout(Stdio::null());
-    }
-    // SAFETY: only async-signal-safe calls (fcntl, dup2) between fork and exec. Both
-    // descriptors are first copied above 10 so that neither dup2 overwrites the other;
-    // dup2 clears close-on-exec on 3 and 4. (std offers no way to place a descriptor
-    // at a given number in the child; libc is the exception.)
-    unsafe {
-        cmd.pre_exec(move || {
-            let a = libc::fcntl(write_fd, libc::F_DUPFD_CLOEXEC, 10);
-            let b = libc::fcntl(plugin_fd, libc::F_DUPFD_CLOEXEC, 10);
-            if a < 0 || b < 0 || libc::dup2(a, TRACE_FD) < 0 || libc::dup2(b, PLUGIN_FD) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+        .args(args);
+    super::place_fds(
+        &mut cmd,
+        quiet,
+        [(write_fd, TRACE_FD), (plugin_fd, PLUGIN_FD)],
+    );
     let mut child = cmd.spawn().map_err(|e| {
         Error::runtime(format!(
             "cannot start {} (apt-get install qemu-user): {e}",
