@@ -30,6 +30,7 @@
  * read-modify-write instruction reaches a plugin as a load and a store, i.e. two
  * accesses, like lackey's `M`.
  */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -117,6 +118,8 @@ static void write_all(const void *p, size_t n)
     const char *c = p;
     while (n > 0 && out_fd >= 0) {
         ssize_t w = write(out_fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
         if (w < 0) {
             /* hetsched went away: stop tracing, let the program finish. */
             out_fd = -1;
