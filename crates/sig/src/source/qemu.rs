@@ -60,11 +60,11 @@ pub fn unavailable() -> Option<String> {
         .then(|| format!("{qemu} is not installed (apt-get install qemu-user)"))
 }
 
-/// `program` as a path: itself if it names a directory, else its first match in
-/// `PATH` (QEMU does not search `PATH`).
+/// `program` as a path to an executable file: itself if it has a `/`, else its first
+/// match in `PATH` (QEMU does not search `PATH`).
 pub fn find_program(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
-        return Some(PathBuf::from(program));
+        return Some(PathBuf::from(program)).filter(|p| is_executable(p));
     }
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|dir| dir.join(program))
@@ -103,7 +103,7 @@ pub fn trace_qemu(
         return Err(Error::runtime(format!("the QEMU trace source: {why}")));
     }
     let path = find_program(program)
-        .ok_or_else(|| Error::input(format!("{program}: not found in PATH")))?;
+        .ok_or_else(|| Error::input(format!("{program}: no such executable (nor in PATH)")))?;
     let filter = match analyzer.sampled_engine() {
         Some(s) => format!("rate={},threshold={}", s.rate(), s.threshold()),
         None => "rate=0".into(),
@@ -139,7 +139,7 @@ pub fn trace_qemu(
     let bytes = read?;
     if bytes == 0 {
         return Err(Error::runtime(format!(
-            "{} produced no trace for {program} (exit status {status})",
+            "{} produced no trace for {program} ({status})",
             emulator()
         )));
     }
