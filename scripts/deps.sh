@@ -8,6 +8,7 @@ APT_PACKAGES=(
   libhwloc-dev libudev-dev hwloc   # topology discovery (hwlocality over libhwloc 2.9) + lstopo reference
   ocl-icd-opencl-dev pocl-opencl-icd clinfo  # OpenCL: a real CPU device through PoCL
   valgrind                         # lackey traces and cachegrind validation (signatures)
+  qemu-user                        # the fast trace source (a TCG plugin) for signatures
   gcc libc6-dev binutils           # C ABI examples and tests (cc), objcopy for ELF notes
   gzip xz-utils bzip2 python3      # programs the signature validation traces
   libfontconfig1-dev libfreetype-dev fonts-dejavu-core  # PNG plots (plotters' ttf text)

@@ -22,6 +22,8 @@ pub enum Bench {
     O2(crate::o2_cmd::BenchO2Args),
     /// Reuse-distance analysis (exact, sampled) and trace parsing throughput.
     Reuse(ReuseArgs),
+    /// Slowdown of each live trace source over native, profiling gzip on generated text.
+    Profile(crate::profile_bench::ProfileBench),
 }
 
 pub fn run(which: Bench) -> Result<()> {
@@ -33,6 +35,7 @@ pub fn run(which: Bench) -> Result<()> {
         Bench::Nuca(a) => crate::nuca_cmd::bench(a),
         Bench::O2(a) => crate::o2_cmd::bench_o2(a),
         Bench::Reuse(a) => reuse(a),
+        Bench::Profile(a) => crate::profile_bench::run(a),
     }
 }
 

@@ -17,6 +17,7 @@ mod nuca_cmd;
 mod o2_cmd;
 mod o2_plot;
 mod policies_cmd;
+mod profile_bench;
 mod run_cmd;
 mod signature_cmd;
 mod simulate_cmd;

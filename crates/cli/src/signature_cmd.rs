@@ -7,7 +7,8 @@ use hetsched_sig::elasticity::{arc_elasticity, fit_csv, ElasticityModel};
 use hetsched_sig::elfnote;
 use hetsched_sig::missrate::CacheConfig;
 use hetsched_sig::signature::Signature;
-use hetsched_sig::source::{binary, lackey, replay_file, valgrind};
+use hetsched_sig::source::wrapper::unwrap_shell;
+use hetsched_sig::source::{binary, lackey, qemu, replay_file, trace_live, valgrind, Live};
 use hetsched_sig::trace::{Tee, TraceSink};
 use std::fs::File;
 use std::io::BufWriter;
@@ -15,7 +16,8 @@ use std::path::{Path, PathBuf};
 
 #[derive(Subcommand)]
 pub enum SignatureCmd {
-    /// Run PROG under valgrind lackey, analyse its trace as it streams, print the signature.
+    /// Trace PROG as it runs (QEMU with hetsched's plugin where available, else
+    /// valgrind lackey), analyse the trace as it streams, print the signature.
     Profile(ProfileArgs),
     /// Analyse a saved trace (lackey text or the binary format) and print the signature.
     Analyze(AnalyzeArgs),
@@ -86,11 +88,57 @@ pub struct OutputArgs {
     json: bool,
 }
 
+/// Which live trace source `signature profile` uses.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SourceArg {
+    /// QEMU with the plugin where it can run here, else lackey.
+    Auto,
+    /// QEMU user mode with hetsched's plugin (samples at capture with --sample).
+    Qemu,
+    /// valgrind lackey (text through a pipe; slow).
+    Lackey,
+}
+
+impl SourceArg {
+    /// The source to use, noting on stderr which and why.
+    pub fn resolve(self, saving: bool) -> Result<Live> {
+        let live = match self {
+            SourceArg::Lackey => Live::Lackey,
+            SourceArg::Qemu if saving => {
+                return Err(Error::input(
+                    "--save needs --source lackey: the QEMU source sends block numbers or \
+                     samples, not the records a saved trace keeps",
+                ))
+            }
+            SourceArg::Qemu => match qemu::unavailable() {
+                None => Live::Qemu,
+                Some(why) => return Err(Error::runtime(format!("--source qemu: {why}"))),
+            },
+            SourceArg::Auto if saving => {
+                eprintln!("hetsched: --save keeps lackey's records: using valgrind lackey");
+                Live::Lackey
+            }
+            SourceArg::Auto => {
+                let (live, why) = Live::pick();
+                if let Some(why) = why {
+                    eprintln!("hetsched: the fast trace source is unavailable ({why})");
+                }
+                live
+            }
+        };
+        eprintln!("hetsched: trace source: {}", live.describe());
+        Ok(live)
+    }
+}
+
 #[derive(Args)]
 pub struct ProfileArgs {
-    /// Also save the trace in the binary format.
+    /// Also save the trace in the binary format (lackey source only).
     #[arg(long)]
     save: Option<PathBuf>,
+    /// Trace source.
+    #[arg(long, value_enum, default_value_t = SourceArg::Auto)]
+    source: SourceArg,
     /// Discard the program's standard output.
     #[arg(long)]
     quiet: bool,
@@ -154,11 +202,49 @@ fn create(p: &Path) -> Result<BufWriter<File>> {
         .map_err(|e| Error::runtime(format!("{}: cannot create: {e}", p.display())))
 }
 
+/// A spinner on stderr (drawn only on a terminal): accesses seen and time elapsed.
+pub struct Progress(indicatif::ProgressBar);
+
+impl Progress {
+    pub fn start() -> Self {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} tracing: {msg}, {elapsed}")
+                .expect("a valid template"),
+        );
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        bar.set_message("starting");
+        Progress(bar)
+    }
+
+    pub fn update(&self, accesses: u64) {
+        self.0
+            .set_message(format!("{:.1} M accesses", accesses as f64 / 1e6));
+    }
+
+    pub fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
 pub fn run(cmd: SignatureCmd) -> Result<()> {
     match cmd {
         SignatureCmd::Profile(a) => {
             let mut analyzer = Analyzer::new(mode(a.output.sample)?);
-            let (prog, args) = a.command.split_first().expect("clap requires a command");
+            let command = match unwrap_shell(&a.command)? {
+                Some(argv) => {
+                    eprintln!(
+                        "hetsched: `{}` runs one simple command: profiling `{}` directly",
+                        a.command.join(" "),
+                        argv.join(" ")
+                    );
+                    argv
+                }
+                None => a.command.clone(),
+            };
+            let (prog, args) = command.split_first().expect("clap requires a command");
+            let source = a.source.resolve(a.save.is_some())?;
+            let progress = Progress::start();
             let run = match &a.save {
                 Some(p) => {
                     let mut w = binary::Writer::new(create(p)?);
@@ -170,19 +256,25 @@ pub fn run(cmd: SignatureCmd) -> Result<()> {
                     )?;
                     w.finish()
                         .map_err(|e| Error::runtime(format!("{}: {e}", p.display())))?;
-                    run
+                    format!(
+                        "{} lackey lines ({:.1} MB of text) through the pipe",
+                        run.parsed.lines,
+                        run.parsed.bytes as f64 / 1e6
+                    )
                 }
-                None => valgrind::trace_lackey(prog, args, a.quiet, &mut analyzer)?,
+                None => {
+                    let run = trace_live(source, prog, args, a.quiet, &mut analyzer, &mut |n| {
+                        progress.update(n)
+                    })?;
+                    if !run.status.success() {
+                        eprintln!("hetsched: note: {prog} exited with {}", run.status);
+                    }
+                    run.transport
+                }
             };
-            if !run.status.success() {
-                eprintln!("hetsched: note: {prog} exited with {}", run.status);
-            }
-            eprintln!(
-                "hetsched: read {} lackey lines ({:.1} MB) through the pipe",
-                run.parsed.lines,
-                run.parsed.bytes as f64 / 1e6
-            );
-            emit(&a.command.join(" "), &analyzer.finish(), &a.output)
+            progress.finish();
+            eprintln!("hetsched: read {run}");
+            emit(&command.join(" "), &analyzer.finish(), &a.output)
         }
         SignatureCmd::Analyze(a) => {
             let mut analyzer = Analyzer::new(mode(a.output.sample)?);
@@ -316,6 +408,9 @@ pub struct ValidateArgs {
     /// Skip the real programs.
     #[arg(long)]
     synthetic_only: bool,
+    /// Trace source of the profiles.
+    #[arg(long, value_enum, default_value_t = SourceArg::Lackey)]
+    source: SourceArg,
 }
 
 pub fn validate(a: ValidateArgs) -> Result<()> {
@@ -333,6 +428,7 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
         .map_err(|e| Error::runtime(format!("{}: {e}", a.out.display())))?;
     let out = std::fs::canonicalize(&a.out)
         .map_err(|e| Error::runtime(format!("{}: {e}", a.out.display())))?;
+    let source = a.source.resolve(false)?;
     let kernel = build_kernel(&out)?;
     let mut cases = synthetic_cases(&kernel, a.accesses);
     if !a.synthetic_only {
@@ -341,7 +437,7 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
     let mut rows = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         let t = std::time::Instant::now();
-        let row = run_case(c, &configs, &out)?;
+        let row = run_case_with(c, &configs, &out, source)?;
         eprintln!(
             "[{}/{}] {:<14} {:>12} instr  est/cachegrind {}  ({:.0} s)",
             i + 1,
@@ -366,11 +462,15 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
     println!("{table}");
     if let Some(d) = &a.docs {
         let cmd = format!(
-            "hetsched experiment signature-validate --accesses {} --text-lines {} --configs {}{} --docs {}",
+            "hetsched experiment signature-validate --accesses {} --text-lines {} --configs {}{}{} --docs {}",
             a.accesses,
             a.text_lines,
             a.configs.join(","),
             if a.synthetic_only { " --synthetic-only" } else { "" },
+            match source {
+                Live::Qemu => " --source qemu",
+                Live::Lackey => "",
+            },
             d.display()
         );
         write(d, &format!("{}{cmd}`\n\n{table}", VALIDATION_HEADER))?;
@@ -382,7 +482,8 @@ const VALIDATION_HEADER: &str = "# Signature miss-rate model vs cachegrind (gene
 
 This page is written by the command at the end of this paragraph; see
 [signatures.md](signatures.md) for the model and a discussion of the numbers. `est.` is
-the paper's estimate (equations 1–6) from our exact lackey reuse profile, in last-level
+the paper's estimate (equations 1–6) from our exact reuse profile (traced with valgrind
+lackey, or with QEMU and hetsched's plugin when the command says `--source qemu`), in last-level
 misses per instruction; `cachegrind` is valgrind's cachegrind with `--cache-sim=yes
 --LL=SIZE,WAYS,64`, LL *data* misses (DLmr + DLmw) per instruction (Ir). Synthetic
 kernels: `scan-X` reads every line of an X-byte array in order, `random-X` reads random

@@ -113,6 +113,38 @@ impl Analyzer {
         }
     }
 
+    /// The sampled engine, for samples a trace source filtered itself.
+    pub(crate) fn sampled_engine(&mut self) -> Option<&mut SampledReuse> {
+        match &mut self.engine {
+            Engine::Sampled(s) => Some(s),
+            Engine::Exact(..) => None,
+        }
+    }
+
+    /// `n` more accesses to the last block analysed: distance 0 each, and no change
+    /// to either engine's state (so a run of any length costs one step).
+    pub(crate) fn repeat_last(&mut self, n: u64) {
+        self.flush();
+        self.accesses += n;
+        match &mut self.engine {
+            Engine::Exact(_, h) => h.record_n(Some(0), n),
+            Engine::Sampled(s) => s.captured_counts(0, n),
+        }
+    }
+
+    /// Block accesses analysed so far (buffered ones included).
+    pub(crate) fn accesses(&self) -> u64 {
+        self.accesses + self.pending.len() as u64
+    }
+
+    /// Totals a trace source counted itself (it sent blocks or samples, not records).
+    pub(crate) fn set_totals(&mut self, instructions: u64, mem_ops: u64, accesses: u64) {
+        self.flush();
+        self.instructions = instructions;
+        self.mem_ops = mem_ops;
+        self.accesses = accesses;
+    }
+
     /// The profile of everything seen so far.
     pub fn finish(mut self) -> Profile {
         self.flush();

@@ -74,6 +74,8 @@ pub struct SampledReuse {
     timed_near: [u64; NEAR],
     /// Time samples at distance NEAR or more, or cold.
     timed_far: u64,
+    /// Block changes counted by a filter outside this engine ([`SampledReuse::captured`]).
+    captured_changes: u64,
 }
 
 /// The spatial-sampling hash of a block number: Fibonacci hashing (one multiply, on
@@ -118,12 +120,18 @@ impl SampledReuse {
             samples: Vec::with_capacity(CHUNK),
             timed_near: [0; NEAR],
             timed_far: 0,
+            captured_changes: 0,
         }
     }
 
     /// The sampling rate R.
     pub fn rate(&self) -> f64 {
         self.rate
+    }
+
+    /// The spatial-sampling threshold: a block is sampled when its hash is at most this.
+    pub(crate) fn threshold(&self) -> u64 {
+        self.threshold
     }
 
     /// Record an access to `block` ([`SampledReuse::access_all`] is faster).
@@ -181,33 +189,47 @@ impl SampledReuse {
 
     /// A time and/or spatial sample of a block change.
     fn sample(&mut self, s: Sample) {
-        let mut walked = None;
-        if s.timed {
-            let near = self.recent.near_distance(s.at, s.block);
-            match near {
-                Some(d) => self.timed_near[d as usize] += 1,
-                None => self.timed_far += 1,
-            }
-            walked = Some(near);
+        let walked = s.timed.then(|| self.recent.near_distance(s.at, s.block));
+        if let Some(near) = walked {
+            self.count_timed(near);
         }
         if s.spatial {
-            // Cold accesses need no record: their number is the estimated working set.
-            if let Some(d) = self.inner.access(s.block) {
-                // The sampled blocks in between are a subset of all blocks in between;
-                // a block met within the last NEAR changes is near; else walk.
-                let far = d >= NEAR as u64
-                    || match walked {
-                        Some(near) => near.is_none(),
-                        None => {
-                            !self.recent.in_last_near(s.at, s.block)
-                                && self.recent.near_distance(s.at, s.block).is_none()
-                        }
-                    };
-                if far {
-                    self.far.record(Some(d));
+            // A block met within the last NEAR changes is near; else walk.
+            let recent = &mut self.recent;
+            count_spatial(&mut self.inner, &mut self.far, s.block, || match walked {
+                Some(near) => near.is_some(),
+                None => {
+                    recent.in_last_near(s.at, s.block)
+                        || recent.near_distance(s.at, s.block).is_some()
                 }
-            }
+            });
         }
+    }
+
+    fn count_timed(&mut self, near: Option<u32>) {
+        match near {
+            Some(d) => self.timed_near[d as usize] += 1,
+            None => self.timed_far += 1,
+        }
+    }
+
+    /// A sample chosen by the same filter run outside this engine (the QEMU plugin
+    /// of [`crate::source::qemu`], which sees every access and sends only samples):
+    /// `near` is the exact distance of a time sample if below NEAR; for a sample that
+    /// is only spatial, any `Some` means "below NEAR".
+    pub(crate) fn captured(&mut self, block: u64, timed: bool, spatial: bool, near: Option<u32>) {
+        if timed {
+            self.count_timed(near);
+        }
+        if spatial {
+            count_spatial(&mut self.inner, &mut self.far, block, || near.is_some());
+        }
+    }
+
+    /// The counts only the outside filter knows: block changes and repeats.
+    pub(crate) fn captured_counts(&mut self, changes: u64, repeats: u64) {
+        self.captured_changes += changes;
+        self.repeats += repeats;
     }
 
     /// Estimated working set in blocks (distinct sampled blocks / R).
@@ -220,7 +242,7 @@ impl SampledReuse {
     /// far ones are the cold accesses (the estimated working set) plus reuses spread
     /// over distances like the spatially sampled far reuses (scaled by 1/R).
     pub fn histogram(&self) -> ReuseHistogram {
-        let changes = self.recent.pushed();
+        let changes = self.recent.pushed() + self.captured_changes;
         let timed = self.timed_far + self.timed_near.iter().sum::<u64>();
         let per_sample = changes as f64 / timed.max(1) as f64;
         let near: Vec<u64> = self
@@ -267,6 +289,24 @@ impl SampledReuse {
             }
         }
         h
+    }
+}
+
+/// A spatial sample of `block`: its distance among the sampled blocks from `inner`,
+/// recorded in `far` if the reuse is far. `is_near` says whether its true distance is
+/// below NEAR (asked only when the sampled blocks alone do not already decide).
+fn count_spatial(
+    inner: &mut ExactReuse<HashedSlots>,
+    far: &mut ReuseHistogram,
+    block: u64,
+    is_near: impl FnOnce() -> bool,
+) {
+    // Cold accesses need no record: their number is the estimated working set.
+    if let Some(d) = inner.access(block) {
+        // The sampled blocks in between are a subset of all blocks in between.
+        if d >= NEAR as u64 || !is_near() {
+            far.record(Some(d));
+        }
     }
 }
 

@@ -9,7 +9,7 @@
 
 use crate::analysis::{Analyzer, Mode, Profile};
 use crate::missrate::{miss_rate, CacheConfig};
-use crate::source::valgrind;
+use crate::source::{trace_live, Live};
 use hetsched_core::{Error, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -314,9 +314,19 @@ pub fn real_cases(dir: &Path, text_lines: usize) -> Result<Vec<Case>> {
 
 /// Profile one case with lackey and compare against cachegrind for each configuration.
 pub fn run_case(case: &Case, configs: &[CacheConfig], dir: &Path) -> Result<Row> {
+    run_case_with(case, configs, dir, Live::Lackey)
+}
+
+/// [`run_case`] with the profile traced by `source`.
+pub fn run_case_with(
+    case: &Case,
+    configs: &[CacheConfig],
+    dir: &Path,
+    source: Live,
+) -> Result<Row> {
     let mut a = Analyzer::new(Mode::Exact);
     let (prog, args) = case.argv.split_first().expect("non-empty argv");
-    let run = valgrind::trace_lackey(prog, args, true, &mut a)?;
+    let run = trace_live(source, prog, args, true, &mut a, &mut |_| {})?;
     if !run.status.success() && case.group == "real" {
         return Err(Error::runtime(format!(
             "{} exited with {}",

@@ -1,8 +1,11 @@
-//! Trace sources: lackey text (live or saved) and the compact binary format.
+//! Trace sources: lackey text (live or saved), the compact binary format, and QEMU
+//! user mode with hetsched's plugin (live, fast).
 
 pub mod binary;
 pub mod lackey;
+pub mod qemu;
 pub mod valgrind;
+pub mod wrapper;
 
 use crate::trace::{AccessKind, TraceSink};
 use hetsched_core::{Error, Result};
@@ -53,6 +56,149 @@ impl TraceSink for Seen<'_> {
     }
     fn access(&mut self, kind: AccessKind, addr: u64, size: u32) {
         self.any = true;
+        self.sink.access(kind, addr, size);
+    }
+}
+
+/// Prepare a tracer's command: no stdin, stdout discarded if `quiet`, and each
+/// descriptor `fds[i].0` of ours placed at number `fds[i].1` in the child (where the
+/// tracer expects its trace pipe or plugin).
+pub(crate) fn place_fds<const N: usize>(
+    cmd: &mut std::process::Command,
+    quiet: bool,
+    fds: [(i32, i32); N],
+) {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    cmd.stdin(Stdio::null());
+    if quiet {
+        cmd.stdout(Stdio::null());
+    }
+    // SAFETY: only async-signal-safe calls (fcntl, dup2) between fork and exec, and no
+    // allocation (`fds` is a copied array). Every descriptor is first copied above all
+    // targets so that no dup2 overwrites a source still to be placed; dup2 clears
+    // close-on-exec on the target. (std offers no way to place a descriptor at a given
+    // number in the child; libc is the exception.)
+    unsafe {
+        cmd.pre_exec(move || {
+            let above = fds.iter().map(|f| f.1).max().unwrap_or(0) + 1;
+            let mut copies = [0; N];
+            for (copy, &(from, _)) in copies.iter_mut().zip(&fds) {
+                *copy = libc::fcntl(from, libc::F_DUPFD_CLOEXEC, above);
+                if *copy < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for (&copy, &(_, to)) in copies.iter().zip(&fds) {
+                if libc::dup2(copy, to) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A source that traces a program as it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Live {
+    /// QEMU user mode with hetsched's plugin ([`qemu`]): fast, samples at capture.
+    Qemu,
+    /// valgrind lackey's text through a pipe ([`valgrind`]): slow, always there.
+    Lackey,
+}
+
+impl Live {
+    /// The fast source where it can run here, else lackey and the reason.
+    pub fn pick() -> (Live, Option<String>) {
+        match qemu::unavailable() {
+            None => (Live::Qemu, None),
+            Some(why) => (Live::Lackey, Some(why)),
+        }
+    }
+
+    /// What it is, for messages.
+    pub fn describe(self) -> String {
+        match self {
+            Live::Qemu => format!("{} with the hetsched plugin", qemu::emulator()),
+            Live::Lackey => "valgrind lackey".into(),
+        }
+    }
+}
+
+/// What a live trace produced besides the profile.
+#[derive(Debug)]
+pub struct LiveRun {
+    /// The program's exit status (as the tracer reports it).
+    pub status: std::process::ExitStatus,
+    /// Trace bytes read.
+    pub bytes: u64,
+    /// What came through the pipe, for a note.
+    pub transport: String,
+}
+
+/// Run `program args…` under `source`, analysing into `analyzer`; `progress` gets the
+/// data accesses seen so far, now and then. `quiet` discards the program's stdout.
+pub fn trace_live(
+    source: Live,
+    program: &str,
+    args: &[String],
+    quiet: bool,
+    analyzer: &mut crate::Analyzer,
+    progress: &mut dyn FnMut(u64),
+) -> Result<LiveRun> {
+    match source {
+        Live::Qemu => {
+            let run = qemu::trace_qemu(program, args, quiet, analyzer, progress)?;
+            let mut transport = format!(
+                "{:.1} MB of binary words through the pipe",
+                run.bytes as f64 / 1e6
+            );
+            if run.forks > 0 {
+                transport += &format!("; {} forked child processes were not traced", run.forks);
+            }
+            Ok(LiveRun {
+                status: run.status,
+                bytes: run.bytes,
+                transport,
+            })
+        }
+        Live::Lackey => {
+            let mut counting = Counting {
+                sink: analyzer,
+                accesses: 0,
+                progress,
+            };
+            let run = valgrind::trace_lackey(program, args, quiet, &mut counting)?;
+            Ok(LiveRun {
+                status: run.status,
+                bytes: run.parsed.bytes,
+                transport: format!(
+                    "{} lackey lines ({:.1} MB of text) through the pipe",
+                    run.parsed.lines,
+                    run.parsed.bytes as f64 / 1e6
+                ),
+            })
+        }
+    }
+}
+
+/// Passes events on, reporting progress every 2^20 accesses.
+struct Counting<'a> {
+    sink: &'a mut dyn TraceSink,
+    accesses: u64,
+    progress: &'a mut dyn FnMut(u64),
+}
+
+impl TraceSink for Counting<'_> {
+    fn instructions(&mut self, n: u64) {
+        self.sink.instructions(n);
+    }
+    fn access(&mut self, kind: AccessKind, addr: u64, size: u32) {
+        self.accesses += 1;
+        if self.accesses.is_multiple_of(1 << 20) {
+            (self.progress)(self.accesses);
+        }
         self.sink.access(kind, addr, size);
     }
 }

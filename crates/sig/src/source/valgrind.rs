@@ -8,8 +8,7 @@ use super::lackey;
 use crate::trace::TraceSink;
 use hetsched_core::{Error, Result};
 use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 
 /// The descriptor lackey writes its trace to in the child.
 const TRACE_FD: i32 = 3;
@@ -41,27 +40,8 @@ pub fn trace_lackey(
         &format!("--log-fd={TRACE_FD}"),
         program,
     ])
-    .args(args)
-    .stdin(Stdio::null());
-    if quiet {
-        cmd.stdout(Stdio::null());
-    }
-    // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork and exec. dup2 clears
-    // close-on-exec on the new descriptor, so the pipe survives into valgrind as fd 3.
-    // (std offers no way to place a pipe on a given child descriptor; libc is the exception.)
-    unsafe {
-        cmd.pre_exec(move || {
-            let ok = if write_fd == TRACE_FD {
-                libc::fcntl(TRACE_FD, libc::F_SETFD, 0) >= 0
-            } else {
-                libc::dup2(write_fd, TRACE_FD) >= 0
-            };
-            if !ok {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    .args(args);
+    super::place_fds(&mut cmd, quiet, [(write_fd, TRACE_FD)]);
     let mut child = cmd.spawn().map_err(|e| {
         Error::runtime(format!(
             "cannot start valgrind (is it installed? apt-get install valgrind): {e}"
