@@ -10,6 +10,7 @@ pub mod params;
 pub mod queue_index;
 pub mod random;
 pub mod recording;
+pub mod signature;
 pub mod ws;
 
 use hetsched_core::policy::Policy;
@@ -54,6 +55,7 @@ pub const REGISTRY: &[Registered] = &[
     ws::REGISTERED,
     dmda::REGISTERED,
     affinity::REGISTERED,
+    signature::REGISTERED,
 ];
 
 /// The registered policies.
