@@ -21,6 +21,11 @@ pub struct Workload {
     /// Explicit speed relative to a capacity-1024 CPU per unit type (0 = derive from the
     /// affinity ratio, see the speed model).
     pub speed: PerUnitType<f64>,
+    /// Clock-speed elasticity E of the task's completion time (Shelepov & Fedorova): when
+    /// given, its time on a CPU of capacity `c` is `work × (c / 1024)^E` (a power law in
+    /// frequency), and `memory_bound` is not applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elasticity: Option<f64>,
 }
 
 impl Workload {
