@@ -28,6 +28,9 @@ pub enum Experiment {
     /// Beisel et al. Figs. 6-7: granularity sweep on the GPU (total runtime, turnaround).
     #[command(name = "beisel-fig6-7")]
     BeiselFig67(beisel_cmd::OutArgs),
+    /// Shelepov & Fedorova §4: signature vs default scheduler (heterogeneous, balanced,
+    /// uniform, and the 1.5/1.0-3 GHz projection), paper beside ours, bar chart.
+    Shelepov(crate::shelepov_cmd::ShelepovArgs),
     /// Validate the signature miss-rate model against cachegrind; writes the docs table.
     SignatureValidate(crate::signature_cmd::ValidateArgs),
 }
@@ -42,6 +45,7 @@ pub fn run(which: Experiment) -> Result<()> {
         Experiment::BeiselFig4(a) => beisel_cmd::fig4(a),
         Experiment::BeiselFig5(a) => beisel_cmd::fig5(a),
         Experiment::BeiselFig67(a) => beisel_cmd::fig6_7(a),
+        Experiment::Shelepov(a) => crate::shelepov_cmd::run(a),
         Experiment::SignatureValidate(a) => crate::signature_cmd::validate(a),
     }
 }

@@ -17,6 +17,7 @@ mod o2_cmd;
 mod o2_plot;
 mod policies_cmd;
 mod run_cmd;
+mod shelepov_cmd;
 mod signature_cmd;
 mod simulate_cmd;
 mod topology_cmd;

@@ -357,6 +357,7 @@ impl Arbiter {
             affinity,
             bytes_in: meta.memory_to_copy,
             weight: meta.weight.max(1),
+            signature: meta.signature.as_ref().map(|s| s.to_json().into()),
             ..Task::cpu(id, self.core.now())
         };
         self.live.state.insert(

@@ -239,9 +239,10 @@ impl Policy for SignaturePolicy {
             self.counts[r as usize] -= 1;
         }
         let t = view.task(task);
-        let rank = t.affinity.runs_on(UnitType::Cpu).then(|| {
-            class_of(view.machine(), t).map_or(rank(Class::Moderate), rank) as u8
-        });
+        let rank = t
+            .affinity
+            .runs_on(UnitType::Cpu)
+            .then(|| class_of(view.machine(), t).map_or(rank(Class::Moderate), rank) as u8);
         self.ranks[slot] = rank;
         if let Some(r) = rank {
             self.counts[r as usize] += 1;

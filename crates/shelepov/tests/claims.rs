@@ -36,15 +36,35 @@ fn heterogeneous_has_the_papers_signs_and_an_aggregate_improvement() {
     let het = setup("heterogeneous");
     for &(program, paper) in het.setup.paper.programs {
         let ours = change(het, program);
-        assert_eq!(ours.signum(), paper.signum(), "{program}: {ours:+.1} % vs {paper:+.1} %");
-        assert!((ours - paper).abs() <= 6.0, "{program}: {ours:+.1} % vs {paper:+.1} %");
+        assert_eq!(
+            ours.signum(),
+            paper.signum(),
+            "{program}: {ours:+.1} % vs {paper:+.1} %"
+        );
+        assert!(
+            (ours - paper).abs() <= 6.0,
+            "{program}: {ours:+.1} % vs {paper:+.1} %"
+        );
     }
     assert!(het.aggregate_pct < 0.0, "{:+.1} %", het.aggregate_pct);
-    assert!((het.aggregate_pct + 4.3).abs() <= 3.0, "{:+.1} %", het.aggregate_pct);
+    assert!(
+        (het.aggregate_pct + 4.3).abs() <= 3.0,
+        "{:+.1} %",
+        het.aggregate_pct
+    );
     // Bound to the 3 GHz cores, two per core: a highly sensitive program takes twice
     // its time alone there, whatever the order.
-    for p in het.programs.iter().filter(|p| p.name == "eon" || p.name == "crafty") {
-        assert!((p.signature_s - 200.0).abs() < 0.5, "{}: {} s", p.name, p.signature_s);
+    for p in het
+        .programs
+        .iter()
+        .filter(|p| p.name == "eon" || p.name == "crafty")
+    {
+        assert!(
+            (p.signature_s - 200.0).abs() < 0.5,
+            "{}: {} s",
+            p.name,
+            p.signature_s
+        );
     }
 }
 
