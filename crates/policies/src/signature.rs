@@ -332,7 +332,94 @@ impl Policy for SignaturePolicy {
                 }
             }
         }
+        self.balance_chains(view, &mut load, &mut moves);
         moves
+    }
+}
+
+impl SignaturePolicy {
+    /// Invariant a across sets. Moving a waiting task straight to a unit of its set
+    /// with two tasks fewer leaves loads such as 3, 2, 1 when the middle unit is the
+    /// only one the first unit's tasks may go to: then one task moves along each step
+    /// of the shortest chain of units from a unit to one with two tasks fewer, each
+    /// step a waiting task of one unit going to a unit of its set. At most as many
+    /// chains per tick as there are CPU units.
+    fn balance_chains(&self, view: &View, load: &mut [usize], moves: &mut Vec<TickAction>) {
+        let cpus: Vec<UnitId> = view.units_of(UnitType::Cpu).map(|u| u.id).collect();
+        let mut moved: Vec<TaskId> = moves
+            .iter()
+            .map(|&TickAction::Migrate { task, .. }| task)
+            .collect();
+        for _ in 0..cpus.len() {
+            let least = cpus.iter().map(|&u| load[u as usize]).min().unwrap_or(0);
+            let mut starts: Vec<UnitId> = cpus
+                .iter()
+                .copied()
+                .filter(|&u| load[u as usize] >= least + 2)
+                .collect();
+            starts.sort_by_key(|&u| (std::cmp::Reverse(load[u as usize]), u));
+            let Some(path) = starts
+                .iter()
+                .find_map(|&from| self.chain(view, &cpus, load, &moved, from))
+            else {
+                return;
+            };
+            for (task, from, to) in path {
+                load[from as usize] -= 1;
+                load[to as usize] += 1;
+                moved.push(task);
+                moves.push(TickAction::Migrate { task, to });
+            }
+        }
+    }
+
+    /// The shortest chain from `from` to a CPU unit with two tasks fewer, as (task,
+    /// from, to) steps, breadth first over units in id order.
+    fn chain(
+        &self,
+        view: &View,
+        cpus: &[UnitId],
+        load: &[usize],
+        moved: &[TaskId],
+        from: UnitId,
+    ) -> Option<Vec<(TaskId, UnitId, UnitId)>> {
+        let n = view.units().len();
+        let mut prev: Vec<Option<(TaskId, UnitId)>> = vec![None; n];
+        let mut seen = vec![false; n];
+        seen[from as usize] = true;
+        let mut frontier = std::collections::VecDeque::from([from]);
+        while let Some(x) = frontier.pop_front() {
+            if load[x as usize] + 2 <= load[from as usize] {
+                let mut path = Vec::new();
+                let mut y = x;
+                while let Some((t, p)) = prev[y as usize] {
+                    path.push((t, p, y));
+                    y = p;
+                }
+                return Some(path);
+            }
+            // One waiting task per rank stands for all of its rank (they share a set).
+            let mut candidates: Vec<TaskId> = Vec::new();
+            let mut ranks_seen = [false; RANKS + 1];
+            for &t in view.queue(x) {
+                let r = self.ranks[view.slot(t)].map_or(RANKS, usize::from);
+                if !ranks_seen[r] && !moved.contains(&t) {
+                    ranks_seen[r] = true;
+                    candidates.push(t);
+                }
+            }
+            for &y in cpus {
+                if seen[y as usize] {
+                    continue;
+                }
+                if let Some(&t) = candidates.iter().find(|&&t| self.allowed(view, t, y)) {
+                    seen[y as usize] = true;
+                    prev[y as usize] = Some((t, x));
+                    frontier.push_back(y);
+                }
+            }
+        }
+        None
     }
 }
 

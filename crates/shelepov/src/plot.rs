@@ -38,8 +38,8 @@ pub fn bars(path: &Path, outcomes: &[Outcome]) -> Result<()> {
         .flat_map(|g| [g.1, g.2.unwrap_or(0.0)])
         .fold(0.0f64, f64::max);
     let pad = (hi - lo).max(1.0) * 0.08;
-    let n = groups.len();
-    let root = BitMapBackend::new(path, (1400, 700)).into_drawing_area();
+    let n = groups.len() as i32;
+    let root = BitMapBackend::new(path, (1400, 760)).into_drawing_area();
     root.fill(&WHITE).map_err(err(path))?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
@@ -47,26 +47,26 @@ pub fn bars(path: &Path, outcomes: &[Outcome]) -> Result<()> {
             ("sans-serif", 22),
         )
         .margin(12)
-        .x_label_area_size(170)
+        .x_label_area_size(230)
         .y_label_area_size(60)
-        .build_cartesian_2d(0.0..n as f64, (lo - pad)..(hi + pad))
+        .build_cartesian_2d((0..n).into_segmented(), (lo - pad)..(hi + pad))
         .map_err(err(path))?;
     let labels: Vec<String> = groups.iter().map(|g| g.0.clone()).collect();
     chart
         .configure_mesh()
-        .x_labels(n)
-        .x_label_formatter(&|x| {
-            let i = x.floor() as usize;
-            if (x - i as f64 - 0.5).abs() < 1e-6 {
-                labels.get(i).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
+        .x_labels(groups.len())
+        .x_label_formatter(&|x| match x {
+            // Rotated labels are centred on the axis: trailing spaces (on the plot side)
+            // move the text below it.
+            SegmentValue::CenterOf(i) => labels
+                .get(*i as usize)
+                .map_or(String::new(), |l| format!("{l}{}", " ".repeat(2 * l.len()))),
+            _ => String::new(),
         })
         .x_label_style(
-            ("sans-serif", 12)
+            ("sans-serif", 13)
                 .into_font()
-                .transform(FontTransform::Rotate90),
+                .transform(FontTransform::Rotate270),
         )
         .y_desc("change, % (negative: faster)")
         .disable_x_mesh()
@@ -74,18 +74,28 @@ pub fn bars(path: &Path, outcomes: &[Outcome]) -> Result<()> {
         .map_err(err(path))?;
     let ours = BLUE.mix(0.8);
     let paper = RGBColor(150, 150, 150);
+    let bar = |from: SegmentValue<i32>, to: SegmentValue<i32>, v: f64, c: RGBAColor| {
+        Rectangle::new([(from, 0.0), (to, v)], c.filled())
+    };
     chart
         .draw_series(groups.iter().enumerate().map(|(i, g)| {
-            let x = i as f64;
-            Rectangle::new([(x + 0.12, 0.0), (x + 0.5, g.1)], ours.filled())
+            let i = i as i32;
+            bar(SegmentValue::Exact(i), SegmentValue::CenterOf(i), g.1, ours)
         }))
         .map_err(err(path))?
         .label("ours (simulated)")
         .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], ours.filled()));
     chart
         .draw_series(groups.iter().enumerate().filter_map(|(i, g)| {
-            let x = i as f64;
-            g.2.map(|v| Rectangle::new([(x + 0.5, 0.0), (x + 0.88, v)], paper.filled()))
+            let i = i as i32;
+            g.2.map(|v| {
+                bar(
+                    SegmentValue::CenterOf(i),
+                    SegmentValue::Exact(i + 1),
+                    v,
+                    paper.to_rgba(),
+                )
+            })
         }))
         .map_err(err(path))?
         .label("paper (text of section 4)")
