@@ -189,15 +189,12 @@ fn real_programs_run_only_on_the_cores_their_class_is_bound_to() {
     // gzip's signature travels in an ELF note of a copy of the binary.
     let gzip = dir.path().join("gzip");
     std::fs::copy("/usr/bin/gzip", &gzip).unwrap();
-    let out = Command::new(BIN)
-        .args([
-            "signature",
-            "embed",
-            gzip.to_str().unwrap(),
-            data("gzip").to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let out = common::hetsched(&[
+        "signature",
+        "embed",
+        gzip.to_str().unwrap(),
+        data("gzip").to_str().unwrap(),
+    ]);
     assert!(
         out.status.success(),
         "{}",
