@@ -34,6 +34,9 @@ pub enum Experiment {
     /// Akram et al.: zmIO-like I/O in the four NUMA configurations on the paper's server
     /// (simulator I/O model), and io-affinity vs cfs.
     Akram(crate::akram_cmd::AkramArgs),
+    /// Shelepov & Fedorova §4: signature vs default scheduler (heterogeneous, balanced,
+    /// uniform, and the 1.5/1.0-3 GHz projection), paper beside ours, bar chart.
+    Shelepov(crate::shelepov_cmd::ShelepovArgs),
     /// Validate the signature miss-rate model against cachegrind; writes the docs table.
     SignatureValidate(crate::signature_cmd::ValidateArgs),
 }
@@ -50,6 +53,7 @@ pub fn run(which: Experiment) -> Result<()> {
         Experiment::BeiselFig67(a) => beisel_cmd::fig6_7(a),
         Experiment::Ding(a) => crate::ding_cmd::run(a),
         Experiment::Akram(a) => crate::akram_cmd::run(a),
+        Experiment::Shelepov(a) => crate::shelepov_cmd::run(a),
         Experiment::SignatureValidate(a) => crate::signature_cmd::validate(a),
     }
 }

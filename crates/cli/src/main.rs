@@ -19,6 +19,7 @@ mod o2_plot;
 mod policies_cmd;
 mod profile_bench;
 mod run_cmd;
+mod shelepov_cmd;
 mod signature_cmd;
 mod simulate_cmd;
 mod topology_cmd;

@@ -20,7 +20,8 @@ pub struct RunArgs {
     /// Unit types the program can use, e.g. `cpu` or `cpu,opencl` (affinity 1 each).
     #[arg(long = "type", value_name = "TYPE", value_delimiter = ',', default_value = "cpu", value_parser = unit_type)]
     types: Vec<UnitType>,
-    /// The program's architectural signature (`hetsched signature` JSON), sent to the daemon.
+    /// The program's architectural signature (`hetsched signature` JSON), sent to the
+    /// daemon (default: the signature note of CMD's ELF file, if it has one).
     #[arg(long, value_name = "FILE")]
     signature: Option<PathBuf>,
     /// The device the program uses, sent to the daemon: an I/O device as `hetsched topology` names it (`vda`), a file or block device node (its disk is sent), or an accelerator as `hetsched client units` names it.
@@ -65,7 +66,10 @@ pub fn run(args: RunArgs) -> Result<()> {
             .to_string_lossy()
             .into_owned()
     });
-    let signature = args.signature.as_deref().map(read_signature).transpose()?;
+    let signature = match args.signature.as_deref() {
+        Some(file) => Some(read_signature(file)?),
+        None => embedded_signature(&args.command[0])?,
+    };
     let meta = MetaInfo {
         kind,
         affinity,
@@ -102,6 +106,30 @@ fn read_signature(file: &Path) -> Result<Signature> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| Error::input(format!("{}: {e}", file.display())))?;
     Signature::from_json(&text, &file.display().to_string())
+}
+
+/// The signature note of the program `command` names (found on `PATH` when it has no
+/// slash, as `exec` does): `None` when the file has none, is not found or is not ELF
+/// (a script); a note that is not a signature is an input error naming the file.
+fn embedded_signature(command: &OsString) -> Result<Option<Signature>> {
+    let path = Path::new(command);
+    let file = if path.components().count() > 1 {
+        Some(path.to_path_buf())
+    } else {
+        std::env::var_os("PATH").and_then(|dirs| {
+            std::env::split_paths(&dirs)
+                .map(|d| d.join(path))
+                .find(|f| f.is_file())
+        })
+    };
+    let Some(file) = file else { return Ok(None) };
+    let Ok(Some(note)) = hetsched_sig::elfnote::read(&file) else {
+        return Ok(None);
+    };
+    let name = format!("{}: signature note", file.display());
+    let text =
+        std::str::from_utf8(&note).map_err(|_| Error::input(format!("{name}: not UTF-8")))?;
+    Signature::from_json(text, &name).map(Some)
 }
 
 /// The `alloc` carrying `meta` (with the largest pid) must fit the daemon's request limit.

@@ -402,6 +402,7 @@ impl Arbiter {
                     .position(|d| d.name == name)
                     .map(|i| i as u32)
             }),
+            signature: meta.signature.as_ref().map(|s| s.to_json().into()),
             ..Task::cpu(id, self.core.now())
         };
         self.live.state.insert(

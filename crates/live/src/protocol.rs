@@ -119,8 +119,8 @@ pub struct MetaInfo {
     /// is carried, not used yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
-    /// The program's architectural signature (`hetsched signature`). Carried, not used
-    /// yet.
+    /// The program's architectural signature (`hetsched signature`): the task's
+    /// `signature` (the `signature` policy places by it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<Box<Signature>>,
 }

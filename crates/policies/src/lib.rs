@@ -14,6 +14,7 @@ pub mod params;
 pub mod queue_index;
 pub mod random;
 pub mod recording;
+pub mod signature;
 pub mod ws;
 
 use hetsched_core::policy::Policy;
@@ -61,6 +62,7 @@ pub const REGISTRY: &[Registered] = &[
     affinity::REGISTERED,
     numa_amp::REGISTERED,
     io_affinity::REGISTERED,
+    signature::REGISTERED,
 ];
 
 /// The registered policies.

@@ -9,7 +9,9 @@
 //! pending tick wait beside it.
 //! Arrivals are pulled lazily from an iterator and finished tasks are dropped, so memory
 //! grows with live tasks, not with the length of the run (unless the recorder keeps
-//! events).
+//! events). An iterator that said `None` is asked again after each event, so that a
+//! closed workload (a task restarts when it ends) can feed its restarts from what the
+//! recorder saw.
 //!
 //! Time stops at [`HORIZON_NS`]: an arrival or a run end past it (absurd work, speeds
 //! or bandwidths) is an input error, not an overflow. A run that reaches its event
@@ -206,6 +208,20 @@ where
     // The next arrival waits in the task store, where it will live.
     let mut pending = arrivals.next().map(|t| sim.stage(&mut core, t));
     loop {
+        if pending.is_none() {
+            // Asked again after it said `None`: a closed workload's generator has a task
+            // once one of its tasks ended (it restarts at the end's time, not before).
+            pending = arrivals.next().map(|t| sim.stage(&mut core, t));
+            if let Some(p) = pending {
+                let task = &core.tasks().staged(p).task;
+                if task.arrival_ns < core.now() {
+                    return Err(Error::input(format!(
+                        "task {} arrives at {} ns, before the current time {} ns: arrivals must be in time order",
+                        task.id, task.arrival_ns, core.now()
+                    )));
+                }
+            }
+        }
         let mut earliest = sim.run_ends.next_ns().map(|t| (t, Next::RunEnd));
         for other in [
             pending.map(|p| (core.tasks().staged(p).task.arrival_ns, Next::Arrival)),

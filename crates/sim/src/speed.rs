@@ -5,6 +5,8 @@
 //!   `duration = work × (1 − m) × 1024 / c + work × m × d / 10`.
 //!   The core-bound part scales with capacity, the memory-bound part does not, and remote
 //!   memory slows it by the distance ratio.
+//! - A task with a clock-speed elasticity `E` (Shelepov & Fedorova's time model) takes
+//!   `duration = work × (c / 1024)^E` on a CPU instead: capacity stands for frequency.
 //! - Memory bandwidth is shared: a task with `mem_bandwidth = D` draws `D` bytes/s from
 //!   the NUMA node holding its memory (its home, else its unit's node) while it runs on
 //!   a CPU. When the running tasks' draws on a node of bandwidth `B` add up to more than
@@ -140,6 +142,9 @@ impl SpeedModel {
         }
         let scale = CAPACITY_SCALE as f64;
         if u.kind == UnitType::Cpu {
+            if let Some(e) = model.elasticity {
+                return 1e9 * (u.capacity / scale).powf(e);
+            }
             let m = model.memory_bound;
             let numa = match (u.numa_node, task.numa_home) {
                 (Some(from), Some(to)) => self

@@ -43,6 +43,11 @@ pub struct Workload {
     /// CPU's capacity and is slowed away from the device's node (the I/O model).
     #[serde(default)]
     pub io_bound: f64,
+    /// Clock-speed elasticity E of the task's completion time (Shelepov & Fedorova): when
+    /// given, its time on a CPU of capacity `c` is `work × (c / 1024)^E` (a power law in
+    /// frequency), and `memory_bound` is not applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elasticity: Option<f64>,
 }
 
 impl Workload {

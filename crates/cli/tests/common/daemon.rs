@@ -41,6 +41,15 @@ impl Daemon {
         Self::binary(command, dir, &machine, policy, extra, stderr)
     }
 
+    /// A daemon over the machine file `text`.
+    pub fn start_on(text: &str, policy: &str) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        let machine = dir.path().join("m.toml");
+        std::fs::write(&machine, text).unwrap();
+        let machine = machine.to_str().unwrap().to_string();
+        Self::spawn(Command::new(BIN), dir, &machine, policy, &[], Stdio::null())
+    }
+
     /// A daemon over this machine's own units (`--machine live`: PUs and the OpenCL
     /// devices found, loading the OpenCL driver).
     pub fn start_live(policy: &str, extra: &[&str], stderr: Stdio) -> Daemon {

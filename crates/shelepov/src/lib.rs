@@ -1,0 +1,13 @@
+//! Shelepov & Fedorova, "Scheduling on Heterogeneous Multicore Processors Using
+//! Architectural Signatures" (WIOSCA 2008), §4 on the simulator: the SPEC CPU2000
+//! programs as elasticity time models with the signatures the scheduler sees
+//! (`programs`), the three experiments and the frequency-range projection on the
+//! paper's machine (`experiments`), and their bar chart (`plot`).
+//!
+//! Why a crate of its own: the experiment is domain code (the paper's programs, its
+//! machine, its numbers); the policy it evaluates is `hetsched_policies::signature`,
+//! which runs unchanged in both engines.
+
+pub mod experiments;
+pub mod plot;
+pub mod programs;
