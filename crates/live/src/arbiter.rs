@@ -898,18 +898,16 @@ impl Host for Live {
     ) -> Result<(), ContractError> {
         self.grants += 1;
         self.arm(core, policy, u, task);
-        let st = self
-            .state
-            .get_mut(&task)
-            .expect("a granted task has a client");
         // A process's pages go where it first touches them (Linux's local policy) and
         // where the policy moves them; a library client's memory is its own business.
-        let memory_node = match st.process {
-            true => match core.follow_memory(policy, u, task, slot, true) {
+        let process = self.state.get(&task).is_some_and(|st| st.process);
+        let memory_node = if process {
+            match core.follow_memory(policy, u, task, slot, true) {
                 MemoryMove::FirstTouch(node) | MemoryMove::Migrates(node) => Some(node),
                 MemoryMove::Stays => None,
-            },
-            false => None,
+            }
+        } else {
+            None
         };
         let reply = Reply::Granted {
             unit: self.unit_info(core, u),
