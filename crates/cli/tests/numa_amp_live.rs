@@ -1,7 +1,8 @@
 //! `hetsched daemon --policy numa-amp` placing real `hetsched run` programs on this
 //! machine, which has no PMU and one NUMA node: the policy places by capacity and load
 //! and says, once each on the daemon's stderr, that it has no counters and that the
-//! NUMA-list and page migration are no-ops.
+//! NUMA-list and page migration are no-ops; the program's agent says that binding its
+//! memory to the node a grant names is a no-op here.
 
 mod common;
 
@@ -31,10 +32,17 @@ struct Program {
 
 impl Program {
     fn start(d: &Daemon) -> Program {
+        Program::start_with(d, &[], Stdio::inherit())
+    }
+
+    /// With more `hetsched run` options and its stderr going to `stderr`.
+    fn start_with(d: &Daemon, options: &[&str], stderr: Stdio) -> Program {
         let mut agent = Command::new(BIN)
             .args(["run", "--daemon", d.socket.to_str().unwrap()])
+            .args(options)
             .args(["--", "sh", "-c", "echo $$; exec sleep 1000"])
             .stdout(Stdio::piped())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let mut line = String::new();
@@ -73,7 +81,12 @@ fn numa_amp_places_programs_and_says_it_has_no_counters() {
         &[],
         Stdio::from(std::fs::File::create(&log).unwrap()),
     );
-    let a = Program::start(&d);
+    let agent_log = dir.path().join("agent.err");
+    let a = Program::start_with(
+        &d,
+        &["--verbose"],
+        Stdio::from(std::fs::File::create(&agent_log).unwrap()),
+    );
     let b = Program::start(&d);
     // Equal units, one program each (least share first, then the lowest id).
     wait_until("both units run a program", || {
@@ -104,6 +117,17 @@ fn numa_amp_places_programs_and_says_it_has_no_counters() {
         .count(),
         1,
         "{text}"
+    );
+    // The first grant names the unit's node for the program's memory (first touch):
+    // the agent takes it to the process layer, which says, once, that one node makes
+    // the binding a no-op.
+    let agent_text = std::fs::read_to_string(&agent_log).unwrap();
+    assert_eq!(
+        agent_text
+            .matches("this machine has one NUMA node: memory binding is a no-op")
+            .count(),
+        1,
+        "{agent_text}"
     );
     // The daemon ticked for the policy (its profiling period).
     let out = Command::new(BIN)

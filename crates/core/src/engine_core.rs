@@ -80,6 +80,17 @@ impl From<ContractError> for crate::Error {
     }
 }
 
+/// What happens to a task's memory as it starts on a CPU ([`EngineCore::follow_memory`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryMove {
+    /// It stays where it is (or the unit has no NUMA node).
+    Stays,
+    /// A task without a home: its pages are placed on this node as it touches them.
+    FirstTouch(u32),
+    /// The policy moves its pages to this node (from another one).
+    Migrates(u32),
+}
+
 /// Where a task that gives its unit up goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Requeue {
@@ -630,6 +641,38 @@ impl EngineCore {
             Some(self.view.tasks.at_slot(slot).task.checkpoint_ns.get(kind)).filter(|&c| c > 0)
         }
         .map(|s| s.max(1))
+    }
+
+    /// Where `task`'s memory goes as it starts on CPU `u` (both engines decide it here,
+    /// the engine applies it): a task without a home gets the unit's node when its pages
+    /// are placed by first touch (`first_touch`); a task whose memory is on another node
+    /// of a machine with several gets the unit's node when the policy moves it
+    /// ([`Policy::migrate_memory`]). The task's `numa_home` is updated.
+    pub fn follow_memory<P: Policy + ?Sized>(
+        &mut self,
+        policy: &mut P,
+        u: UnitId,
+        task: TaskId,
+        slot: usize,
+        first_touch: bool,
+    ) -> MemoryMove {
+        let unit = &self.view.machine.units[u as usize];
+        let Some(node) = unit.numa_node.filter(|_| unit.kind == UnitType::Cpu) else {
+            return MemoryMove::Stays;
+        };
+        let moved = match self.view.tasks.at_slot(slot).task.numa_home {
+            None if first_touch => MemoryMove::FirstTouch(node),
+            Some(home)
+                if home != node
+                    && self.view.machine.numa_nodes.len() > 1
+                    && policy.migrate_memory(self.view(), task, u) =>
+            {
+                MemoryMove::Migrates(node)
+            }
+            _ => return MemoryMove::Stays,
+        };
+        self.view.tasks.at_slot_mut(slot).task.numa_home = Some(node);
+        moved
     }
 
     /// The task on `u` stops running there: its run and busy time are accounted.

@@ -36,7 +36,7 @@ use crate::protocol::{
     ErrorCode, MetaInfo, NewUnit, Reply, TaskStats, UnitChanges, UnitInfo, Verdict,
     MAX_CHECKPOINT_NS, MAX_KIND,
 };
-use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host, Requeue};
+use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host, MemoryMove, Requeue};
 use hetsched_core::machine::{Accelerator, Machine, Unit, UnitType};
 use hetsched_core::policy::{CheckpointDecision, Policy, Sample, UnitId};
 use hetsched_core::record::{Event, Record};
@@ -125,6 +125,9 @@ struct TaskState {
     /// The policy queued the task centrally when it arrived: a voluntary release puts
     /// it back there rather than on its unit's queue.
     central: bool,
+    /// The client named the task's process (`MetaInfo::pid`): its agent moves the
+    /// process's memory where a grant says (first touch, a policy's page migration).
+    process: bool,
 }
 
 /// The daemon's side of the engine: clients and what the core does not keep.
@@ -414,6 +417,7 @@ impl Arbiter {
                 awaiting: true,
                 pending: None,
                 central: false,
+                process: meta.pid.is_some(),
             },
         );
         self.live.client_task.insert(client, id);
@@ -899,13 +903,25 @@ impl Host for Live {
         policy: &mut P,
         u: UnitId,
         task: TaskId,
-        _slot: usize,
+        slot: usize,
     ) -> Result<(), ContractError> {
         self.grants += 1;
         self.arm(core, policy, u, task);
+        // A process's pages go where it first touches them (Linux's local policy) and
+        // where the policy moves them; a library client's memory is its own business.
+        let process = self.state.get(&task).is_some_and(|st| st.process);
+        let memory_node = if process {
+            match core.follow_memory(policy, u, task, slot, true) {
+                MemoryMove::FirstTouch(node) | MemoryMove::Migrates(node) => Some(node),
+                MemoryMove::Stays => None,
+            }
+        } else {
+            None
+        };
         let reply = Reply::Granted {
             unit: self.unit_info(core, u),
             task,
+            memory_node,
         };
         let st = self
             .state
@@ -1063,6 +1079,64 @@ mod tests {
         effects
             .iter()
             .any(|e| matches!(e, Effect::Reply(c, Reply::Granted { .. }) if *c == client))
+    }
+
+    /// A grant tells a `hetsched run` agent where its process's memory goes: the unit's
+    /// node at the first grant of a task without a home (first touch), and the unit's
+    /// node when the policy migrates the pages of a task whose memory is on the other
+    /// node (numa-amp moves them, cfs never does); a library client is told nothing.
+    #[test]
+    fn a_grant_names_the_memory_node_of_a_process_as_the_policy_decides() {
+        let text = "name = \"two nodes\"\ndistances = [[10, 20], [20, 10]]\n\
+                    [[package]]\ncores = 1\n[[package]]\ncores = 1\n\
+                    [[numa_node]]\nmemory = \"1 GiB\"\n[[numa_node]]\nmemory = \"1 GiB\"\n";
+        let memory_nodes = |policy: &str, home: Option<u32>, pid: Option<u32>| {
+            let mut m = hetsched_topology::machine_file::parse(text, "test").unwrap();
+            m.derive_units(UnitGranularity::Pu);
+            let nodes: Vec<Option<u32>> = m.units.iter().map(|u| u.numa_node).collect();
+            assert_eq!(nodes, [Some(0), Some(1)]);
+            let devices = crate::devices::described(&m);
+            let mut a = Arbiter::new(m, devices, hetsched_policies::build(policy, 0).unwrap());
+            let meta = MetaInfo {
+                numa_home: home,
+                pid,
+                ..meta()
+            };
+            let mut grants: Vec<(u32, Option<u32>)> = (1..=2)
+                .flat_map(|client| a.alloc(client, &meta).unwrap())
+                .filter_map(|e| match e {
+                    Effect::Reply(
+                        _,
+                        Reply::Granted {
+                            unit, memory_node, ..
+                        },
+                    ) => Some((unit.id, memory_node)),
+                    _ => None,
+                })
+                .collect();
+            grants.sort();
+            grants
+        };
+        let me = Some(std::process::id());
+        // Memory on node 0: the task granted node 1's unit has its pages moved by numa-amp.
+        assert_eq!(
+            memory_nodes("numa-amp", Some(0), me),
+            [(0, None), (1, Some(1))]
+        );
+        assert_eq!(memory_nodes("cfs", Some(0), me), [(0, None), (1, None)]);
+        // No home: placed by first touch where each starts, whatever the policy.
+        for policy in ["numa-amp", "cfs"] {
+            assert_eq!(
+                memory_nodes(policy, None, me),
+                [(0, Some(0)), (1, Some(1))],
+                "{policy}"
+            );
+        }
+        // No process: the daemon moves nothing.
+        assert_eq!(
+            memory_nodes("numa-amp", Some(0), None),
+            [(0, None), (1, None)]
+        );
     }
 
     #[test]

@@ -391,10 +391,19 @@ impl Client {
 
     /// Blocks until a unit is granted for this connection's task.
     pub fn alloc(&mut self, meta: &MetaInfo) -> Result<UnitInfo> {
+        self.alloc_with_memory(meta).map(|(unit, _)| unit)
+    }
+
+    /// As [`Client::alloc`], with the NUMA node the task's process should now keep its
+    /// memory on, when the daemon says so (a task that named its `pid`, as
+    /// `hetsched run` does).
+    pub fn alloc_with_memory(&mut self, meta: &MetaInfo) -> Result<(UnitInfo, Option<u32>)> {
         match self.request(&Request::Alloc { meta: meta.clone() })? {
-            Reply::Granted { unit, .. } => {
+            Reply::Granted {
+                unit, memory_node, ..
+            } => {
                 self.granted = Some(unit.clone());
-                Ok(unit)
+                Ok((unit, memory_node))
             }
             Reply::Error { code, message } => Err(daemon_error(code, message)),
             other => Err(Error::runtime(format!("daemon: unexpected {other:?}"))),

@@ -14,7 +14,7 @@
 //! | `B` alloc with extras | weight u32, memory_to_copy u64, bytes_out u64, checkpoint_ns cpu, gpu, opencl, coprocessor u64, numa_home u32 (`u32::MAX`: none), affinity cpu, gpu, opencl, coprocessor f64, kind (UTF-8, rest) |
 //! | `R` rerequest | — |
 //! | `F` free | finished u8 (0 / 1) |
-//! | `G` granted | task u64, unit u32, type u8, capacity u32, device i64 (−1: none), online u8, running i64 (−1: none), queued u32, link bandwidth f64, link latency f64 (NaN: unknown), cpu count u32, cpus u32…, name (UTF-8, rest) |
+//! | `G` granted (no memory node) | task u64, unit u32, type u8, capacity u32, device i64 (−1: none), online u8, running i64 (−1: none), queued u32, link bandwidth f64, link latency f64 (NaN: unknown), cpu count u32, cpus u32…, name (UTF-8, rest) |
 //! | `V` rerequest verdict | 0 keep / 1 yield / 2 migrate, then the target unit u32 for migrate |
 //! | `D` freed | — |
 
@@ -65,7 +65,11 @@ pub fn encode_request(request: &Request, out: &mut Vec<u8>) -> bool {
 pub fn encode_reply(reply: &Reply, out: &mut Vec<u8>) -> bool {
     let start = frame_start(out);
     match reply {
-        Reply::Granted { unit, task } => {
+        Reply::Granted {
+            unit,
+            task,
+            memory_node: None,
+        } => {
             out.push(b'G');
             out.extend_from_slice(&task.to_le_bytes());
             out.extend_from_slice(&unit.id.to_le_bytes());
@@ -262,6 +266,7 @@ pub fn decode_reply(body: &[u8]) -> Result<Reply, String> {
                     link_latency_s,
                 },
                 task,
+                memory_node: None,
             })
         }
         b'V' => {
@@ -332,7 +337,11 @@ mod tests {
                 link_bandwidth_bytes_per_s: link, link_latency_s: link.map(|b| 1.0 / b),
             };
             for r in [
-                Reply::Granted { unit: unit.clone(), task },
+                Reply::Granted {
+                    unit: unit.clone(),
+                    task,
+                    memory_node: None,
+                },
                 Reply::Rerequest { verdict: Verdict::Keep },
                 Reply::Rerequest { verdict: Verdict::Yield },
                 Reply::Rerequest { verdict: Verdict::Migrate { to } },
@@ -342,6 +351,11 @@ mod tests {
                 prop_assert!(encode_reply(&r, &mut out));
                 prop_assert_eq!(decode_reply(body(&out)), Ok(r));
             }
+            // A grant that names a memory node (a `hetsched run` task) travels as JSON.
+            let mut out = Vec::new();
+            let grant = Reply::Granted { unit, task, memory_node: Some(id) };
+            prop_assert!(!encode_reply(&grant, &mut out));
+            prop_assert!(out.is_empty());
         }
 
         /// Garbage never panics the decoder: it is a request or an error message.

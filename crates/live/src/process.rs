@@ -434,16 +434,6 @@ pub fn numa_nodes() -> Vec<u32> {
         .unwrap_or_else(|| vec![0])
 }
 
-/// The NUMA node of CPU `cpu` (OS indices), from sysfs.
-pub fn cpu_node(cpu: u32) -> Option<u32> {
-    numa_nodes().into_iter().find(|node| {
-        std::fs::read_to_string(format!("/sys/devices/system/node/node{node}/cpulist"))
-            .ok()
-            .and_then(|s| cpu_list::parse(&s))
-            .is_some_and(|cpus| cpus.contains(&cpu))
-    })
-}
-
 /// A node mask as the memory-policy system calls take it.
 struct NodeMask {
     words: Vec<libc::c_ulong>,

@@ -319,6 +319,11 @@ pub enum Reply {
     Granted {
         unit: UnitInfo,
         task: u64,
+        /// The NUMA node the task's process should now keep its memory on (first touch
+        /// or a policy's page migration); only for tasks that named a process (`pid`),
+        /// whose agent applies it. Such a grant travels as JSON.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        memory_node: Option<u32>,
     },
     Rerequest {
         verdict: Verdict,

@@ -9,8 +9,10 @@
 //!   before its grant;
 //! - a grant becomes the CPU set of all its threads (a CPU unit's `cpus`; an
 //!   accelerator grant leaves it on every CPU the agent may use, as the program drives
-//!   the device itself) and, on a machine with several NUMA nodes, its memory moves to
-//!   the unit's node;
+//!   the device itself) and, when the grant names a memory node, its memory moves
+//!   there: the daemon names the unit's node at the first grant (first touch) and
+//!   whenever the policy migrates the task's pages (`Policy::migrate_memory`). On a
+//!   machine with one node this is a no-op the agent says once (with `--verbose`);
 //! - the agent is the program's checkpoint: every check period it re-requests, which
 //!   costs one atomic load while the daemon has not raised `ASK` in the shared page;
 //! - a `yield` or a `migrate` stops the program's process group, frees the unit and
@@ -32,7 +34,7 @@
 //! rather than being killed: the agent says so once and waits for it.
 
 use crate::client::Client;
-use crate::process::{cpu_node, own_cpus, Binding, Exit, MemoryBinding, Process};
+use crate::process::{own_cpus, Binding, Exit, MemoryBinding, Process};
 use crate::protocol::{MetaInfo, UnitInfo, Verdict};
 use hetsched_core::machine::UnitType;
 use hetsched_core::{Error, Result};
@@ -136,8 +138,8 @@ impl Agent {
     fn drive(mut self, check: Duration) -> Result<Exit> {
         if let Err(e) = self
             .client
-            .alloc(&self.meta)
-            .and_then(|unit| self.grant(&unit))
+            .alloc_with_memory(&self.meta)
+            .and_then(|(unit, memory)| self.grant(&unit, memory))
         {
             // The program never ran: end it, and say why (not how it died).
             let mut p = lock(&self.program);
@@ -182,9 +184,9 @@ impl Agent {
                 }
                 p.allocating = true;
             }
-            match self.client.alloc(&self.meta) {
-                Ok(unit) => {
-                    if let Err(e) = self.grant(&unit) {
+            match self.client.alloc_with_memory(&self.meta) {
+                Ok((unit, memory)) => {
+                    if let Err(e) = self.grant(&unit, memory) {
                         eprintln!("hetsched run: {e}; the program keeps its CPUs");
                         lock(&self.program).cont();
                     }
@@ -194,8 +196,9 @@ impl Agent {
         }
     }
 
-    /// Applies a grant to the stopped program and lets it run.
-    fn grant(&self, unit: &UnitInfo) -> Result<()> {
+    /// Applies a grant to the stopped program (its CPUs, and its memory on `memory`
+    /// where the daemon names a node) and lets it run.
+    fn grant(&self, unit: &UnitInfo, memory: Option<u32>) -> Result<()> {
         let mut p = lock(&self.program);
         p.allocating = false;
         let on_cpus = unit.kind == UnitType::Cpu && !unit.cpus.is_empty();
@@ -213,8 +216,7 @@ impl Agent {
         p.process
             .set_cpus(cpus)
             .map_err(|e| retag(e, &format!("unit {} ({})", unit.id, unit.name)))?;
-        let node = on_cpus.then(|| cpu_node(cpus[0])).flatten();
-        if let Some(node) = node.filter(|&n| p.node != Some(n)) {
+        if let Some(node) = memory.filter(|&n| p.node != Some(n)) {
             let moved = p.process.bind_memory(node)?;
             if self.verbose && (moved != MemoryBinding::SingleNode || p.node.is_none()) {
                 eprintln!("hetsched run: {moved}");

@@ -24,7 +24,7 @@
 use crate::run_ends::RunEnds;
 use crate::speed::SpeedModel;
 use crate::task::{SimTask, Workload};
-use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host};
+use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host, MemoryMove};
 use hetsched_core::machine::{Machine, UnitType};
 use hetsched_core::ns::round_u64;
 use hetsched_core::policy::{CheckpointDecision, Policy, Running, UnitId};
@@ -413,11 +413,9 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
 }
 
 impl<R: Recorder + ?Sized> Sim<'_, R> {
-    /// Where `task`'s memory is as it starts on `u`: a first-touch task without a home
-    /// gets the unit's node; when it starts on a CPU of another NUMA node than its
-    /// memory's and the policy asks to move the memory, its home becomes the unit's
-    /// node. Returns the copy time, charged before it computes (`memory_bytes` at
-    /// [`PAGE_MIGRATION_BYTES_PER_S`]).
+    /// Where `task`'s memory is as it starts on `u` ([`EngineCore::follow_memory`]):
+    /// returns the copy time of a migration, charged before it computes (`memory_bytes`
+    /// at [`PAGE_MIGRATION_BYTES_PER_S`]).
     fn follow_memory<P: Policy + ?Sized>(
         &mut self,
         core: &mut EngineCore,
@@ -426,26 +424,13 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         task: TaskId,
         slot: usize,
     ) -> u64 {
-        let unit = &self.machine.units[u as usize];
-        let home = core.tasks().at_slot(slot).task.numa_home;
-        let Some(node) = unit.numa_node.filter(|_| unit.kind == UnitType::Cpu) else {
-            return 0;
-        };
-        let Some(home) = home else {
-            if self.models[slot].work.first_touch {
-                core.tasks_mut().at_slot_mut(slot).task.numa_home = Some(node);
-            }
-            return 0;
-        };
-        if node == home
-            || self.machine.numa_nodes.len() < 2
-            || !policy.migrate_memory(core.view(), task, u)
-        {
-            return 0;
+        let work = &self.models[slot].work;
+        match core.follow_memory(policy, u, task, slot, work.first_touch) {
+            MemoryMove::Migrates(_) => hetsched_core::ns::ceil_u64(
+                work.memory_bytes.max(0.0) / PAGE_MIGRATION_BYTES_PER_S * 1e9,
+            ),
+            MemoryMove::Stays | MemoryMove::FirstTouch(_) => 0,
         }
-        core.tasks_mut().at_slot_mut(slot).task.numa_home = Some(node);
-        let bytes = self.models[slot].work.memory_bytes.max(0.0);
-        hetsched_core::ns::ceil_u64(bytes / PAGE_MIGRATION_BYTES_PER_S * 1e9)
     }
 
     /// Stages an arriving task in the task store, its model beside it.

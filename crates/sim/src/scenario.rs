@@ -23,6 +23,10 @@
 //! numa_home = 0
 //! io_device = "md-n0-0"         # an I/O device of the machine (`hetsched topology`)
 //! io_bound = 0.0                # fraction of the work on its I/O path, [0, 1 - memory_bound]
+//! first_touch = false           # without numa_home: memory on the first CPU's node
+//! memory_bytes = 0              # what a page migration copies (policy `migrate_memory`)
+//! instructions_per_s = 0.0      # per reference second: the modelled counters (0: none)
+//! llc_mpki = 0.0                # LLC misses per 1,000 instructions (needs the above)
 //! weight = 1024
 //! checkpoint_ms = { gpu = 10 }  # checkpoint interval per unit type
 //! count = 1                     # copies of this task
@@ -131,6 +135,14 @@ struct Kind {
     #[serde(default)]
     io_bound: f64,
     #[serde(default)]
+    first_touch: bool,
+    #[serde(default)]
+    memory_bytes: u64,
+    #[serde(default)]
+    instructions_per_s: f64,
+    #[serde(default)]
+    llc_mpki: f64,
+    #[serde(default)]
     weight: Option<u32>,
     #[serde(default)]
     checkpoint_ms: Option<PerType>,
@@ -209,8 +221,12 @@ pub mod limits {
     pub const MAX_FACTOR: f64 = 1e6;
     /// `mem_bandwidth_gbs` (1 PB/s).
     pub const MAX_BANDWIDTH_GBS: f64 = 1e6;
-    /// `bytes_in` and `bytes_out` (1 PB).
+    /// `bytes_in`, `bytes_out` and `memory_bytes` (1 PB).
     pub const MAX_BYTES: u64 = 1_000_000_000_000_000;
+    /// `instructions_per_s` per reference second (10^12: a thousand 1 GHz cores' worth).
+    pub const MAX_INSTRUCTIONS_PER_S: f64 = 1e12;
+    /// `llc_mpki`: at most one miss per instruction.
+    pub const MAX_LLC_MPKI: f64 = 1000.0;
     /// Accelerator checkpoint intervals (0 = none) in ms: 1 µs to 1000 s.
     pub const CHECKPOINT_MS: (f64, f64) = (1e-3, 1e6);
     /// `checkpoint_cost_ms`.
@@ -614,7 +630,24 @@ fn template(k: &Kind, origin: &str, key: &str, machine: &Machine) -> Result<Temp
         0.0,
         limits::MAX_BANDWIDTH_GBS,
     )? * 1e9;
-    for (name, bytes) in [("bytes_in", k.bytes_in), ("bytes_out", k.bytes_out)] {
+    task.model.instructions_per_s = range(
+        "instructions_per_s",
+        k.instructions_per_s,
+        0.0,
+        limits::MAX_INSTRUCTIONS_PER_S,
+    )?;
+    task.model.llc_mpki = range("llc_mpki", k.llc_mpki, 0.0, limits::MAX_LLC_MPKI)?;
+    if task.model.llc_mpki > 0.0 && task.model.instructions_per_s == 0.0 {
+        return Err(bad(
+            "llc_mpki",
+            "needs instructions_per_s > 0 (without it the task's samples carry no counters)".into(),
+        ));
+    }
+    for (name, bytes) in [
+        ("bytes_in", k.bytes_in),
+        ("bytes_out", k.bytes_out),
+        ("memory_bytes", k.memory_bytes),
+    ] {
         if bytes > limits::MAX_BYTES {
             return Err(bad(
                 name,
@@ -627,6 +660,8 @@ fn template(k: &Kind, origin: &str, key: &str, machine: &Machine) -> Result<Temp
     }
     task.bytes_in = k.bytes_in;
     task.bytes_out = k.bytes_out;
+    task.model.memory_bytes = k.memory_bytes as f64;
+    task.model.first_touch = k.first_touch;
     if let Some(node) = k.numa_home {
         if !machine.numa_nodes.iter().any(|n| n.os_index == node) {
             let nodes: Vec<u32> = machine.numa_nodes.iter().map(|n| n.os_index).collect();

@@ -62,6 +62,11 @@ fn kind_fields() -> impl Strategy<Value = String> {
         field("bytes_in"),
         field("numa_home"),
         field("weight"),
+        field("instructions_per_s"),
+        field("llc_mpki"),
+        field("memory_bytes"),
+        prop::option::of(any::<bool>())
+            .prop_map(|b| b.map_or(String::new(), |b| format!("first_touch = {b}\n"))),
         prop::option::of((number(), number())).prop_map(|p| {
             p.map_or(String::new(), |(c, g)| {
                 format!("affinity = {{ cpu = {c}, gpu = {g} }}\n")
@@ -75,7 +80,9 @@ fn kind_fields() -> impl Strategy<Value = String> {
         prop::option::of(number())
             .prop_map(|s| s.map_or(String::new(), |s| format!("speed = {{ gpu = {s} }}\n"))),
     )
-        .prop_map(|(a, b, c, d, e, f, g, h)| [a, b, c, d, e, f, g, h].concat())
+        .prop_map(|(a, b, c, d, e, f, g, h, i, j, k, l)| {
+            [a, b, c, d, e, f, g, h, i, j, k, l].concat()
+        })
 }
 
 fn scenario_text() -> impl Strategy<Value = String> {

@@ -52,3 +52,72 @@ fn scenario_tasks_are_deterministic_and_in_arrival_order() {
         vec!["cpu-only", "gemm", "md5"]
     );
 }
+
+/// `scenarios/numa-amp.toml` carries the workload fields numa-amp reads (the modelled
+/// counters, memory size, first touch) into each task's model, and on Ding's machine
+/// numa-amp, which ranks threads by the speed-up its counters imply, ends the two
+/// programs before capacity-aware CFS, which ends them before CFS (deterministic run).
+#[test]
+fn the_numa_amp_scenario_feeds_the_counters_and_numa_amp_wins() {
+    let sc = load("numa-amp.toml");
+    assert_eq!(sc.machine.numa_nodes.len(), 2);
+    let canneal = sc.tasks().find(|t| &*t.kind == "canneal").unwrap();
+    assert_eq!(
+        (
+            canneal.model.instructions_per_s,
+            canneal.model.llc_mpki,
+            canneal.model.memory_bytes,
+            canneal.model.first_touch
+        ),
+        (5e8, 15.0, 125e6, true)
+    );
+    let makespan = |policy: &str| {
+        let (rec, summary) = hetsched_sim::run_policy(&sc, policy, sc.seed, &mut |_| {}).unwrap();
+        assert_eq!(summary.unfinished, 0, "{policy}");
+        rec.check().unwrap();
+        rec.metrics().makespan_s
+    };
+    let (cfs, cap, amp) = (makespan("cfs"), makespan("cfs-cap"), makespan("numa-amp"));
+    assert!(
+        amp < cap && cap < cfs,
+        "numa-amp {amp} s, cfs-cap {cap} s, cfs {cfs} s"
+    );
+}
+
+/// The workload fields are range-checked like the others: the error names the file,
+/// the field and the accepted range (an input error: exit 2 from the CLI).
+#[test]
+fn the_workload_fields_are_range_checked_by_name() {
+    let cases = [
+        (
+            "instructions_per_s = 1e13",
+            vec!["task[0].instructions_per_s", "[0, 1e12]", "1e13"],
+        ),
+        (
+            "instructions_per_s = 1e9\nllc_mpki = 1001",
+            vec!["task[0].llc_mpki", "[0, 1000]", "1001"],
+        ),
+        ("llc_mpki = -1", vec!["task[0].llc_mpki", "[0, 1000]", "-1"]),
+        ("llc_mpki = nan", vec!["task[0].llc_mpki", "NaN"]),
+        (
+            "llc_mpki = 5",
+            vec!["task[0].llc_mpki", "needs instructions_per_s > 0"],
+        ),
+        (
+            "memory_bytes = 18446744073709551615",
+            vec!["task[0].memory_bytes", "[0, 1000000000000000]"],
+        ),
+        // A type error is TOML's: it gives the line.
+        ("first_touch = 1", vec!["line 2", "expected a boolean"]),
+    ];
+    for (fields, needles) in cases {
+        let text = format!("machine = \"ding\"\n[[task]]\nwork = 1\n{fields}\n");
+        let e = Scenario::parse(&text, "s.toml", "s", std::path::Path::new(".")).unwrap_err();
+        assert!(matches!(e, hetsched_core::Error::Input(_)), "{fields}: {e}");
+        let message = e.to_string();
+        assert!(message.contains("s.toml"), "{message}");
+        for n in needles {
+            assert!(message.contains(n), "{fields}: {n:?} not in {message}");
+        }
+    }
+}
