@@ -34,8 +34,9 @@
 //! rather than being killed: the agent says so once and waits for it.
 
 use crate::client::Client;
-use crate::process::{own_cpus, Binding, Exit, MemoryBinding, Process};
+use crate::process::{numa_nodes, own_cpus, Binding, Exit, MemoryBinding, Process};
 use crate::protocol::{MetaInfo, UnitInfo, Verdict};
+use hetsched_core::cpu_list;
 use hetsched_core::machine::UnitType;
 use hetsched_core::{Error, Result};
 use rustix::process::{waitid, Pid, Signal, WaitId, WaitIdOptions};
@@ -217,9 +218,21 @@ impl Agent {
             .set_cpus(cpus)
             .map_err(|e| retag(e, &format!("unit {} ({})", unit.id, unit.name)))?;
         if let Some(node) = memory.filter(|&n| p.node != Some(n)) {
-            let moved = p.process.bind_memory(node)?;
-            if self.verbose && (moved != MemoryBinding::SingleNode || p.node.is_none()) {
-                eprintln!("hetsched run: {moved}");
+            let here = numa_nodes();
+            if here.contains(&node) {
+                let moved = p.process.bind_memory(node)?;
+                if self.verbose && (moved != MemoryBinding::SingleNode || p.node.is_none()) {
+                    eprintln!("hetsched run: {moved}");
+                }
+            } else {
+                // The daemon arbitrates a described machine (a file) whose nodes this host
+                // lacks: the program must not die of the mismatch, so it is said and skipped.
+                eprintln!(
+                    "hetsched run: the daemon's machine puts the program's memory on node \
+                     {node}, which this machine does not have (its nodes: {}): memory stays \
+                     where the kernel puts it",
+                    cpu_list::format(&here)
+                );
             }
             p.node = Some(node);
         }
