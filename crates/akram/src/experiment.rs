@@ -547,12 +547,49 @@ mod tests {
         for (i, t) in tasks.iter_mut().enumerate() {
             t.meta.io_device = Some(node0[i % node0.len()]);
         }
-        let run = run_policy(&machine, "io-affinity", &tasks).unwrap();
+        // Without slice ends in their runs (60 s slices) they stay where they started.
+        let placed = run_policy(&machine, "io-affinity:slice_ms=60000", &tasks).unwrap();
         assert!(
-            run.io_on_device_node < 16 && run.io_on_device_node >= 8,
-            "{run:?}"
+            placed.io_on_device_node < 16 && placed.io_on_device_node >= 8,
+            "{placed:?}"
         );
-        // All 16 ran at once (under 2 × 10 s, two rounds on node 0's 8 PUs).
-        assert!(run.makespan_s < 20.0, "{run:?}");
+        // With them, those sent to node 1 move home as node 0's units free.
+        let run = run_policy(&machine, "io-affinity", &tasks).unwrap();
+        assert!(run.io_on_device_node > placed.io_on_device_node, "{run:?}");
+        // The two devices bound the run, wherever the threads are: each task's 8 s of
+        // I/O at a lone stream's 1.6 GB/s is 12.8 GB, 8 tasks per device, so no
+        // placement finishes before 8 × 8 s = 64 s (the engine shares the devices).
+        assert!(run.makespan_s >= 64.0, "{run:?}");
+    }
+
+    #[test]
+    fn io_affinity_moves_a_remote_io_task_home_when_a_unit_there_frees() {
+        // 8 compute tasks of 2 s arrive first and fill node 0 (ties: lowest ids);
+        // with slack 0 the I/O task for a node-0 device goes to node 1. At 2 s node 0's
+        // units free, and at its next slice end the I/O task moves there.
+        let machine = hetsched_topology::load("akram", UnitGranularity::Pu).unwrap();
+        let device = raid_devices(&machine)
+            .into_iter()
+            .find(|&d| machine.io_devices[d].numa_node == Some(0))
+            .unwrap();
+        let node0 = machine
+            .units
+            .iter()
+            .filter(|u| u.numa_node == Some(0))
+            .count();
+        let mut tasks = mixed_tasks(&machine, 0, node0, 2.0, 0.0);
+        let mut io = mixed_tasks(&machine, 1, 0, 10.0, 0.8).remove(0);
+        io.meta.id = tasks.len() as u64;
+        io.meta.io_device = Some(device as u32);
+        tasks.push(io);
+        let moving = run_policy(&machine, "io-affinity:slack=0", &tasks).unwrap();
+        assert_eq!(moving.io_on_device_node, 1, "{moving:?}");
+        // Without a slice end in its run (60 s slices) it stays remote, and is slower.
+        let staying = run_policy(&machine, "io-affinity:slack=0,slice_ms=60000", &tasks).unwrap();
+        assert_eq!(staying.io_on_device_node, 0, "{staying:?}");
+        assert!(
+            moving.io_turnaround_mean_s < staying.io_turnaround_mean_s,
+            "{moving:?} vs {staying:?}"
+        );
     }
 }
