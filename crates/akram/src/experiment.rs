@@ -14,6 +14,10 @@
 //! 3. **Policies**: 8 I/O tasks (two per device, I/O-bound) among 8 compute
 //!    tasks on the 16 PUs, all at time 0, under `cfs` (balances counts, blind to
 //!    devices) and `io-affinity` (the device's node when its load allows).
+//!
+//! One model: the engine runs its I/O tasks as streams of the same `IoModel::solve`
+//! (`hetsched_sim::io::IoStreams`), so an engine run of I/O tasks moves its bytes at
+//! the sweep's rates (a test holds it).
 
 use crate::iobench::Config;
 use hetsched_core::machine::{IoKind, Machine, UnitGranularity};
@@ -289,8 +293,8 @@ pub fn mixed_tasks(
     tasks
 }
 
-/// Runs `tasks` under `spec` on `machine`.
-pub fn run_policy(machine: &Machine, spec: &str, tasks: &[SimTask]) -> Result<PolicyRun> {
+/// The record of `tasks` under `spec` on `machine`.
+fn simulate(machine: &Machine, spec: &str, tasks: &[SimTask]) -> Result<Record> {
     let mut policy = hetsched_policies::build(spec, 1)?;
     let mut record = Record::new(
         spec,
@@ -304,6 +308,12 @@ pub fn run_policy(machine: &Machine, spec: &str, tasks: &[SimTask]) -> Result<Po
         &Default::default(),
         &mut record,
     )?;
+    Ok(record)
+}
+
+/// Runs `tasks` under `spec` on `machine`.
+pub fn run_policy(machine: &Machine, spec: &str, tasks: &[SimTask]) -> Result<PolicyRun> {
+    let record = simulate(machine, spec, tasks)?;
     let outcomes = record.outcomes();
     let (mut io_sum, mut io_n, mut c_sum, mut c_n, mut near) = (0.0, 0, 0.0, 0, 0);
     for (o, t) in outcomes.iter().zip(tasks) {
@@ -505,6 +515,37 @@ mod tests {
                 .throughput_gb_s
                 < r.point(Mode::Direct, Config::Trlcpl, k).throughput_gb_s
         );
+    }
+
+    #[test]
+    fn the_engine_runs_io_tasks_at_the_sweeps_rates() {
+        // One model: k I/O-only tasks, placed on their devices' nodes by io-affinity,
+        // move their bytes (work × a lone local stream's rate) at the rate the sweep
+        // gives zmIO with the sum in TRLCPL (the engine's stream shape).
+        let machine = hetsched_topology::load("akram", UnitGranularity::Pu).unwrap();
+        let model = IoModel::new(&machine, IoParams::default());
+        let r = results();
+        for k in [1, 4, 8] {
+            let tasks = mixed_tasks(&machine, k, 0, 1.0, 1.0);
+            let record = simulate(&machine, "io-affinity", &tasks).unwrap();
+            let engine: f64 = record
+                .outcomes()
+                .iter()
+                .zip(&tasks)
+                .map(|(o, t)| {
+                    let bytes = model.local_rate(t.io_device.unwrap() as usize) * t.model.work_s;
+                    bytes / (o.end_ns.unwrap() as f64 * 1e-9)
+                })
+                .sum();
+            let sweep = r
+                .point(Mode::DirectSum, Config::Trlcpl, k as u32)
+                .throughput_gb_s
+                * 1e9;
+            assert!(
+                (engine / sweep - 1.0).abs() < 1e-6,
+                "{k}: engine {engine} vs sweep {sweep}"
+            );
+        }
     }
 
     #[test]
