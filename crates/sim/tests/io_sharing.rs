@@ -81,7 +81,10 @@ fn near(got: u64, want: u64) -> bool {
 fn assert_ends(got: &[(u64, u32, u64)], want: &[(u64, u32, u64)]) {
     assert_eq!(got.len(), want.len(), "{got:?}");
     for (g, w) in got.iter().zip(want) {
-        assert!(g.0 == w.0 && g.1 == w.1 && near(g.2, w.2), "{got:?} vs {want:?}");
+        assert!(
+            g.0 == w.0 && g.1 == w.1 && near(g.2, w.2),
+            "{got:?} vs {want:?}"
+        );
     }
 }
 
