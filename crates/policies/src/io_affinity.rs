@@ -11,8 +11,8 @@
 //! `ws`. An idle unit runs its own queue, else steals from the longest queue, taking
 //! first a task that is not bound to another node's device, and a bound one only as a
 //! last resort (and not from an idle unit's queue: that unit runs it), so no unit idles
-//! while work waits. Live, the daemon's grant of a CPU on
-//! that node becomes the program's CPU set and memory binding (`hetsched run --device`).
+//! while work waits. Live, the daemon's grant of a CPU on that node becomes the
+//! program's CPU set and memory binding (`hetsched run --device`).
 //!
 //! Placement at submission is not enough: compute tasks that arrived first can hold the
 //! device's node, and an I/O task balanced elsewhere would then stay remote for its whole
