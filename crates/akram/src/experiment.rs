@@ -14,6 +14,10 @@
 //! 3. **Policies**: 8 I/O tasks (two per device, I/O-bound) among 8 compute
 //!    tasks on the 16 PUs, all at time 0, under `cfs` (balances counts, blind to
 //!    devices) and `io-affinity` (the device's node when its load allows).
+//!
+//! One model: the engine runs its I/O tasks as streams of the same `IoModel::solve`
+//! (`hetsched_sim::io::IoStreams`), so an engine run of I/O tasks moves its bytes at
+//! the sweep's rates (a test holds it).
 
 use crate::iobench::Config;
 use hetsched_core::machine::{IoKind, Machine, UnitGranularity};
@@ -289,8 +293,8 @@ pub fn mixed_tasks(
     tasks
 }
 
-/// Runs `tasks` under `spec` on `machine`.
-pub fn run_policy(machine: &Machine, spec: &str, tasks: &[SimTask]) -> Result<PolicyRun> {
+/// The record of `tasks` under `spec` on `machine`.
+fn simulate(machine: &Machine, spec: &str, tasks: &[SimTask]) -> Result<Record> {
     let mut policy = hetsched_policies::build(spec, 1)?;
     let mut record = Record::new(
         spec,
@@ -304,6 +308,12 @@ pub fn run_policy(machine: &Machine, spec: &str, tasks: &[SimTask]) -> Result<Po
         &Default::default(),
         &mut record,
     )?;
+    Ok(record)
+}
+
+/// Runs `tasks` under `spec` on `machine`.
+pub fn run_policy(machine: &Machine, spec: &str, tasks: &[SimTask]) -> Result<PolicyRun> {
+    let record = simulate(machine, spec, tasks)?;
     let outcomes = record.outcomes();
     let (mut io_sum, mut io_n, mut c_sum, mut c_n, mut near) = (0.0, 0, 0.0, 0, 0);
     for (o, t) in outcomes.iter().zip(tasks) {
@@ -508,6 +518,37 @@ mod tests {
     }
 
     #[test]
+    fn the_engine_runs_io_tasks_at_the_sweeps_rates() {
+        // One model: k I/O-only tasks, placed on their devices' nodes by io-affinity,
+        // move their bytes (work × a lone local stream's rate) at the rate the sweep
+        // gives zmIO with the sum in TRLCPL (the engine's stream shape).
+        let machine = hetsched_topology::load("akram", UnitGranularity::Pu).unwrap();
+        let model = IoModel::new(&machine, IoParams::default());
+        let r = results();
+        for k in [1, 4, 8] {
+            let tasks = mixed_tasks(&machine, k, 0, 1.0, 1.0);
+            let record = simulate(&machine, "io-affinity", &tasks).unwrap();
+            let engine: f64 = record
+                .outcomes()
+                .iter()
+                .zip(&tasks)
+                .map(|(o, t)| {
+                    let bytes = model.local_rate(t.io_device.unwrap() as usize) * t.model.work_s;
+                    bytes / (o.end_ns.unwrap() as f64 * 1e-9)
+                })
+                .sum();
+            let sweep = r
+                .point(Mode::DirectSum, Config::Trlcpl, k as u32)
+                .throughput_gb_s
+                * 1e9;
+            assert!(
+                (engine / sweep - 1.0).abs() < 1e-6,
+                "{k}: engine {engine} vs sweep {sweep}"
+            );
+        }
+    }
+
+    #[test]
     fn io_affinity_keeps_io_tasks_on_their_device_node_and_finishes_them_sooner() {
         let r = results();
         let cfs = &r.policies[0];
@@ -547,12 +588,49 @@ mod tests {
         for (i, t) in tasks.iter_mut().enumerate() {
             t.meta.io_device = Some(node0[i % node0.len()]);
         }
-        let run = run_policy(&machine, "io-affinity", &tasks).unwrap();
+        // Without slice ends in their runs (60 s slices) they stay where they started.
+        let placed = run_policy(&machine, "io-affinity:slice_ms=60000", &tasks).unwrap();
         assert!(
-            run.io_on_device_node < 16 && run.io_on_device_node >= 8,
-            "{run:?}"
+            placed.io_on_device_node < 16 && placed.io_on_device_node >= 8,
+            "{placed:?}"
         );
-        // All 16 ran at once (under 2 × 10 s, two rounds on node 0's 8 PUs).
-        assert!(run.makespan_s < 20.0, "{run:?}");
+        // With them, those sent to node 1 move home as node 0's units free.
+        let run = run_policy(&machine, "io-affinity", &tasks).unwrap();
+        assert!(run.io_on_device_node > placed.io_on_device_node, "{run:?}");
+        // The two devices bound the run, wherever the threads are: each task's 8 s of
+        // I/O at a lone stream's 1.6 GB/s is 12.8 GB, 8 tasks per device, so no
+        // placement finishes before 8 × 8 s = 64 s (the engine shares the devices).
+        assert!(run.makespan_s >= 64.0, "{run:?}");
+    }
+
+    #[test]
+    fn io_affinity_moves_a_remote_io_task_home_when_a_unit_there_frees() {
+        // 8 compute tasks of 2 s arrive first and fill node 0 (ties: lowest ids);
+        // with slack 0 the I/O task for a node-0 device goes to node 1. At 2 s node 0's
+        // units free, and at its next slice end the I/O task moves there.
+        let machine = hetsched_topology::load("akram", UnitGranularity::Pu).unwrap();
+        let device = raid_devices(&machine)
+            .into_iter()
+            .find(|&d| machine.io_devices[d].numa_node == Some(0))
+            .unwrap();
+        let node0 = machine
+            .units
+            .iter()
+            .filter(|u| u.numa_node == Some(0))
+            .count();
+        let mut tasks = mixed_tasks(&machine, 0, node0, 2.0, 0.0);
+        let mut io = mixed_tasks(&machine, 1, 0, 10.0, 0.8).remove(0);
+        io.meta.id = tasks.len() as u64;
+        io.meta.io_device = Some(device as u32);
+        tasks.push(io);
+        let moving = run_policy(&machine, "io-affinity:slack=0", &tasks).unwrap();
+        assert_eq!(moving.io_on_device_node, 1, "{moving:?}");
+        // Without a slice end in its run (60 s slices) it stays remote, and is slower.
+        let staying = run_policy(&machine, "io-affinity:slack=0,slice_ms=60000", &tasks).unwrap();
+        assert_eq!(staying.io_on_device_node, 0, "{staying:?}");
+        assert!(
+            moving.io_turnaround_mean_s < staying.io_turnaround_mean_s,
+            "{moving:?} vs {staying:?}"
+        );
     }
 }

@@ -15,7 +15,9 @@ fn io_affinity_beats_cfs_on_the_io_mix_scenario() {
         rec.metrics().makespan_s
     };
     let (cfs, ours) = (makespan("cfs"), makespan("io-affinity"));
-    // Alone on its device's socket an I/O task takes its 10 s; away from it, longer.
-    assert!((ours - 10.0).abs() < 1e-6, "io-affinity {ours} s");
+    // Alone on its device's socket an I/O task takes its 10 s; the two I/O tasks there
+    // share socket 1's memory (their DMA and their pass over the data), so a little
+    // longer; away from it, longer still.
+    assert!(ours > 10.0 && ours < 13.0, "io-affinity {ours} s");
     assert!(cfs > ours * 1.05, "cfs {cfs} s vs io-affinity {ours} s");
 }

@@ -10,19 +10,30 @@
 //! which case it goes there (balance). Other tasks go to the least-loaded unit, as in
 //! `ws`. An idle unit runs its own queue, else steals from the longest queue, taking
 //! first a task that is not bound to another node's device, and a bound one only as a
-//! last resort, so no unit idles while work waits. Live, the daemon's grant of a CPU on
-//! that node becomes the program's CPU set and memory binding (`hetsched run --device`).
+//! last resort (and not from an idle unit's queue: that unit runs it), so no unit idles
+//! while work waits. Live, the daemon's grant of a CPU on that node becomes the
+//! program's CPU set and memory binding (`hetsched run --device`).
+//!
+//! Placement at submission is not enough: compute tasks that arrived first can hold the
+//! device's node, and an I/O task balanced elsewhere would then stay remote for its whole
+//! run. So an I/O task running away from its device's node gets a time slice
+//! (`slice_ms`, default 10), and at each slice end it moves to an idle unit of the
+//! device's node if one has freed (as `numa-amp` moves tasks at their checkpoints);
+//! tasks on their node, and other tasks, run to completion.
 
-use hetsched_core::policy::{PickDecision, Policy, SubmitDecision, UnitId, View};
+use hetsched_core::policy::{
+    CheckpointDecision, PickDecision, Policy, SubmitDecision, UnitId, View,
+};
 use hetsched_core::task::{QueueId, TaskId};
 
+use crate::params::ms_to_ns;
 use crate::ws::WorkStealing;
 
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
     name: "io-affinity",
     about: "I/O tasks on their device's NUMA node when its load allows (Akram et al.), else least-loaded",
-    test_specs: &["io-affinity", "io-affinity:slack=0"],
+    test_specs: &["io-affinity", "io-affinity:slack=0,slice_ms=1"],
     build: |spec, p, _| {
         let slack = p.u64_upto(
             "slack",
@@ -30,9 +41,17 @@ pub const REGISTERED: crate::Registered = crate::Registered {
             2,
             1 << 20,
         )? as u32;
+        let slice_ms = p.f64_in(
+            "slice_ms",
+            "time slice of an I/O task running away from its device's node, after which it moves there if a unit has freed, ms",
+            10.0,
+            0.1..=60_000.0,
+            false,
+        )?;
         Ok(Box::new(IoAffinity {
             name: spec.to_string(),
             slack,
+            slice_ns: ms_to_ns(slice_ms),
             ws: WorkStealing::default(),
         }))
     },
@@ -42,6 +61,7 @@ pub struct IoAffinity {
     /// The spec it was built from.
     name: String,
     slack: u32,
+    slice_ns: u64,
     /// Its load counts and steal bookkeeping: `io-affinity` is `ws` with a preference
     /// for the device's node.
     ws: WorkStealing,
@@ -51,6 +71,11 @@ pub struct IoAffinity {
 fn device_node(view: &View, task: TaskId) -> Option<u32> {
     let d = view.task(task).io_device?;
     view.machine().io_devices.get(d as usize)?.numa_node
+}
+
+/// The node of `task`'s device, when `task` runs on `unit` away from it.
+fn away(view: &View, task: TaskId, unit: UnitId) -> Option<u32> {
+    device_node(view, task).filter(|&n| view.unit(unit).numa_node != Some(n))
 }
 
 impl Policy for IoAffinity {
@@ -94,12 +119,13 @@ impl Policy for IoAffinity {
             }
             let runnable = || q.iter().rev().filter(|&&t| view.can_run(t, unit));
             let free = runnable().find(|&&t| device_node(view, t).is_none_or(|n| Some(n) == here));
-            let (bound, t) = match free {
-                Some(&t) => (false, t),
-                None => match runnable().next() {
-                    Some(&t) => (true, t),
-                    None => continue,
-                },
+            // A bound task waiting for an idle unit (one a checkpoint moved it to) is
+            // left to that unit.
+            let busy = view.running(v.id).is_some();
+            let (bound, t) = match (free, runnable().next()) {
+                (Some(&t), _) => (false, t),
+                (None, Some(&t)) if busy => (true, t),
+                _ => continue,
             };
             let better = best.is_none_or(|(b, len, _, _)| {
                 (bound, std::cmp::Reverse(q.len())) < (b, std::cmp::Reverse(len))
@@ -111,6 +137,31 @@ impl Policy for IoAffinity {
         match best {
             Some((_, _, from, task)) => self.ws.steal(view, unit, from, task),
             None => PickDecision::Idle,
+        }
+    }
+
+    fn time_slice(&mut self, view: &View, unit: UnitId, task: TaskId) -> Option<u64> {
+        away(view, task, unit).map(|_| self.slice_ns)
+    }
+
+    fn checkpoint(&mut self, view: &View, task: TaskId, unit: UnitId) -> CheckpointDecision {
+        let Some(node) = away(view, task, unit) else {
+            return CheckpointDecision::Continue;
+        };
+        let free = view.units().iter().find(|v| {
+            v.numa_node == Some(node)
+                && view.running(v.id).is_none()
+                && view.queue(v.id).is_empty()
+                && view.can_run(task, v.id)
+        });
+        match free {
+            Some(v) => {
+                let loads = self.ws.loads(view);
+                loads.dec(unit);
+                loads.inc(v.id);
+                CheckpointDecision::Migrate(v.id)
+            }
+            None => CheckpointDecision::Continue,
         }
     }
 

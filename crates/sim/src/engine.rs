@@ -21,6 +21,7 @@
 //! sees it. A policy that breaks the contract (a [`ContractError`]) stops the run with
 //! `Error::Runtime`.
 
+use crate::io::IoStreams;
 use crate::run_ends::RunEnds;
 use crate::speed::SpeedModel;
 use crate::task::{SimTask, Workload};
@@ -155,6 +156,8 @@ struct Sim<'a, R: Recorder + ?Sized> {
     node_bandwidth: Vec<Option<f64>>,
     /// Bytes/s drawn from each node by the tasks running on CPUs now.
     node_demand: Vec<f64>,
+    /// The running I/O tasks' streams, sharing devices and links.
+    io: IoStreams,
 }
 
 /// Runs `policy` on `machine` over `arrivals` (non-decreasing arrival times), recording
@@ -203,6 +206,7 @@ where
         summary: RunSummary::default(),
         node_bandwidth,
         node_demand: vec![0.0; nodes],
+        io: IoStreams::new(machine),
     };
     let mut arrivals = arrivals.into_iter();
     // The next arrival waits in the task store, where it will live.
@@ -343,6 +347,10 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         seg.bandwidth_node =
             Self::bandwidth_node(self.machine, &self.node_bandwidth, u, &e.task, &model.work);
         seg.remaining_ns = model.remaining_ns;
+        let stream = Self::io_stream(self.machine, u, &e.task, &model.work);
+        if let Some((device, node)) = stream {
+            self.io.start(u, device, node);
+        }
         let node = self.draw(core, u, task, 1.0);
         self.segment(
             core,
@@ -353,7 +361,12 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
             None,
         );
         if let Some(n) = node {
-            self.replan_node(core, n, Some(u));
+            self.replan(core, Some(u), |sim, v| {
+                sim.segs[v as usize].bandwidth_node == Some(n)
+            });
+        }
+        if stream.is_some() {
+            self.replan_streams(core, Some(u));
         }
         Ok(())
     }
@@ -368,7 +381,12 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         debug_assert_eq!(core.tasks().at_slot(seg.slot as usize).task.id, task);
         self.models[seg.slot as usize].remaining_ns = seg.remaining_ns;
         if let Some(n) = node {
-            self.replan_node(core, n, None);
+            self.replan(core, None, |sim, v| {
+                sim.segs[v as usize].bandwidth_node == Some(n)
+            });
+        }
+        if self.io.stop(u) {
+            self.replan_streams(core, None);
         }
     }
 
@@ -519,17 +537,39 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         }
     }
 
-    /// A node's draw changed: the tasks computing on it continue at the new rate. Each
-    /// is credited what it did so far and gets a new end (its slice end stays).
-    fn replan_node(&mut self, core: &EngineCore, node: u32, except: Option<UnitId>) {
-        let sigma = self.sigma(Some(node));
+    /// The device and node of the I/O stream `t` runs on CPU unit `u`, if it has one:
+    /// an I/O part, a device the machine lists, a unit on a known node.
+    fn io_stream(machine: &Machine, u: UnitId, t: &Task, model: &Workload) -> Option<(usize, u32)> {
+        let unit = &machine.units[u as usize];
+        let device = t.io_device? as usize;
+        if model.io_bound <= 0.0 || unit.kind != UnitType::Cpu || device >= machine.io_devices.len()
+        {
+            return None;
+        }
+        Some((device, unit.numa_node?))
+    }
+
+    /// The set of I/O streams changed: the running I/O tasks continue at their new rates.
+    fn replan_streams(&mut self, core: &EngineCore, except: Option<UnitId>) {
+        self.replan(core, except, |sim, v| sim.io.factor(v).is_some());
+    }
+
+    /// A shared resource's draw changed: the tasks computing on units that `shares`
+    /// picks continue at the new rate. Each is credited what it did so far and gets a
+    /// new end (its slice end stays).
+    fn replan(
+        &mut self,
+        core: &EngineCore,
+        except: Option<UnitId>,
+        shares: impl Fn(&Self, UnitId) -> bool,
+    ) {
         let now = core.now();
         for (v, running) in core.running_all().iter().enumerate() {
             let v = v as UnitId;
             let Some(Running { task, .. }) = *running else {
                 continue;
             };
-            if Some(v) == except || self.segs[v as usize].bandwidth_node != Some(node) {
+            if Some(v) == except || !shares(self, v) {
                 continue;
             }
             let seg = self.segs[v as usize];
@@ -544,8 +584,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
                 .min(seg.remaining_ns.saturating_sub(1));
             let remaining = seg.remaining_ns - done;
             self.summary.work_done_ns += done;
-            let model = &self.models[seg.slot as usize].work;
-            let factor = self.speed.ns_per_work_s_shared(&e.task, model, v, sigma) * 1e-9;
+            let factor = self.factor(&e.task, v, &seg);
             let need = SpeedModel::compute_ns(remaining, factor);
             let (compute, finishes) = match seg.slice_end_ns {
                 end if end != NO_SLICE_END && end < now.saturating_add(need) => {
@@ -562,6 +601,17 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             // CPUs have no copy-out or checkpoint cost (see `segment`).
             seg.run_end = self.run_ends.push(now.saturating_add(compute), v);
         }
+    }
+
+    /// Unit ns per reference ns of the task of `seg` on `u` now: its node's memory
+    /// bandwidth and its I/O stream shared with the tasks running now.
+    #[inline]
+    fn factor(&self, task: &Task, u: UnitId, seg: &Segment) -> f64 {
+        let sigma = self.sigma(seg.bandwidth_node);
+        let model = &self.models[seg.slot as usize].work;
+        self.speed
+            .ns_per_work_s_shared(task, model, u, sigma, self.io.factor(u))
+            * 1e-9
     }
 
     /// Schedules the next segment of `task` on `u`, computing from `from_ns` at `factor`
@@ -585,11 +635,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             debug_assert_eq!(e.task.id, task);
             &e.task
         };
-        let factor = factor.unwrap_or_else(|| {
-            let sigma = self.sigma(seg.bandwidth_node);
-            let model = &self.models[seg.slot as usize].work;
-            self.speed.ns_per_work_s_shared(entry(), model, u, sigma) * 1e-9
-        });
+        let factor = factor.unwrap_or_else(|| self.factor(entry(), u, &seg));
         let need = SpeedModel::compute_ns(seg.remaining_ns, factor);
         let slice = core.slice(policy, u, task, seg.slot as usize);
         let (compute, finishes) = match slice {
@@ -653,7 +699,8 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         }
         if core.checkpoint(policy, self, u)? == CheckpointDecision::Continue {
             // Same task on the same unit: the rate holds unless bandwidth is shared.
-            let factor = seg.bandwidth_node.is_none().then_some(seg.factor);
+            let shared = seg.bandwidth_node.is_some() || self.io.factor(u).is_some();
+            let factor = (!shared).then_some(seg.factor);
             self.segment(core, policy, u, task, core.now(), factor);
         }
         Ok(())

@@ -313,22 +313,109 @@ impl IoModel {
         }
     }
 
+    /// A lone stream's rate on `device` with its thread and buffer on its own node:
+    /// the rate at which the engine's I/O factor is 1.
+    pub fn local_rate(&self, device: usize) -> f64 {
+        let local = Stream::of_task(device, self.device_node(device));
+        self.solve(&[local], &[]).total_bytes_per_s()
+    }
+
     /// How much slower a lone stream on `device` runs with its thread and buffer on
     /// `node` than on the device's own node (≥ 1): what the simulator's speed model
-    /// charges the I/O part of a task.
+    /// charges the I/O part of a task that runs alone.
     pub fn remote_factor(&self, device: usize, node: u32) -> f64 {
-        let stream = |n: u32| Stream {
+        let there = self.solve(&[Stream::of_task(device, node)], &[]);
+        (self.local_rate(device) / there.total_bytes_per_s()).max(1.0)
+    }
+}
+
+impl Stream {
+    /// The stream of an engine task's I/O path: direct I/O of 1 MiB requests into a
+    /// buffer on its thread's node, the data used by the thread (zmIO with the sum).
+    pub fn of_task(device: usize, node: u32) -> Stream {
+        Stream {
             device,
-            dma_node: n,
-            user_node: n,
-            cpu_node: n,
+            dma_node: node,
+            user_node: node,
+            cpu_node: node,
             direct: true,
             touch: true,
             request_bytes: 1_048_576.0,
-        };
-        let local = self.solve(&[stream(self.device_node(device))], &[]);
-        let there = self.solve(&[stream(node)], &[]);
-        (local.total_bytes_per_s() / there.total_bytes_per_s()).max(1.0)
+        }
+    }
+}
+
+/// The I/O tasks running in the simulator's engine, as streams of the model: each
+/// unit's I/O task is a stream ([`Stream::of_task`]) on its device with thread and
+/// buffer on the unit's node, and whenever the set changes the model is solved again
+/// for all of them, so they share the devices' bandwidth, DMA windows, links and
+/// memory as the experiment's sweeps do (one model, not two). A task's I/O factor is
+/// its device's lone local rate over its stream's rate now.
+#[derive(Clone, Debug)]
+pub struct IoStreams {
+    model: IoModel,
+    /// [`IoModel::local_rate`] per device.
+    local: Vec<f64>,
+    /// The stream of each unit's running I/O task, by unit.
+    streams: Vec<Option<Stream>>,
+    /// Its I/O factor, by unit (meaningful where `streams` has one).
+    factors: Vec<f64>,
+}
+
+impl IoStreams {
+    pub fn new(machine: &Machine) -> IoStreams {
+        let model = IoModel::new(machine, IoParams::default());
+        let local = (0..machine.io_devices.len())
+            .map(|d| model.local_rate(d))
+            .collect();
+        let units = machine.units.len();
+        IoStreams {
+            model,
+            local,
+            streams: vec![None; units],
+            factors: vec![1.0; units],
+        }
+    }
+
+    /// The lone-stream factor of `device` on `node` (no other stream running).
+    pub fn alone(&self, device: usize, node: u32) -> f64 {
+        self.model.remote_factor(device, node)
+    }
+
+    /// The I/O factor of the task running on `unit`, if it is a stream.
+    #[inline]
+    pub fn factor(&self, unit: u32) -> Option<f64> {
+        let u = unit as usize;
+        self.streams[u].map(|_| self.factors[u])
+    }
+
+    /// The I/O task on `unit` starts a stream on `device` from `node`.
+    pub fn start(&mut self, unit: u32, device: usize, node: u32) {
+        self.streams[unit as usize] = Some(Stream::of_task(device, node));
+        self.solve();
+    }
+
+    /// The task on `unit` stops; returns whether it was a stream (the others' factors
+    /// changed).
+    pub fn stop(&mut self, unit: u32) -> bool {
+        let was = self.streams[unit as usize].take().is_some();
+        if was {
+            self.solve();
+        }
+        was
+    }
+
+    fn solve(&mut self) {
+        let (units, streams): (Vec<usize>, Vec<Stream>) = self
+            .streams
+            .iter()
+            .enumerate()
+            .filter_map(|(u, s)| Some((u, (*s)?)))
+            .unzip();
+        let solution = self.model.solve(&streams, &[]);
+        for ((u, s), r) in units.into_iter().zip(&streams).zip(&solution.streams) {
+            self.factors[u] = self.local[s.device] / r.bytes_per_s;
+        }
     }
 }
 

@@ -16,9 +16,12 @@
 //!   without a known bandwidth are never shared).
 //! - A task with an I/O device and an I/O-bound fraction `o` (`Workload::io_bound`):
 //!   that part neither scales with capacity nor shares node bandwidth, it is stretched
-//!   by the I/O model's factor `f` for a lone stream of the device with its thread and
-//!   buffer on the unit's node (1 on the device's node, `crate::io`):
+//!   by the I/O model's factor `f`: its device's lone local rate over the rate of its
+//!   stream (thread and buffer on the unit's node) among the I/O tasks running now
+//!   (`crate::io::IoStreams`; 1 for a lone stream on the device's node):
 //!   `duration = work × (1 − m − o) × 1024 / c + work × m × d / 10 × σ + work × o × f`.
+//!   Two I/O tasks on one device share its bandwidth, remote ones share the link; the
+//!   engine re-plans the running I/O tasks whenever one starts or stops.
 //! - Accelerator unit of capacity `c` (its `relative_speed × 1024`): the task runs at
 //!   `rate = speed[type]` when the task gives an explicit speed, else
 //!   `rate = affinity[type] / affinity[cpu] × c / 1024` (with `affinity[cpu] = 0`,
@@ -123,11 +126,12 @@ impl SpeedModel {
     /// Nanoseconds of `unit` time per reference second of the task's work (infinite when
     /// the task has no implementation for the unit's type).
     pub fn ns_per_work_s(&self, task: &SimTask, unit: u32) -> f64 {
-        self.ns_per_work_s_shared(task, &task.model, unit, 1.0)
+        self.ns_per_work_s_shared(task, &task.model, unit, 1.0, None)
     }
 
     /// As [`Self::ns_per_work_s`], with the memory-bound part stretched by `sigma` (≥ 1)
-    /// for bandwidth shared with other tasks.
+    /// for bandwidth shared with other tasks, and the I/O part by `io` when the task's
+    /// stream shares devices and links (`None`: its factor alone on the unit).
     #[inline]
     pub fn ns_per_work_s_shared(
         &self,
@@ -135,6 +139,7 @@ impl SpeedModel {
         model: &Workload,
         unit: u32,
         sigma: f64,
+        io: Option<f64>,
     ) -> f64 {
         let u = &self.units[unit as usize];
         if !task.affinity.runs_on(u.kind) {
@@ -156,8 +161,10 @@ impl SpeedModel {
                 _ => 1.0,
             };
             let o = model.io_bound;
-            let io = match (task.io_device, u.numa_node) {
-                (Some(d), Some(n)) if o > 0.0 => self
+            let io = match (io, task.io_device, u.numa_node) {
+                _ if o <= 0.0 => 1.0,
+                (Some(shared), _, _) => shared,
+                (None, Some(d), Some(n)) => self
                     .io
                     .get(d as usize)
                     .and_then(|row| row.get(n as usize))
@@ -225,7 +232,7 @@ impl SpeedModel {
                 self.copy_in_ns(task, u)
                     + Self::compute_ns(
                         work_ns,
-                        self.ns_per_work_s_shared(task, model, u, 1.0) * 1e-9,
+                        self.ns_per_work_s_shared(task, model, u, 1.0, None) * 1e-9,
                     )
                     + self.copy_out_ns(task, u)
             })
