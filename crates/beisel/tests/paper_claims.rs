@@ -1,5 +1,8 @@
-//! The paper's claims (Beisel et al., §V), held by the experiments' own code on the
-//! simulated testbed (full-size where it is fast, scaled-down tasks otherwise).
+//! The paper's claims (Beisel et al., §V), one test each, checked by the experiments'
+//! own code on the simulated testbed (full-size where it is fast, scaled-down tasks
+//! otherwise). Where we reproduce a claim the test asserts it; where we do not, it
+//! asserts our documented different result (docs/beisel-fig*.md), so a change either
+//! way is noticed.
 
 use hetsched_beisel::experiments::{self, GRANULARITIES_MS};
 
@@ -33,6 +36,17 @@ fn fig4_time_sharing_lowers_mean_turnaround_vs_fcfs() {
         r.table
     );
     assert!(2 * r.wins > r.seeds, "{}", r.table);
+    // Tolerance: the paper gives no number; ours is 4.6 % ± 6.2 % lower over 30 seeds.
+    assert!(r.change.mean < 0.0, "{}", r.table);
+}
+
+#[test]
+fn fig4_after_150_s_only_long_tasks_remain_does_not_hold_all_end_before() {
+    // Not reproduced (docs/beisel-fig4.md): with time-sharing the plotted seed's last
+    // task ends at 125.4 s, so nothing remains at 150 s.
+    let seeds = [experiments::FIG4_FIRST_SEED];
+    let r = experiments::fig4(out("fig4-150").path(), 25, 50, &seeds, 1.0).unwrap();
+    assert!(r.timeshare.1 < 150.0, "{}", r.table);
 }
 
 #[test]
