@@ -2,8 +2,9 @@
 //!
 //! - **MD5 cracking**: brute force over `alphabet^length` words until the target hash
 //!   is found; the target's position is drawn uniformly (seeded), so a task's work is
-//!   the words up to it. Checkpoints every 500 words on a CPU and 10^8 on the GPU;
-//!   meta info affinity CUDA 2, CPU 1; practically no memory to copy.
+//!   the words up to it. Checkpoints every 500 words on a CPU and 10^9 on the GPU (the
+//!   paper's "500 strings" and "1 billion"); meta info affinity CUDA 2, CPU 1;
+//!   practically no memory to copy.
 //! - **Prime factorisation**: trial division up to √n with (remainder, divisor) as
 //!   checkpoint, 1000 divisors per checkpoint; affinity CUDA 1, CPU 1. The numbers are
 //!   semiprimes p·q with p < q, so the work is the divisors up to p; p is drawn
@@ -13,14 +14,24 @@
 //! docs/apps.md). The GPU has no measurement here (no GPU on this machine): MD5 runs
 //! [`MD5_GPU_RATIO`]× a CPU core on the GTX 480 (a published CUDA MD5 search ran 36× a
 //! CPU core on an 8800 Ultra, and the GTX 480 has ~2.8× its integer throughput) and
-//! prime trial division at the paper's affinity ratio 1:1 (64-bit `%` is emulated on
-//! that GPU). One GPU checkpoint of prime = 1000 divisors per thread processor × 480.
+//! prime trial division at an *assumed* [`PRIME_GPU_RATIO`] = 1× a CPU core (64-bit `%`
+//! is emulated on that GPU; the paper gives no speed, only affinities, so Fig. 5 sweeps
+//! it). One GPU checkpoint of prime = 1000 divisors per thread processor × 480.
+//!
+//! Checkpoint size: the paper's checkpoint "is copied to the newly allocated
+//! accelerator and copied back" at the end of a time slice, and its size "may be used to
+//! re-determine the scheduling granularity". A task's `bytes_out` is its checkpoint size
+//! (the same number the live workers send as `MetaInfo::checkpoint_bytes`), and the
+//! `affinity` policy adds the time to copy it over the unit's link to the granularity.
 //! A GPU re-request costs [`GPU_CHECKPOINT_COST_NS`]; switching tasks on the GPU
 //! re-transfers the kernel and state, modelled as [`GPU_SWITCH_BYTES`] copied in.
 
+use hetsched_apps::md5::Md5Checkpoint;
+use hetsched_apps::prime::{PrimeConfig, PrimeFactoriser};
 use hetsched_core::machine::UnitType;
 use hetsched_core::task::{Affinity, PerUnitType, TaskId};
 use hetsched_sim::SimTask as Task;
+use hetsched_worker::Worker as _;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -30,10 +41,12 @@ pub const MD5_CPU_WORDS_PER_S: f64 = 2.03e6;
 pub const PRIME_CPU_DIVISORS_PER_S: f64 = 1.75e8;
 /// GTX 480 speed over one CPU core for MD5 (see the module doc).
 pub const MD5_GPU_RATIO: f64 = 100.0;
-/// GTX 480 speed over one CPU core for 64-bit trial division (the paper's affinity).
+/// GTX 480 speed over one CPU core for 64-bit trial division: an assumption (the paper
+/// gives affinities 1:1, not speeds); `experiments::fig5` sweeps it.
 pub const PRIME_GPU_RATIO: f64 = 1.0;
+/// The paper's checkpoint intervals of MD5 (§V-1: "500 strings", "1 billion").
 pub const MD5_CPU_CHECKPOINT_WORDS: f64 = 500.0;
-pub const MD5_GPU_CHECKPOINT_WORDS: f64 = 1e8;
+pub const MD5_GPU_CHECKPOINT_WORDS: f64 = 1e9;
 pub const PRIME_CHECKPOINT_DIVISORS: f64 = 1000.0;
 /// GTX 480 thread processors: a GPU prime checkpoint covers 1000 divisors on each.
 pub const GPU_THREADS: f64 = 480.0;
@@ -69,19 +82,36 @@ fn secs_to_ns(s: f64) -> u64 {
     (s * 1e9).round().max(1.0) as u64
 }
 
-/// A task of `app` doing `items` words (MD5) or divisors (prime).
+/// Checkpoint size of `app` in bytes: what the live worker declares in its meta info.
+pub fn checkpoint_bytes(app: App) -> u64 {
+    match app {
+        App::Md5 => std::mem::size_of::<Md5Checkpoint>() as u64,
+        App::Prime => PrimeFactoriser::new(PrimeConfig::default())
+            .map_or(0, |w| w.meta_info().checkpoint_bytes),
+    }
+}
+
+/// A task of `app` doing `items` words (MD5) or divisors (prime), at the default GPU
+/// speeds.
 pub fn task(id: TaskId, app: App, items: f64, devices: Devices) -> Task {
-    let (cpu_rate, ratio, cpu_cp, gpu_cp, aff_gpu) = match app {
+    let ratio = match app {
+        App::Md5 => MD5_GPU_RATIO,
+        App::Prime => PRIME_GPU_RATIO,
+    };
+    task_with_gpu_ratio(id, app, items, devices, ratio)
+}
+
+/// [`task`] with the GPU running `ratio`× one CPU core.
+pub fn task_with_gpu_ratio(id: TaskId, app: App, items: f64, devices: Devices, ratio: f64) -> Task {
+    let (cpu_rate, cpu_cp, gpu_cp, aff_gpu) = match app {
         App::Md5 => (
             MD5_CPU_WORDS_PER_S,
-            MD5_GPU_RATIO,
             MD5_CPU_CHECKPOINT_WORDS,
             MD5_GPU_CHECKPOINT_WORDS,
             2.0,
         ),
         App::Prime => (
             PRIME_CPU_DIVISORS_PER_S,
-            PRIME_GPU_RATIO,
             PRIME_CHECKPOINT_DIVISORS,
             PRIME_CHECKPOINT_DIVISORS * GPU_THREADS,
             1.0,
@@ -106,6 +136,7 @@ pub fn task(id: TaskId, app: App, items: f64, devices: Devices) -> Task {
     cp.set(UnitType::Gpu, secs_to_ns(gpu_cp / (cpu_rate * ratio)));
     t.checkpoint_ns = cp;
     t.bytes_in = GPU_SWITCH_BYTES;
+    t.bytes_out = checkpoint_bytes(app);
     t
 }
 
@@ -167,13 +198,13 @@ pub fn md5_batch(n: usize, seed: u64, scale: f64) -> Vec<Task> {
         .collect()
 }
 
-/// Fig. 5: `n` prime tasks, all at 0.
-pub fn prime_batch(n: usize, devices: Devices, seed: u64, scale: f64) -> Vec<Task> {
+/// Fig. 5: `n` prime tasks, all at 0, the GPU running `gpu_ratio`× a CPU core.
+pub fn prime_batch(n: usize, devices: Devices, seed: u64, scale: f64, gpu_ratio: f64) -> Vec<Task> {
     let mut sizes = Sizes::new(seed);
     (0..n)
         .map(|i| {
             let items = sizes.prime_divisors(PRIME_MIN_DIVISORS, PRIME_MAX_DIVISORS) * scale;
-            task(i as TaskId, App::Prime, items, devices)
+            task_with_gpu_ratio(i as TaskId, App::Prime, items, devices, gpu_ratio)
         })
         .collect()
 }
@@ -186,9 +217,12 @@ mod tests {
     fn md5_task_follows_the_measured_rates_and_intervals() {
         let t = task(0, App::Md5, 2.03e6 * 10.0, Devices::Both);
         assert!((t.model.work_s - 10.0).abs() < 1e-9);
-        // 500 words at 2.03e6/s on a CPU; 1e8 words at 2.03e8/s on the GPU.
+        // 500 words at 2.03e6/s on a CPU; 1e9 words at 2.03e8/s on the GPU.
         assert_eq!(t.checkpoint_ns.get(UnitType::Cpu), 246_305);
-        assert_eq!(t.checkpoint_ns.get(UnitType::Gpu), 492_610_837);
+        assert_eq!(t.checkpoint_ns.get(UnitType::Gpu), 4_926_108_374);
+        // The checkpoint travels back: its size is the task's bytes out.
+        assert_eq!(t.bytes_out, 32);
+        assert_eq!(task(2, App::Prime, 1e9, Devices::Both).bytes_out, 800);
         assert_eq!(t.affinity.get(UnitType::Gpu), 2.0);
         let g = task(1, App::Prime, 1e9, Devices::GpuOnly);
         assert!(!g.affinity.runs_on(UnitType::Cpu));

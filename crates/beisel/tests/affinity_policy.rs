@@ -79,7 +79,7 @@ fn equal_affinity_ties_go_to_the_less_loaded_unit() {
 fn a_single_implementation_outweighs_congestion() {
     let m = machine().unwrap();
     // GPU-only tasks beyond the queue limit still queue on the GPU.
-    let tasks = workload::prime_batch(9, Devices::GpuOnly, 2, 0.001);
+    let tasks = workload::prime_batch(9, Devices::GpuOnly, 2, 0.001, workload::PRIME_GPU_RATIO);
     let r = simulate(&m, "affinity:acc_limit=2", tasks).unwrap();
     assert!(first_kinds(&r.record).iter().all(|&k| k == UnitType::Gpu));
 }
@@ -142,6 +142,49 @@ fn a_freed_cpu_pulls_the_waiting_task_from_the_longer_queue() {
         .min()
         .unwrap();
     assert_eq!(first_start, 1_000_000_000);
+}
+
+#[test]
+fn an_idle_cpu_pulls_a_task_that_yields_the_gpu_without_having_freed_since() {
+    let m = machine().unwrap();
+    // 16 CPU-only tasks of 0.5 s fill the PUs, so prime task P (GPU 1 = CPU 1) starts on
+    // the GPU and MD5 task M (GPU 2 > CPU 1) queues there. At 0.5 s the PUs free with
+    // nothing they may pull (M is not moved to a lower affinity). When P yields the GPU
+    // to M after its 4 s granularity, the idle PUs have not freed since; the paper's
+    // balancer still wakes P for an idle unit, so P continues on a CPU at once.
+    let mut tasks: Vec<Task> = (0..16).map(|i| Task::cpu(i, 0.5, 0)).collect();
+    tasks.push(workload::task(16, App::Prime, 1.75e8 * 20.0, Devices::Both));
+    tasks.push(workload::task(17, App::Md5, 2.03e8 * 8.0, Devices::Both));
+    let r = simulate(&m, "affinity", tasks).unwrap();
+    let gpu = gpu_unit(&r.record);
+    let k = first_kinds(&r.record);
+    assert_eq!((k[16], k[17]), (UnitType::Gpu, UnitType::Gpu));
+    assert!(
+        ever_on(&r.record, 16, UnitType::Cpu),
+        "P never left the GPU"
+    );
+    // P resumed on a CPU right when M took the GPU (not after M's 8 s).
+    let m_start = r
+        .record
+        .events
+        .iter()
+        .find(|e| e.task == 17 && matches!(e.kind, EventKind::Start { unit, .. } if unit == gpu))
+        .unwrap()
+        .t_ns;
+    let p_cpu_start = r
+        .record
+        .events
+        .iter()
+        .find(|e| {
+            e.task == 16
+                && matches!(e.kind, EventKind::Start { unit, .. } if r.record.unit_kinds[unit as usize] == UnitType::Cpu)
+        })
+        .unwrap()
+        .t_ns;
+    assert!(
+        p_cpu_start <= m_start + 1_000_000,
+        "P restarted on a CPU at {p_cpu_start} ns, M took the GPU at {m_start} ns"
+    );
 }
 
 fn arb_task(id: u64) -> impl Strategy<Value = Task> {

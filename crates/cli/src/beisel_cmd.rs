@@ -1,6 +1,7 @@
 //! `hetsched experiment beisel-*` and `hetsched demo`: Beisel et al.'s figures and the
 //! policy comparison on the paper's testbed (logic in crates/beisel).
 
+use clap::builder::TypedValueParser as _;
 use clap::Args;
 use hetsched_beisel::experiments;
 use hetsched_beisel::live::{LiveOptions, LIVE_MD5, LIVE_POLICIES, LIVE_PRIME};
@@ -23,6 +24,17 @@ impl OutArgs {
     }
 }
 
+/// The output directory and the number of seeds of an experiment the paper averages.
+#[derive(Args)]
+pub struct SeedArgs {
+    #[command(flatten)]
+    pub out: OutArgs,
+    /// Runs (seeds) per point, 1..=10000; the paper averages 30.
+    #[arg(long, default_value_t = experiments::PAPER_RUNS,
+          value_parser = clap::value_parser!(u16).range(1..=10000).map(usize::from))]
+    pub seeds: usize,
+}
+
 fn done(table: &str, out: &std::path::Path) {
     print!("{table}");
     eprintln!("outputs in {}", out.display());
@@ -35,9 +47,10 @@ pub fn fig3(args: OutArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn fig4(args: OutArgs) -> Result<()> {
-    let out = args.dir("beisel-fig4");
-    let r = experiments::fig4(&out, 25, 50, experiments::FIG4_SEEDS, 1.0)?;
+pub fn fig4(args: SeedArgs) -> Result<()> {
+    let out = args.out.dir("beisel-fig4");
+    let seeds = experiments::seeds(experiments::FIG4_FIRST_SEED, args.seeds);
+    let r = experiments::fig4(&out, 25, 50, &seeds, 1.0)?;
     done(&r.table, &out);
     Ok(())
 }
@@ -45,14 +58,15 @@ pub fn fig4(args: OutArgs) -> Result<()> {
 pub fn fig5(args: OutArgs) -> Result<()> {
     let out = args.dir("beisel-fig5");
     let counts: Vec<usize> = (1..=15).map(|i| i * 5).collect();
-    let r = experiments::fig5(&out, &counts, 1.0)?;
+    let r = experiments::fig5(&out, &counts, experiments::FIG5_GPU_RATIOS, 1.0)?;
     done(&r.table, &out);
     Ok(())
 }
 
-pub fn fig6_7(args: OutArgs) -> Result<()> {
-    let out = args.dir("beisel-fig6-7");
-    let r = experiments::fig6_7(&out, 25, 50, experiments::GRANULARITIES_MS, 1.0)?;
+pub fn fig6_7(args: SeedArgs) -> Result<()> {
+    let out = args.out.dir("beisel-fig6-7");
+    let seeds = experiments::seeds(experiments::FIG67_FIRST_SEED, args.seeds);
+    let r = experiments::fig6_7(&out, 25, 50, experiments::GRANULARITIES_MS, &seeds, 1.0)?;
     done(&r.table, &out);
     Ok(())
 }

@@ -21,13 +21,13 @@ pub enum Experiment {
     BeiselFig3(beisel_cmd::OutArgs),
     /// Beisel et al. Fig. 4: 25 MD5 + 50 prime tasks, FCFS vs 4 s granularity.
     #[command(name = "beisel-fig4")]
-    BeiselFig4(beisel_cmd::OutArgs),
+    BeiselFig4(beisel_cmd::SeedArgs),
     /// Beisel et al. Fig. 5: N prime tasks on the GPU alone vs GPU + CPU cores.
     #[command(name = "beisel-fig5")]
     BeiselFig5(beisel_cmd::OutArgs),
     /// Beisel et al. Figs. 6-7: granularity sweep on the GPU (total runtime, turnaround).
     #[command(name = "beisel-fig6-7")]
-    BeiselFig67(beisel_cmd::OutArgs),
+    BeiselFig67(beisel_cmd::SeedArgs),
     /// Ding et al.: PARSEC-like programs alone and in mixes on the simulated ding
     /// machine, numa-amp and cfs-cap against cfs.
     Ding(crate::ding_cmd::DingArgs),

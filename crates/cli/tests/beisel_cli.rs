@@ -33,3 +33,15 @@ fn an_unwritable_output_directory_is_a_runtime_error() {
         "{err}"
     );
 }
+
+#[test]
+fn a_seed_count_out_of_range_is_an_input_error_naming_the_option_and_range() {
+    for bad in ["0", "10001", "x"] {
+        let o = hetsched(&["experiment", "beisel-fig6-7", "--seeds", bad]);
+        assert_eq!(o.status.code(), Some(2), "--seeds {bad}");
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert!(err.contains("--seeds"), "{err}");
+    }
+    let o = hetsched(&["experiment", "beisel-fig4", "--seeds", "0"]);
+    assert!(String::from_utf8(o.stderr).unwrap().contains("1..=10000"));
+}

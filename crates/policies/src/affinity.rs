@@ -13,13 +13,15 @@
 //!   waiter's plus the granularity (per unit type, plus the time to copy the task's
 //!   memory over the unit's link); granularity 0 switches at every checkpoint, `fcfs=1`
 //!   never yields.
-//! - **Load balancer** (`free`, i.e. a completion or a yield/migration at a checkpoint):
-//!   the freed unit first pulls the waiting task elsewhere with the highest affinity for
-//!   it (late binding; ties to the longer queue), else offers itself to a task running
-//!   elsewhere with a higher affinity for it, which migrates at its next checkpoint. A
-//!   freed accelerator also refills its queue up to its limit with such offers (the
-//!   paper's Fig. 3, regions b and d). Idle units that never freed do not balance: in
-//!   the paper the balancer runs from `free`.
+//! - **Load balancer** (`free`, i.e. a completion or a yield/migration at a checkpoint,
+//!   and whenever a unit is idle: "if a task is waiting for the semaphore of a compute
+//!   unit and another suitable unit is running idle in the meantime then the load
+//!   balancer wakes the task", §III-C): the idle unit first pulls the waiting task
+//!   elsewhere with the highest affinity for it (late binding; ties to the longer
+//!   queue), else offers itself to a task running elsewhere with a higher affinity for
+//!   it, which migrates at its next checkpoint. A freed accelerator also refills its
+//!   queue up to its limit with such offers (the paper's Fig. 3, regions b and d). The
+//!   engine asks idle units whenever a task is queued anywhere it could run.
 //! - Pulls never move a task to a unit type it has a lower affinity for than the one it
 //!   waits on (an MD5 task queued on the GPU stays there); this keeps the balancer from
 //!   undoing its own offers.
@@ -67,7 +69,8 @@ pub struct AffinityPolicy {
     vruntime: FxHashMap<TaskId, u64>,
     min_vruntime: Vec<u64>,
     exec_start: Vec<u64>,
-    /// Set by `free` (completion, yield, migration): the unit's next pick balances.
+    /// Set by `free` (completion, yield, migration): the unit's next pick refills its
+    /// queue slots with offers.
     freed: Vec<bool>,
     /// Running task → the unit offered to it (taken at its next checkpoint).
     offers: FxHashMap<TaskId, UnitId>,
@@ -389,9 +392,6 @@ impl Policy for AffinityPolicy {
             self.drop_offer(t);
             self.taken(view, t);
             return PickDecision::Run(t);
-        }
-        if !freed {
-            return PickDecision::Idle;
         }
         if let Some((from, t)) = self.pull(view, unit) {
             self.transfer(t, from, unit);
