@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::daemon::{
-    eventually, frame, meta, raw_json, raw_paged, read_frame, Daemon, ALLOC, STATS,
+    closed_within, eventually, frame, meta, raw_json, raw_paged, read_frame, Daemon, ALLOC, STATS,
 };
 
 daemon_process!();
@@ -175,23 +175,6 @@ fn an_invalid_control_request_changes_nothing() {
         before,
         "a rejected request changed units"
     );
-}
-
-/// Whether the daemon has closed `s` (end of stream), waiting up to `limit`.
-fn closed_within(s: &mut UnixStream, limit: Duration) -> bool {
-    s.set_read_timeout(Some(limit)).unwrap();
-    let mut buf = [0u8; 4096];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return true,
-            Ok(_) => continue, // a reply (e.g. welcome): keep reading
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return false
-            }
-            Err(_) => return true, // reset: closed too
-        }
-    }
 }
 
 /// A connection that never says hello, or stops in the middle of a frame, is dropped

@@ -8,7 +8,7 @@
 use hetsched_live::client::Client;
 use hetsched_live::protocol::{MetaInfo, UnitInfo, WireAffinity};
 use hetsched_live::shm::SharedPage;
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -282,4 +282,21 @@ pub fn alloc_in_thread(
         c
     });
     (rx, h)
+}
+
+/// Whether the daemon has closed `s` (end of stream), waiting up to `limit`.
+pub fn closed_within(s: &mut UnixStream, limit: Duration) -> bool {
+    s.set_read_timeout(Some(limit)).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue, // a reply (e.g. welcome): keep reading
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return false
+            }
+            Err(_) => return true, // reset: closed too
+        }
+    }
 }
