@@ -108,8 +108,16 @@ struct Figures {
     /// Alloc+free round trips through the shared page, microseconds, sorted.
     round_trips: Vec<f64>,
     throughput: Throughput,
-    /// Seconds of the batched case, if measured.
-    batched_secs: Option<f64>,
+    /// The batched case, if measured.
+    batched: Option<Batched>,
+}
+
+struct Batched {
+    secs: f64,
+    /// CPU seconds (user + system) of this process (the daemon; the other threads wait)
+    /// and of the client processes.
+    daemon_cpu: f64,
+    clients_cpu: f64,
 }
 
 struct Throughput {
@@ -218,7 +226,7 @@ pub fn run(args: &Options) -> Result<Report> {
         // The throughput clients inherit this thread's mask.
         pin_current_thread(&client_cpus)?;
         let throughput = throughput(&socket, &meta, args.clients)?;
-        let batched_secs = match &args.batched {
+        let batched = match &args.batched {
             Some(b) => Some(batched(&socket, b)?),
             None => None,
         };
@@ -226,7 +234,7 @@ pub fn run(args: &Options) -> Result<Report> {
             placement,
             round_trips,
             throughput,
-            batched_secs,
+            batched,
         });
     }
 
@@ -309,11 +317,15 @@ impl fmt::Display for Report {
                 t.cpu.0 * 1e6 / t.requests as f64,
                 t.cpu.1 * 1e6 / t.requests as f64
             )?;
-            if let (Some(secs), Some((clients, tasks, batch))) = (fig.batched_secs, self.batched) {
+            if let (Some(b), Some((clients, tasks, batch))) = (&fig.batched, self.batched) {
+                let n = (clients * tasks) as f64;
                 writeln!(
                     f,
-                    "    batched: {:.0} empty tasks/s ({clients} client processes × {tasks} tasks, {batch} per batch, in {secs:.2} s)",
-                    (clients * tasks) as f64 / secs
+                    "    batched: {:.0} empty tasks/s ({clients} client processes × {tasks} tasks, {batch} per batch, in {:.2} s); CPU per task: daemon {:.2} us, clients {:.2} us",
+                    n / b.secs,
+                    b.secs,
+                    b.daemon_cpu * 1e6 / n,
+                    b.clients_cpu * 1e6 / n
                 )?;
             }
         }
@@ -445,7 +457,7 @@ fn bench_meta() -> MetaInfo {
 
 /// Seconds for the batched case's client processes (with this thread's CPU mask) to run
 /// their tasks, from the moment all of them are connected.
-fn batched(socket: &std::path::Path, b: &BatchedOptions) -> Result<f64> {
+fn batched(socket: &std::path::Path, b: &BatchedOptions) -> Result<Batched> {
     use std::io::{BufRead, Write};
     use std::process::Stdio;
     let mut children = Vec::new();
@@ -469,6 +481,9 @@ fn batched(socket: &std::path::Path, b: &BatchedOptions) -> Result<f64> {
         }
     }
     let start = Instant::now();
+    let total = |(user, system): (f64, f64)| user + system;
+    let (daemon_before, clients_before) =
+        (total(process_cpu()), total(cpu_of(libc::RUSAGE_CHILDREN)));
     for child in &mut children {
         let go = child.stdin.as_mut().expect("piped").write_all(b"go\n");
         go.map_err(|e| Error::runtime(format!("batch client: {e}")))?;
@@ -482,7 +497,12 @@ fn batched(socket: &std::path::Path, b: &BatchedOptions) -> Result<f64> {
             )));
         }
     }
-    Ok(start.elapsed().as_secs_f64())
+    Ok(Batched {
+        secs: start.elapsed().as_secs_f64(),
+        daemon_cpu: total(process_cpu()) - daemon_before,
+        // Includes the clients' start-up and connection, before `start`.
+        clients_cpu: total(cpu_of(libc::RUSAGE_CHILDREN)) - clients_before,
+    })
 }
 
 /// A batched-case client process: connects to the daemon at `socket`, says "ready" on
@@ -536,10 +556,16 @@ fn policy_decisions(c: &mut Client) -> Result<u64> {
 
 /// User and system CPU seconds this process has used (all threads).
 fn process_cpu() -> (f64, f64) {
+    cpu_of(libc::RUSAGE_SELF)
+}
+
+/// User and system CPU seconds of `who` (`RUSAGE_SELF`, or `RUSAGE_CHILDREN`: the
+/// children waited for).
+fn cpu_of(who: libc::c_int) -> (f64, f64) {
     // SAFETY: rusage is plain data (all-zero is valid) and getrusage only fills it.
     let usage = unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        libc::getrusage(who, &mut usage);
         usage
     };
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;

@@ -41,6 +41,7 @@ use hetsched_core::{Error, Result};
 use mio::net::{UnixListener, UnixStream};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::io::{ErrorKind, IoSlice, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -190,7 +191,7 @@ pub struct Daemon {
     path: PathBuf,
     poll: Poll,
     listener: UnixListener,
-    conns: HashMap<ClientId, Conn>,
+    conns: FxHashMap<ClientId, Conn>,
     arbiter: Arbiter,
     next_client: ClientId,
     uid: u32,
@@ -284,7 +285,7 @@ impl Daemon {
             path: path.to_path_buf(),
             poll,
             listener,
-            conns: HashMap::new(),
+            conns: FxHashMap::default(),
             arbiter,
             next_client: FIRST_CLIENT,
             uid: nix::unistd::getuid().as_raw(),
