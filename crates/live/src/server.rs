@@ -25,6 +25,8 @@
 //!   [`MAX_CLIENTS_PER_UID`] for a uid other than the daemon's; one more is refused at
 //!   once rather than left in the backlog.
 //! - silence: no `hello`, or a partial frame, for [`SLOW_CLIENT`] drops the connection.
+//! - a batch: at most [`MAX_BATCH`](protocol::MAX_BATCH) requests in one frame, and
+//!   nothing else sent until its reply (see `batch`).
 //!
 //! After an event the loop busy-polls for a while (see [`DEFAULT_BUSY_POLL`]) rather
 //! than sleep. When the client it served last runs on the daemon's CPU (each side
