@@ -64,7 +64,7 @@ impl Batch {
 
     /// The next request to handle, unless one handled still waits for its reply (an
     /// `alloc` in a queue) or none is left.
-    pub fn next(&mut self) -> Option<Request> {
+    pub fn take_next(&mut self) -> Option<Request> {
         if self.waiting() {
             return None;
         }
@@ -125,14 +125,14 @@ mod tests {
     #[test]
     fn a_waiting_request_holds_the_rest_back() {
         let mut b = Batch::new(vec![Request::Rerequest, Request::Rerequest], false);
-        assert_eq!(b.next(), Some(Request::Rerequest));
+        assert_eq!(b.take_next(), Some(Request::Rerequest));
         assert!(b.waiting() && !b.complete());
-        assert_eq!(b.next(), None, "the first is not answered yet");
+        assert_eq!(b.take_next(), None, "the first is not answered yet");
         b.answer(Reply::Freed);
-        assert_eq!(b.next(), Some(Request::Rerequest));
+        assert_eq!(b.take_next(), Some(Request::Rerequest));
         b.answer(Reply::Done);
         assert!(b.complete());
-        assert_eq!(b.next(), None);
+        assert_eq!(b.take_next(), None);
         assert_eq!(
             b.reply(),
             Reply::Batch {

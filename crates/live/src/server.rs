@@ -869,7 +869,7 @@ impl Daemon {
                 self.send(client, &batch.reply());
                 return self.flush(client);
             }
-            let Some(request) = batch.next() else {
+            let Some(request) = batch.take_next() else {
                 return; // an alloc waits in a queue
             };
             self.in_batch = Some(client);
