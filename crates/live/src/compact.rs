@@ -59,12 +59,8 @@ pub fn encode_request(request: &Request, out: &mut Vec<u8>) -> bool {
             out.push(*finished as u8);
         }
         Request::Batch { requests } => {
-            out.push(b'M');
-            out.extend_from_slice(&(requests.len() as u32).to_le_bytes());
-            let all = requests
-                .iter()
-                .all(|r| !matches!(r, Request::Batch { .. }) && encode_request(r, out));
-            if !all {
+            let nested = |r: &Request| matches!(r, Request::Batch { .. });
+            if !encode_items(b'M', requests, nested, encode_request, out) {
                 out.truncate(start);
                 return false;
             }
@@ -114,12 +110,8 @@ pub fn encode_reply(reply: &Reply, out: &mut Vec<u8>) -> bool {
         }
         Reply::Freed => out.push(b'D'),
         Reply::Batch { replies } => {
-            out.push(b'N');
-            out.extend_from_slice(&(replies.len() as u32).to_le_bytes());
-            let all = replies
-                .iter()
-                .all(|r| !matches!(r, Reply::Batch { .. }) && encode_reply(r, out));
-            if !all {
+            let nested = |r: &Reply| matches!(r, Reply::Batch { .. });
+            if !encode_items(b'N', replies, nested, encode_reply, out) {
                 out.truncate(start);
                 return false;
             }
@@ -131,6 +123,20 @@ pub fn encode_reply(reply: &Reply, out: &mut Vec<u8>) -> bool {
     }
     frame_end(out, start);
     true
+}
+
+/// A batch body: `tag`, the count, then each item's compact frame; false if an item is
+/// `nested` (a batch) or has no compact form.
+fn encode_items<T>(
+    tag: u8,
+    items: &[T],
+    nested: impl Fn(&T) -> bool,
+    encode: fn(&T, &mut Vec<u8>) -> bool,
+    out: &mut Vec<u8>,
+) -> bool {
+    out.push(tag);
+    out.extend_from_slice(&(items.len() as u32).to_le_bytes());
+    items.iter().all(|item| !nested(item) && encode(item, out))
 }
 
 fn frame_start(out: &mut Vec<u8>) -> usize {

@@ -300,3 +300,34 @@ pub fn closed_within(s: &mut UnixStream, limit: Duration) -> bool {
         }
     }
 }
+
+/// Writes `bytes` to `flood` again and again, calling `between` after each write, until
+/// the daemon hangs up on it; the daemon must stay below 512 MiB and hang up within
+/// 120 s.
+pub fn flood_until_dropped(
+    d: &Daemon,
+    flood: &mut UnixStream,
+    bytes: &[u8],
+    mut between: impl FnMut(),
+) {
+    let start = Instant::now();
+    let dropped = loop {
+        if let Err(e) = flood.write_all(bytes) {
+            break e;
+        }
+        between();
+        let rss = d.status_kb("VmRSS");
+        assert!(rss < 512 << 10, "the daemon grew to {rss} kB");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "not dropped after 120 s"
+        );
+    };
+    assert!(
+        matches!(
+            dropped.kind(),
+            ErrorKind::BrokenPipe | ErrorKind::ConnectionReset
+        ),
+        "the flood should end because the daemon hung up: {dropped}"
+    );
+}
