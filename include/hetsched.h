@@ -5,6 +5,8 @@
  * nothing to say), hetsched_free when done or when told to give the unit up.
  * Functions returning int give 0 (or a verdict >= 0) on success and -1 on error;
  * hetsched_last_error() then describes it (thread-local, valid until the next call).
+ * A client that runs many small tasks may send many requests in one message instead
+ * (hetsched_batch): one round trip for all of them.
  * Link with -lhetsched.
  */
 #ifndef HETSCHED_H
@@ -61,6 +63,31 @@ enum hetsched_verdict {
     HETSCHED_MIGRATE = 2, /* as YIELD; the next grant is the unit in *migrate_to */
 };
 
+/* Batched submission (hetsched_batch): up to HETSCHED_MAX_BATCH requests in one message,
+ * handled by the daemon in order as if sent one by one (a client still holds at most one
+ * unit at a time, so a batch of tasks alternates ALLOC and FREE; an ALLOC that must wait
+ * holds the rest of the batch back until it is granted). */
+#define HETSCHED_MAX_BATCH 1024
+
+enum hetsched_op_kind {
+    HETSCHED_OP_ALLOC = 0,
+    HETSCHED_OP_REREQUEST = 1,
+    HETSCHED_OP_FREE = 2,
+};
+
+typedef struct {
+    int32_t op;                /* enum hetsched_op_kind */
+    int32_t finished;          /* HETSCHED_OP_FREE: the task is done */
+    const hetsched_meta *meta; /* HETSCHED_OP_ALLOC: the task's meta information */
+} hetsched_op;
+
+typedef struct {
+    int32_t status;      /* 0: granted / freed / kept; 1, 2: the hetsched_verdict of a
+                            rerequest; -1: refused (hetsched_last_error) or not answered */
+    uint32_t migrate_to; /* status HETSCHED_MIGRATE: the unit to move to */
+    hetsched_grant grant; /* HETSCHED_OP_ALLOC answered 0: the unit granted */
+} hetsched_result;
+
 /* socket_path NULL: the default ($HETSCHED_SOCKET, $XDG_RUNTIME_DIR/hetsched/daemon.sock,
  * /tmp/hetsched-$UID/daemon.sock). Returns NULL on error. */
 hetsched_client *hetsched_connect(const char *socket_path, const char *name);
@@ -71,6 +98,12 @@ int hetsched_alloc_meta(hetsched_client *c, const hetsched_meta *meta, hetsched_
 /* Returns a hetsched_verdict, or -1. */
 int hetsched_rerequest(hetsched_client *c, uint32_t *migrate_to);
 int hetsched_free(hetsched_client *c, int finished);
+/* Sends ops[0..n) (1 <= n <= HETSCHED_MAX_BATCH; the whole message at most 64 KiB) in
+ * one message and fills results[0..n). Returns how many requests were answered: n, or
+ * fewer when the daemon refused one (its status is -1 and the connection is closed);
+ * -1 when the batch was not sent (bad arguments, each named in hetsched_last_error). */
+int hetsched_batch(hetsched_client *c, const hetsched_op *ops, uint32_t n,
+                   hetsched_result *results);
 void hetsched_disconnect(hetsched_client *c);
 const char *hetsched_last_error(void);
 

@@ -1,7 +1,9 @@
 //! The C ABI over [`hetsched_live::client::Client`]; the header is `include/hetsched.h`.
 
 use hetsched_live::client::Client;
-use hetsched_live::protocol::{MetaInfo, Verdict, WireAffinity, WireCheckpoints};
+use hetsched_live::protocol::{
+    MetaInfo, Reply, Request, UnitInfo, Verdict, WireAffinity, WireCheckpoints,
+};
 use hetsched_live::server::default_socket_path;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
@@ -40,6 +42,28 @@ pub struct Grant {
     pub device: i32,
     pub ncpus: u32,
     pub cpus: [u32; MAX_CPUS],
+}
+
+/// One request of a batch (`hetsched_op`).
+#[repr(C)]
+pub struct Op {
+    /// 0 alloc, 1 rerequest, 2 free.
+    pub op: i32,
+    /// Free: the task is done.
+    pub finished: i32,
+    /// Alloc: the task's meta information.
+    pub meta: *const Meta,
+}
+
+/// The answer to one request of a batch (`hetsched_result`).
+#[repr(C)]
+pub struct OpResult {
+    /// 0 done (granted, freed), a verdict for a rerequest, −1 refused or not answered.
+    pub status: i32,
+    /// Rerequest answered with migrate: the target unit.
+    pub migrate_to: u32,
+    /// Alloc: the grant.
+    pub grant: Grant,
 }
 
 thread_local! {
@@ -121,9 +145,24 @@ pub unsafe extern "C" fn hetsched_alloc_meta(
     }
     // SAFETY: non-NULL and valid per the caller's contract.
     let (client, m, out) = unsafe { (&mut *c, &*meta, &mut *grant) };
+    // SAFETY: per the caller's contract.
+    match client.alloc(&unsafe { meta_info(m) }) {
+        Ok(unit) => {
+            fill_grant(&unit, out);
+            0
+        }
+        Err(e) => set_error(e),
+    }
+}
+
+/// The meta information a `hetsched_meta` describes.
+///
+/// # Safety
+/// `m.kind` is NULL or a NUL-terminated string.
+unsafe fn meta_info(m: &Meta) -> MetaInfo {
     let a = &m.affinity;
     let cp = m.checkpoint_ns;
-    let meta = MetaInfo {
+    MetaInfo {
         // SAFETY: per the caller's contract.
         kind: unsafe { string(m.kind) }.unwrap_or_else(|| "task".into()),
         affinity: WireAffinity {
@@ -144,20 +183,103 @@ pub unsafe extern "C" fn hetsched_alloc_meta(
         numa_home: u32::try_from(m.numa_home).ok(),
         weight: if m.weight == 0 { 1024 } else { m.weight },
         ..MetaInfo::default()
-    };
-    match client.alloc(&meta) {
-        Ok(unit) => {
-            out.unit = unit.id;
-            out.kind = unit.kind as i32;
-            out.device = unit.device.map_or(-1, |d| d as i32);
-            out.ncpus = unit.cpus.len().min(MAX_CPUS) as u32;
-            for (slot, cpu) in out.cpus.iter_mut().zip(&unit.cpus) {
-                *slot = *cpu;
-            }
-            0
-        }
-        Err(e) => set_error(e),
     }
+}
+
+fn fill_grant(unit: &UnitInfo, out: &mut Grant) {
+    out.unit = unit.id;
+    out.kind = unit.kind as i32;
+    out.device = unit.device.map_or(-1, |d| d as i32);
+    out.ncpus = unit.cpus.len().min(MAX_CPUS) as u32;
+    for (slot, cpu) in out.cpus.iter_mut().zip(&unit.cpus) {
+        *slot = *cpu;
+    }
+}
+
+/// Sends `n` requests in one message and fills one result per request; returns how
+/// many were answered (`n`, or fewer when the daemon refused one: its result is −1 and
+/// the connection is closed), or −1 when the batch itself is refused.
+///
+/// # Safety
+/// `c` comes from `hetsched_connect`; `ops` and `results` point to `n` structs each;
+/// every alloc's `meta` points to a valid `hetsched_meta` whose `kind` is NULL or a
+/// string.
+#[no_mangle]
+pub unsafe extern "C" fn hetsched_batch(
+    c: *mut Client,
+    ops: *const Op,
+    n: u32,
+    results: *mut OpResult,
+) -> c_int {
+    if c.is_null() || ops.is_null() || results.is_null() {
+        return set_error("hetsched_batch: NULL argument");
+    }
+    let max = hetsched_live::protocol::MAX_BATCH;
+    if n == 0 || n as usize > max {
+        return set_error(format!(
+            "hetsched_batch: n = {n}, accepted 1..={max} (HETSCHED_MAX_BATCH)"
+        ));
+    }
+    // SAFETY: non-NULL, `n` valid structs each, per the caller's contract.
+    let (client, ops, results) = unsafe {
+        (
+            &mut *c,
+            std::slice::from_raw_parts(ops, n as usize),
+            std::slice::from_raw_parts_mut(results, n as usize),
+        )
+    };
+    let mut requests = Vec::with_capacity(ops.len());
+    for (i, op) in ops.iter().enumerate() {
+        requests.push(match op.op {
+            0 if op.meta.is_null() => {
+                return set_error(format!("hetsched_batch: ops[{i}].meta is NULL"))
+            }
+            // SAFETY: non-NULL and valid per the caller's contract.
+            0 => Request::Alloc {
+                meta: unsafe { meta_info(&*op.meta) },
+            },
+            1 => Request::Rerequest,
+            2 => Request::Free {
+                finished: op.finished != 0,
+            },
+            k => {
+                return set_error(format!(
+                    "hetsched_batch: ops[{i}].op = {k}, accepted 0 (alloc), 1 (rerequest), 2 (free)"
+                ))
+            }
+        });
+    }
+    let replies = match client.batch(requests) {
+        Ok(replies) => replies,
+        Err(e) => return set_error(e),
+    };
+    for r in results.iter_mut() {
+        r.status = -1;
+    }
+    for (reply, out) in replies.iter().zip(results.iter_mut()) {
+        out.status = match reply {
+            Reply::Granted { unit, .. } => {
+                fill_grant(unit, &mut out.grant);
+                0
+            }
+            Reply::Freed
+            | Reply::Rerequest {
+                verdict: Verdict::Keep,
+            } => 0,
+            Reply::Rerequest {
+                verdict: Verdict::Yield,
+            } => 1,
+            Reply::Rerequest {
+                verdict: Verdict::Migrate { to },
+            } => {
+                out.migrate_to = *to;
+                2
+            }
+            Reply::Error { message, .. } => set_error(format!("daemon: {message}")),
+            other => set_error(format!("daemon: unexpected {other:?}")),
+        };
+    }
+    replies.len() as c_int
 }
 
 /// # Safety

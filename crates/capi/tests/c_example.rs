@@ -1,10 +1,12 @@
-//! Builds `examples/c/worker.c` against `include/hetsched.h` and `libhetsched.so` with
-//! the system C compiler and runs it against a real daemon.
+//! Builds the C examples (`examples/c/worker.c`, `examples/c/batch.c`) against
+//! `include/hetsched.h` and `libhetsched.so` with the system C compiler and runs them
+//! against a real daemon.
 
 use hetsched_core::machine::UnitGranularity;
 use hetsched_live::arbiter::Arbiter;
+use hetsched_live::protocol::Reply;
 use hetsched_live::{devices, server};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn repo() -> PathBuf {
@@ -22,12 +24,11 @@ fn lib_dir() -> PathBuf {
         .unwrap_or_else(|| panic!("libhetsched.so not built near {}", deps.display()))
 }
 
-#[test]
-fn the_c_worker_runs_against_the_daemon() {
-    let tmp = tempfile::tempdir().unwrap();
-    let exe = tmp.path().join("worker");
+/// Compiles `examples/c/<name>.c` into `dir`.
+fn compile(dir: &Path, name: &str) -> PathBuf {
+    let exe = dir.join(name);
     let cc = Command::new("cc")
-        .arg(repo().join("examples/c/worker.c"))
+        .arg(repo().join(format!("examples/c/{name}.c")))
         .arg("-I")
         .arg(repo().join("include"))
         .arg("-L")
@@ -41,10 +42,13 @@ fn the_c_worker_runs_against_the_daemon() {
         "cc: {}",
         String::from_utf8_lossy(&cc.stderr)
     );
+    exe
+}
 
-    let socket = tmp.path().join("run/d.sock");
+/// A daemon over one CPU unit, on a thread, listening at `socket`.
+fn start_daemon(socket: &Path) -> server::StopHandle {
     let (tx, rx) = std::sync::mpsc::channel();
-    let path = socket.clone();
+    let path = socket.to_path_buf();
     std::thread::spawn(move || {
         let mut m = hetsched_topology::machine_file::parse(
             "name = \"one\"\n[[package]]\ncores = 1\n",
@@ -59,7 +63,15 @@ fn the_c_worker_runs_against_the_daemon() {
         tx.send(d.stop_handle()).unwrap();
         d.run().unwrap();
     });
-    let stop = rx.recv().unwrap();
+    rx.recv().unwrap()
+}
+
+#[test]
+fn the_c_worker_runs_against_the_daemon() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = compile(tmp.path(), "worker");
+    let socket = tmp.path().join("run/d.sock");
+    let stop = start_daemon(&socket);
     let run = |n: &str| {
         Command::new(&exe)
             .args([socket.to_str().unwrap(), n, "1000"])
@@ -108,5 +120,40 @@ fn the_c_worker_runs_against_the_daemon() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&none.stderr).contains("no hetsched daemon"));
+    stop.stop();
+}
+
+/// Empty tasks in batches from C: every task granted and freed, counted by the daemon;
+/// a batch beyond the limit is refused with the range named.
+#[test]
+fn the_c_batch_example_runs_against_the_daemon() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = compile(tmp.path(), "batch");
+    let socket = tmp.path().join("run/d.sock");
+    let stop = start_daemon(&socket);
+    let run = |tasks: &str, batch: &str| {
+        Command::new(&exe)
+            .args([socket.to_str().unwrap(), tasks, batch])
+            .env("LD_LIBRARY_PATH", lib_dir())
+            .output()
+            .unwrap()
+    };
+    let out = run("5000", "100");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "done 5000 tasks in 50 batches\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut c = hetsched_live::client::Client::connect(&socket, "check").unwrap();
+    let Reply::Stats { grants, .. } = c.stats().unwrap() else {
+        panic!("not stats")
+    };
+    assert_eq!(grants, 5000);
+    // 513 tasks = 1026 requests: one batch too many.
+    let over = run("513", "513");
+    assert!(!over.status.success());
+    let err = String::from_utf8_lossy(&over.stderr);
+    assert!(err.contains("n = 1026, accepted 1..=1024"), "{err}");
     stop.stop();
 }

@@ -58,9 +58,42 @@ pub struct DaemonBench {
     /// `unpinned` (the kernel places them).
     #[arg(long, value_delimiter = ',', value_parser = Placement::NAMES)]
     placement: Vec<String>,
+    /// Empty tasks per batch in the batched case (two requests each, at most 512);
+    /// 0 leaves the batched case out.
+    #[arg(long, default_value_t = 256)]
+    batch: usize,
+    /// Client processes of the batched case.
+    #[arg(long, default_value_t = 2)]
+    batch_clients: usize,
+    /// Empty tasks each batched-case client runs.
+    #[arg(long, default_value_t = 200_000)]
+    batch_tasks: usize,
+    /// Run as one batched-case client of the daemon at this socket (the bench starts
+    /// its client processes so).
+    #[arg(long, hide = true)]
+    batch_client: Option<std::path::PathBuf>,
 }
 
 fn daemon(args: DaemonBench) -> Result<()> {
+    let (tasks, batch) = (args.batch_tasks, args.batch);
+    if let Some(socket) = &args.batch_client {
+        return hetsched_live::bench::batch_client(socket, tasks, batch);
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| hetsched_core::Error::runtime(format!("this program's path: {e}")))?;
+    let batched = (batch > 0).then(|| hetsched_live::bench::BatchedOptions {
+        clients: args.batch_clients,
+        tasks,
+        batch,
+        command: Box::new(move |socket: &std::path::Path| {
+            let mut c = std::process::Command::new(&exe);
+            c.args(["bench", "daemon", "--batch-client"])
+                .arg(socket)
+                .args(["--batch", &batch.to_string()])
+                .args(["--batch-tasks", &tasks.to_string()]);
+            c
+        }),
+    });
     let report = hetsched_live::bench::run(&hetsched_live::bench::Options {
         round_trips: args.round_trips,
         clients: args.clients,
@@ -72,6 +105,7 @@ fn daemon(args: DaemonBench) -> Result<()> {
             .iter()
             .filter_map(|p| Placement::parse(p))
             .collect(),
+        batched,
     })?;
     print!("{report}");
     Ok(())

@@ -8,10 +8,16 @@
 //! against the same daemon: pinned apart, co-located (both pinned to one CPU) and
 //! unpinned (where the kernel puts them), with the load average beside them, since other
 //! work on the machine shares the CPUs too.
+//!
+//! The batched case runs empty tasks (alloc and free, nothing between) from client
+//! *processes*, each submitting many tasks per message (see `batch`): what a runtime
+//! that runs many small tasks pays per task. The processes are started through a
+//! command the caller gives (the CLI re-runs itself), so that this library needs no
+//! binary of its own.
 
 use crate::arbiter::Arbiter;
 use crate::client::{Client, Transport};
-use crate::protocol::{MetaInfo, Verdict, WireAffinity};
+use crate::protocol::{MetaInfo, Reply, Request, Verdict, WireAffinity};
 use crate::{devices, server};
 use hetsched_core::machine::UnitGranularity;
 use hetsched_core::{Error, Result};
@@ -31,6 +37,20 @@ pub struct Options {
     pub policy: String,
     /// Measure only these placements (empty: all three).
     pub placements: Vec<Placement>,
+    /// The batched case, if it is to be measured.
+    pub batched: Option<BatchedOptions>,
+}
+
+/// The batched case: `clients` processes, each running `tasks` empty tasks, `batch`
+/// per message.
+pub struct BatchedOptions {
+    pub clients: usize,
+    pub tasks: usize,
+    /// Tasks per batch (two requests each), 1 to `MAX_BATCH / 2`.
+    pub batch: usize,
+    /// The command that starts one client process for the daemon at the given socket;
+    /// the process calls [`batch_client`] with the same `tasks` and `batch`.
+    pub command: Box<dyn Fn(&std::path::Path) -> std::process::Command>,
 }
 
 /// Where the daemon thread and the clients may run.
@@ -88,6 +108,16 @@ struct Figures {
     /// Alloc+free round trips through the shared page, microseconds, sorted.
     round_trips: Vec<f64>,
     throughput: Throughput,
+    /// The batched case, if measured.
+    batched: Option<Batched>,
+}
+
+struct Batched {
+    secs: f64,
+    /// CPU seconds (user + system) of this process (the daemon; the other threads wait)
+    /// and of the client processes.
+    daemon_cpu: f64,
+    clients_cpu: f64,
 }
 
 struct Throughput {
@@ -167,16 +197,16 @@ pub fn run(args: &Options) -> Result<Report> {
     let (stop, daemon_tid) = rx
         .recv()
         .map_err(|_| Error::runtime("the daemon thread did not start"))?;
-    let meta = MetaInfo {
-        kind: "bench".into(),
-        affinity: WireAffinity {
-            cpu: 1.0,
-            ..Default::default()
-        },
-        memory_to_copy: 0,
-        weight: 1024,
-        ..MetaInfo::default()
-    };
+    let meta = bench_meta();
+    if let Some(b) = &args.batched {
+        if !(1..=crate::protocol::MAX_BATCH / 2).contains(&b.batch) {
+            return Err(Error::input(format!(
+                "--batch {}: tasks per batch must be in 1..={}",
+                b.batch,
+                crate::protocol::MAX_BATCH / 2
+            )));
+        }
+    }
     let load_before = load_average();
 
     // Latency: one client, alloc + free, through the shared page (the client library's
@@ -196,10 +226,15 @@ pub fn run(args: &Options) -> Result<Report> {
         // The throughput clients inherit this thread's mask.
         pin_current_thread(&client_cpus)?;
         let throughput = throughput(&socket, &meta, args.clients)?;
+        let batched = match &args.batched {
+            Some(b) => Some(batched(&socket, b)?),
+            None => None,
+        };
         figures.push(Figures {
             placement,
             round_trips,
             throughput,
+            batched,
         });
     }
 
@@ -227,6 +262,7 @@ pub fn run(args: &Options) -> Result<Report> {
         clients: args.clients,
         figures,
         others,
+        batched: args.batched.as_ref().map(|b| (b.clients, b.tasks, b.batch)),
     })
 }
 
@@ -242,6 +278,8 @@ pub struct Report {
     clients: usize,
     figures: Vec<Figures>,
     others: Option<Others>,
+    /// Clients, tasks per client and tasks per batch of the batched case.
+    batched: Option<(usize, usize, usize)>,
 }
 
 impl fmt::Display for Report {
@@ -279,8 +317,19 @@ impl fmt::Display for Report {
                 t.cpu.0 * 1e6 / t.requests as f64,
                 t.cpu.1 * 1e6 / t.requests as f64
             )?;
+            if let (Some(b), Some((clients, tasks, batch))) = (&fig.batched, self.batched) {
+                let n = (clients * tasks) as f64;
+                writeln!(
+                    f,
+                    "    batched: {:.0} empty tasks/s ({clients} client processes × {tasks} tasks, {batch} per batch, in {:.2} s); CPU per task: daemon {:.2} us, clients {:.2} us",
+                    n / b.secs,
+                    b.secs,
+                    b.daemon_cpu * 1e6 / n,
+                    b.clients_cpu * 1e6 / n
+                )?;
+            }
         }
-        writeln!(f, "  goals: round trip p99 <= 20 us pinned apart, p50 <= 10 us and p99 <= 50 us co-located; throughput >= 100k/s")?;
+        writeln!(f, "  goals: round trip p99 <= 20 us pinned apart, p50 <= 10 us and p99 <= 50 us co-located; throughput >= 100k/s; batched >= 350k tasks/s")?;
         if let Some(o) = &self.others {
             writeln!(f, "pinned apart, other transports and floors:")?;
             writeln!(
@@ -394,6 +443,109 @@ fn throughput(socket: &std::path::Path, meta: &MetaInfo, clients: usize) -> Resu
     })
 }
 
+/// The bench's task: any CPU unit will do.
+fn bench_meta() -> MetaInfo {
+    MetaInfo {
+        kind: "bench".into(),
+        affinity: WireAffinity {
+            cpu: 1.0,
+            ..Default::default()
+        },
+        ..MetaInfo::default()
+    }
+}
+
+/// Seconds for the batched case's client processes (with this thread's CPU mask) to run
+/// their tasks, from the moment all of them are connected.
+fn batched(socket: &std::path::Path, b: &BatchedOptions) -> Result<Batched> {
+    use std::io::{BufRead, Write};
+    use std::process::Stdio;
+    let mut children = Vec::new();
+    for _ in 0..b.clients {
+        let child = (b.command)(socket)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| Error::runtime(format!("starting a batch client: {e}")))?;
+        children.push(child);
+    }
+    // Each says "ready" once connected; all start at once.
+    for child in &mut children {
+        let mut line = String::new();
+        let out = child.stdout.as_mut().expect("piped");
+        std::io::BufReader::new(out)
+            .read_line(&mut line)
+            .map_err(Error::runtime)?;
+        if line.trim() != "ready" {
+            return Err(Error::runtime("a batch client did not connect"));
+        }
+    }
+    let start = Instant::now();
+    let total = |(user, system): (f64, f64)| user + system;
+    let (daemon_before, clients_before) =
+        (total(process_cpu()), total(cpu_of(libc::RUSAGE_CHILDREN)));
+    for child in &mut children {
+        let go = child.stdin.as_mut().expect("piped").write_all(b"go\n");
+        go.map_err(|e| Error::runtime(format!("batch client: {e}")))?;
+    }
+    for child in children {
+        let out = child.wait_with_output().map_err(Error::runtime)?;
+        if !out.status.success() {
+            return Err(Error::runtime(format!(
+                "a batch client failed ({})",
+                out.status
+            )));
+        }
+    }
+    Ok(Batched {
+        secs: start.elapsed().as_secs_f64(),
+        daemon_cpu: total(process_cpu()) - daemon_before,
+        // Includes the clients' start-up and connection, before `start`.
+        clients_cpu: total(cpu_of(libc::RUSAGE_CHILDREN)) - clients_before,
+    })
+}
+
+/// A batched-case client process: connects to the daemon at `socket`, says "ready" on
+/// stdout, waits for a line on stdin, then runs `tasks` empty tasks, `batch` per
+/// message, checking every reply.
+pub fn batch_client(socket: &std::path::Path, tasks: usize, batch: usize) -> Result<()> {
+    use std::io::{BufRead, Write};
+    let meta = bench_meta();
+    let mut c = Client::connect(socket, "bench batch")?;
+    println!("ready");
+    std::io::stdout().flush().map_err(Error::runtime)?;
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(Error::runtime)?;
+    let mut done = 0;
+    while done < tasks {
+        let n = batch.min(tasks - done);
+        let requests = (0..n)
+            .flat_map(|_| {
+                [
+                    Request::Alloc { meta: meta.clone() },
+                    Request::Free { finished: true },
+                ]
+            })
+            .collect();
+        let replies = c.batch(requests)?;
+        let answered = replies.len() == 2 * n
+            && replies
+                .chunks(2)
+                .all(|pair| matches!(pair, [Reply::Granted { .. }, Reply::Freed]));
+        if !answered {
+            return Err(Error::runtime(format!(
+                "a batch of {n} empty tasks was not answered with {n} grants and frees: {:?}",
+                replies.first()
+            )));
+        }
+        done += n;
+    }
+    Ok(())
+}
+
 /// The daemon's count of policy calls so far.
 fn policy_decisions(c: &mut Client) -> Result<u64> {
     match c.stats()? {
@@ -404,10 +556,16 @@ fn policy_decisions(c: &mut Client) -> Result<u64> {
 
 /// User and system CPU seconds this process has used (all threads).
 fn process_cpu() -> (f64, f64) {
+    cpu_of(libc::RUSAGE_SELF)
+}
+
+/// User and system CPU seconds of `who` (`RUSAGE_SELF`, or `RUSAGE_CHILDREN`: the
+/// children waited for).
+fn cpu_of(who: libc::c_int) -> (f64, f64) {
     // SAFETY: rusage is plain data (all-zero is valid) and getrusage only fills it.
     let usage = unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        libc::getrusage(who, &mut usage);
         usage
     };
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;

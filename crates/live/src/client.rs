@@ -292,9 +292,18 @@ impl Client {
             self.cpu = cpu;
             self.page.set_client_cpu(cpu);
         }
-        if !(self.compact && compact::encode_request(r, &mut self.output)) {
+        let compact = self.compact && compact::encode_request(r, &mut self.output);
+        if !compact {
             protocol::encode(r, &mut self.output);
-        } else if self.output.len() <= SLOT {
+        }
+        if self.output.len() > 4 + protocol::MAX_REQUEST {
+            return Err(Error::Input(format!(
+                "a request of {} bytes; the daemon accepts at most {} (fewer requests in a batch, or shorter kind names)",
+                self.output.len() - 4,
+                protocol::MAX_REQUEST
+            )));
+        }
+        if compact && self.output.len() <= SLOT {
             if let Some(bell) = &self.doorbell {
                 let seen = self.page.reply_seq();
                 if self.page.post_request(&self.output) {
@@ -431,6 +440,35 @@ impl Client {
     fn expect_done(&mut self, r: &Request, ok: impl Fn(&Reply) -> bool) -> Result<()> {
         match self.request(r)? {
             reply if ok(&reply) => Ok(()),
+            Reply::Error { code, message } => Err(daemon_error(code, message)),
+            other => Err(Error::runtime(format!("daemon: unexpected {other:?}"))),
+        }
+    }
+
+    /// Sends `requests` (1 to [`MAX_BATCH`](protocol::MAX_BATCH) `alloc`, `rerequest`
+    /// and `free`, e.g. alloc and free of many small tasks) in one message and returns
+    /// their replies, in order, from one message: one round trip for all of them. The
+    /// daemon handles them as if they came one by one: an `alloc` that must wait holds
+    /// the rest back until it is granted; a request it refuses ends the batch (its reply
+    /// is the last one) and the connection.
+    pub fn batch(&mut self, requests: Vec<Request>) -> Result<Vec<Reply>> {
+        crate::batch::check(&requests).map_err(Error::Input)?;
+        let n = requests.len();
+        match self.request(&Request::Batch { requests })? {
+            Reply::Batch { replies } if replies.len() <= n => {
+                // The last grant or free says whether the client holds a unit now.
+                let last = replies
+                    .iter()
+                    .rev()
+                    .find(|r| matches!(r, Reply::Granted { .. } | Reply::Freed));
+                if let Some(last) = last {
+                    self.granted = match last {
+                        Reply::Granted { unit, .. } => Some(unit.clone()),
+                        _ => None,
+                    };
+                }
+                Ok(replies)
+            }
             Reply::Error { code, message } => Err(daemon_error(code, message)),
             other => Err(Error::runtime(format!("daemon: unexpected {other:?}"))),
         }

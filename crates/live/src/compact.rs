@@ -17,8 +17,14 @@
 //! | `G` granted (no memory node) | task u64, unit u32, type u8, capacity u32, device i64 (−1: none), online u8, running i64 (−1: none), queued u32, link bandwidth f64, link latency f64 (NaN: unknown), cpu count u32, cpus u32…, name (UTF-8, rest) |
 //! | `V` rerequest verdict | 0 keep / 1 yield / 2 migrate, then the target unit u32 for migrate |
 //! | `D` freed | — |
+//! | `M` batch | count u32 (1 to [`MAX_BATCH`](crate::protocol::MAX_BATCH)), then that many compact request frames (length prefix and body), no batch among them |
+//! | `N` batch reply | count u32, then that many compact reply frames, no batch among them |
+//!
+//! A batch whose requests or replies do not all have a compact form travels as JSON.
 
-use crate::protocol::{MetaInfo, Reply, Request, UnitInfo, Verdict, WireAffinity, WireCheckpoints};
+use crate::protocol::{
+    MetaInfo, Reply, Request, UnitInfo, Verdict, WireAffinity, WireCheckpoints, MAX_BATCH,
+};
 use hetsched_core::machine::UnitType;
 
 /// The length-prefix bit that marks a compact frame.
@@ -51,6 +57,13 @@ pub fn encode_request(request: &Request, out: &mut Vec<u8>) -> bool {
         Request::Free { finished } => {
             out.push(b'F');
             out.push(*finished as u8);
+        }
+        Request::Batch { requests } => {
+            let nested = |r: &Request| matches!(r, Request::Batch { .. });
+            if !encode_items(b'M', requests, nested, encode_request, out) {
+                out.truncate(start);
+                return false;
+            }
         }
         _ => {
             out.truncate(start);
@@ -100,6 +113,13 @@ pub fn encode_reply(reply: &Reply, out: &mut Vec<u8>) -> bool {
             }
         }
         Reply::Freed => out.push(b'D'),
+        Reply::Batch { replies } => {
+            let nested = |r: &Reply| matches!(r, Reply::Batch { .. });
+            if !encode_items(b'N', replies, nested, encode_reply, out) {
+                out.truncate(start);
+                return false;
+            }
+        }
         _ => {
             out.truncate(start);
             return false;
@@ -107,6 +127,20 @@ pub fn encode_reply(reply: &Reply, out: &mut Vec<u8>) -> bool {
     }
     frame_end(out, start);
     true
+}
+
+/// A batch body: `tag`, the count, then each item's compact frame; false if an item is
+/// `nested` (a batch) or has no compact form.
+fn encode_items<T>(
+    tag: u8,
+    items: &[T],
+    nested: impl Fn(&T) -> bool,
+    encode: fn(&T, &mut Vec<u8>) -> bool,
+    out: &mut Vec<u8>,
+) -> bool {
+    out.push(tag);
+    out.extend_from_slice(&(items.len() as u32).to_le_bytes());
+    items.iter().all(|item| !nested(item) && encode(item, out))
 }
 
 fn frame_start(out: &mut Vec<u8>) -> usize {
@@ -154,6 +188,47 @@ impl<'a> Fields<'a> {
     }
     fn f64(&mut self, what: &str) -> Result<f64, String> {
         Ok(f64::from_le_bytes(self.take(what)?))
+    }
+    fn bytes(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
+        if self.rest.len() < n {
+            return Err(format!(
+                "compact frame ends inside {what} ({n} bytes expected)"
+            ));
+        }
+        let (head, rest) = self.rest.split_at(n);
+        self.rest = rest;
+        Ok(head)
+    }
+    /// The rest: `count u32` compact frames, each decoded by `decode` (a frame whose tag
+    /// is `nested`, a batch in a batch, is refused before it is decoded).
+    fn batch<T>(
+        mut self,
+        what: &str,
+        nested: u8,
+        decode: impl Fn(&[u8]) -> Result<T, String>,
+    ) -> Result<Vec<T>, String> {
+        let n = self.u32(&format!("{what} count"))? as usize;
+        if !(1..=MAX_BATCH).contains(&n) {
+            return Err(format!("{what} count {n}, accepted 1..={MAX_BATCH}"));
+        }
+        // Each item takes at least a length prefix and a tag.
+        if n > self.rest.len() / 5 {
+            return Err(format!("{what} count {n} exceeds the frame"));
+        }
+        let mut items = Vec::with_capacity(n);
+        for i in 0..n {
+            let prefix = self.u32(what)?;
+            if prefix & COMPACT_BIT == 0 {
+                return Err(format!("{what} item {i} is not a compact frame"));
+            }
+            let body = self.bytes((prefix & !COMPACT_BIT) as usize, what)?;
+            if body.first() == Some(&nested) {
+                return Err(format!("{what} item {i}: a batch inside a batch"));
+            }
+            items.push(decode(body).map_err(|e| format!("{what} item {i}: {e}"))?);
+        }
+        self.end(what)?;
+        Ok(items)
     }
     fn text(self, what: &str) -> Result<String, String> {
         String::from_utf8(self.rest.to_vec()).map_err(|_| format!("{what} is not UTF-8"))
@@ -217,6 +292,9 @@ pub fn decode_request(body: &[u8]) -> Result<Request, String> {
             };
             f.end("free").map(|()| Request::Free { finished })
         }
+        b'M' => f
+            .batch("batch", b'M', decode_request)
+            .map(|requests| Request::Batch { requests }),
         t => Err(format!("unknown compact request tag 0x{t:02x}")),
     }
 }
@@ -281,6 +359,9 @@ pub fn decode_reply(body: &[u8]) -> Result<Reply, String> {
             f.end("verdict").map(|()| Reply::Rerequest { verdict })
         }
         b'D' => f.end("freed").map(|()| Reply::Freed),
+        b'N' => f
+            .batch("batch reply", b'N', decode_reply)
+            .map(|replies| Reply::Batch { replies }),
         t => Err(format!("unknown compact reply tag 0x{t:02x}")),
     }
 }
@@ -364,6 +445,95 @@ mod tests {
             let _ = decode_request(&bytes);
             let _ = decode_reply(&bytes);
         }
+
+        /// Batch-shaped garbage (a batch tag, a count, items with random length prefixes
+        /// and bodies, possibly a batch inside) is an error, not a panic, and a huge
+        /// count allocates nothing before the frame is seen to be too short for it.
+        #[test]
+        fn batch_garbage_is_an_error_not_a_panic(
+            count in prop_oneof![0u32..10, any::<u32>()],
+            items in proptest::collection::vec(
+                (prop_oneof![0u32..16, any::<u32>()].prop_map(|n| n | COMPACT_BIT),
+                 proptest::collection::vec(prop_oneof![Just(b'M'), Just(b'N'), Just(b'F'), any::<u8>()], 0..12)),
+                0..8),
+        ) {
+            for tag in [b'M', b'N'] {
+                let mut body = vec![tag];
+                body.extend_from_slice(&count.to_le_bytes());
+                for (prefix, bytes) in &items {
+                    body.extend_from_slice(&prefix.to_le_bytes());
+                    body.extend_from_slice(bytes);
+                }
+                let _ = decode_request(&body);
+                let _ = decode_reply(&body);
+            }
+        }
+
+        /// A batch survives the trip; one byte changed anywhere in it is a different
+        /// batch or an error, never a panic.
+        #[test]
+        fn batches_round_trip(free in proptest::collection::vec(any::<bool>(), 1..40),
+                              flip in any::<proptest::sample::Index>(), byte: u8) {
+            let meta = MetaInfo { kind: "k".into(), ..MetaInfo::default() };
+            let requests = free.iter().map(|&f| if f {
+                Request::Free { finished: true }
+            } else {
+                Request::Alloc { meta: meta.clone() }
+            }).collect();
+            let r = Request::Batch { requests };
+            let mut out = Vec::new();
+            prop_assert!(encode_request(&r, &mut out));
+            prop_assert_eq!(decode_request(body(&out)), Ok(r));
+            let replies = free.iter().map(|_| Reply::Freed).collect();
+            let reply = Reply::Batch { replies };
+            let mut out = Vec::new();
+            prop_assert!(encode_reply(&reply, &mut out));
+            prop_assert_eq!(decode_reply(body(&out)), Ok(reply));
+            let i = 4 + flip.index(out.len() - 4);
+            out[i] = byte;
+            let _ = decode_reply(&out[4..]);
+            let _ = decode_request(&out[4..]);
+        }
+    }
+
+    #[test]
+    fn batch_errors_name_the_field_and_the_range() {
+        let err = decode_request(b"M\x00\x00\x00\x00").unwrap_err();
+        assert_eq!(err, format!("batch count 0, accepted 1..={MAX_BATCH}"));
+        let err = decode_request(b"M\x01\x04\x00\x00").unwrap_err();
+        assert_eq!(err, format!("batch count 1025, accepted 1..={MAX_BATCH}"));
+        let err = decode_request(b"M\x02\x00\x00\x00\x01\x00\x00\x80R").unwrap_err();
+        assert_eq!(err, "batch count 2 exceeds the frame");
+        let mut inner = Vec::new();
+        encode_request(
+            &Request::Batch {
+                requests: vec![Request::Rerequest],
+            },
+            &mut inner,
+        );
+        let mut outer = b"M\x01\x00\x00\x00".to_vec();
+        outer.extend_from_slice(&inner);
+        assert_eq!(
+            decode_request(&outer),
+            Err("batch item 0: a batch inside a batch".into())
+        );
+        // A batch with a request that has no compact form, or a batch in it, is JSON.
+        let mut out = Vec::new();
+        let nested = Request::Batch {
+            requests: vec![Request::Batch { requests: vec![] }],
+        };
+        assert!(!encode_request(&nested, &mut out));
+        let error = Reply::Error {
+            code: crate::protocol::ErrorCode::NoUnit,
+            message: "x".into(),
+        };
+        assert!(!encode_reply(
+            &Reply::Batch {
+                replies: vec![Reply::Freed, error]
+            },
+            &mut out
+        ));
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! library applications use to talk to it.
 
 pub mod arbiter;
+pub mod batch;
 pub mod bench;
 pub mod client;
 pub mod compact;

@@ -28,6 +28,8 @@ pub const MAX_KIND: usize = 256;
 /// Longest checkpoint interval a task may declare (one day, in ns): a policy multiplies
 /// intervals, and an interval longer than any run says "never" better as 0.
 pub const MAX_CHECKPOINT_NS: u64 = 86_400 * 1_000_000_000;
+/// Most requests one `batch` may carry (see `batch`).
+pub const MAX_BATCH: usize = 1024;
 
 /// Per-unit-type affinity as sent on the wire (0 or absent = no implementation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -260,6 +262,11 @@ pub enum Request {
         changes: UnitChanges,
     },
     Stats,
+    /// Several hot-path requests (`alloc`, `rerequest`, `free`) in one message,
+    /// answered in order by one `batch` reply (see `batch`).
+    Batch {
+        requests: Vec<Request>,
+    },
 }
 
 /// The answer to a `rerequest`.
@@ -344,6 +351,10 @@ pub enum Reply {
     Error {
         code: ErrorCode,
         message: String,
+    },
+    /// The replies to a `batch`, one per request, in order.
+    Batch {
+        replies: Vec<Reply>,
     },
 }
 

@@ -25,6 +25,8 @@
 //!   [`MAX_CLIENTS_PER_UID`] for a uid other than the daemon's; one more is refused at
 //!   once rather than left in the backlog.
 //! - silence: no `hello`, or a partial frame, for [`SLOW_CLIENT`] drops the connection.
+//! - a batch: at most [`MAX_BATCH`](protocol::MAX_BATCH) requests in one frame, and
+//!   nothing else sent until its reply (see `batch`).
 //!
 //! After an event the loop busy-polls for a while (see [`DEFAULT_BUSY_POLL`]) rather
 //! than sleep. When the client it served last runs on the daemon's CPU (each side
@@ -33,6 +35,7 @@
 //! (`shm` says why).
 
 use crate::arbiter::{Arbiter, ClientId, Effect};
+use crate::batch::{self, Batch};
 use crate::compact;
 use crate::protocol::{self, ErrorCode, Reply, Request, VERSION};
 use crate::shm::{self, SharedPage, ASK, KEEP, SLOT};
@@ -40,6 +43,7 @@ use hetsched_core::{Error, Result};
 use mio::net::{UnixListener, UnixStream};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::io::{ErrorKind, IoSlice, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -158,6 +162,8 @@ struct Conn {
     greeted: bool,
     /// Close once the output is flushed (after an error reply).
     closing: bool,
+    /// The batch being answered (see `batch`).
+    batch: Option<Batch>,
     /// The client asked for the compact encoding of hot-path messages in `hello`.
     compact: bool,
     /// Registered for writability: only while output waits for socket space, since
@@ -187,7 +193,7 @@ pub struct Daemon {
     path: PathBuf,
     poll: Poll,
     listener: UnixListener,
-    conns: HashMap<ClientId, Conn>,
+    conns: FxHashMap<ClientId, Conn>,
     arbiter: Arbiter,
     next_client: ClientId,
     uid: u32,
@@ -226,6 +232,10 @@ pub struct Daemon {
     /// The client served last runs on [`Daemon::cpu`]: busy-polling would keep it from
     /// running.
     beside_client: bool,
+    /// Clients whose waiting batch got its missing reply: the rest is handled next turn.
+    batches_ready: Vec<ClientId>,
+    /// The client a request of whose batch is being handled.
+    in_batch: Option<ClientId>,
 }
 
 /// Default busy-poll window: a client's next request usually follows its reply within
@@ -277,7 +287,7 @@ impl Daemon {
             path: path.to_path_buf(),
             poll,
             listener,
-            conns: HashMap::new(),
+            conns: FxHashMap::default(),
             arbiter,
             next_client: FIRST_CLIENT,
             uid: nix::unistd::getuid().as_raw(),
@@ -297,6 +307,8 @@ impl Daemon {
             frame: Vec::with_capacity(SLOT),
             cpu: shm::this_cpu(),
             beside_client: false,
+            batches_ready: Vec::new(),
+            in_batch: None,
         })
     }
 
@@ -360,7 +372,7 @@ impl Daemon {
             if beside {
                 std::thread::yield_now();
             }
-            let mut timeout = if busy || !self.unread.is_empty() {
+            let mut timeout = if busy || !self.unread.is_empty() || !self.batches_ready.is_empty() {
                 Some(Duration::ZERO)
             } else {
                 next_deadline.map(|d| Duration::from_nanos(d.saturating_sub(self.arbiter.now_ns())))
@@ -414,6 +426,9 @@ impl Daemon {
             }
             for client in std::mem::take(&mut self.unread) {
                 self.read(client);
+            }
+            for client in std::mem::take(&mut self.batches_ready) {
+                self.run_batch(client);
             }
             for event in events.iter() {
                 match event.token() {
@@ -519,6 +534,7 @@ impl Daemon {
                             via_page: false,
                             greeted: false,
                             closing: false,
+                            batch: None,
                             compact: false,
                             writable: false,
                             accepted: Instant::now(),
@@ -679,6 +695,14 @@ impl Daemon {
         let Some(conn) = self.conns.get_mut(&client) else {
             return;
         };
+        if let Some(batch) = &mut conn.batch {
+            batch.answer(reply.clone());
+            if self.in_batch != Some(client) {
+                // The grant an `alloc` of the batch waited for.
+                self.batches_ready.push(client);
+            }
+            return;
+        }
         if conn.output.len() > MAX_UNREAD_REPLIES {
             conn.dropping.get_or_insert_with(|| {
                 format!(
@@ -728,6 +752,14 @@ impl Daemon {
 
     fn handle(&mut self, client: ClientId, request: Request) {
         let conn = &self.conns[&client];
+        if conn.batch.is_some() && self.in_batch != Some(client) {
+            self.conns.get_mut(&client).unwrap().batch = None;
+            return self.fail(
+                client,
+                ErrorCode::OutOfOrder,
+                "a request before the batch in flight was answered".into(),
+            );
+        }
         self.beside_client = conn
             .page
             .as_ref()
@@ -807,6 +839,42 @@ impl Daemon {
                 let stats = self.arbiter.stats();
                 self.send(client, &stats);
             }
+            // (Its requests are checked: none is a batch.)
+            Request::Batch { requests } => match batch::check(&requests) {
+                Ok(()) => {
+                    let conn = self.conns.get_mut(&client).unwrap();
+                    let via_page = std::mem::take(&mut conn.via_page);
+                    conn.batch = Some(Batch::new(requests, via_page));
+                    self.run_batch(client);
+                }
+                Err(message) => self.fail(client, ErrorCode::Malformed, message),
+            },
+        }
+    }
+
+    /// Handles the requests of `client`'s batch in order until one waits for its reply
+    /// (the rest follows when it comes) or all are answered (then the batch reply goes
+    /// out); an error that closes the connection ends the batch with that error.
+    fn run_batch(&mut self, client: ClientId) {
+        loop {
+            let Some(conn) = self.conns.get_mut(&client) else {
+                return;
+            };
+            let Some(batch) = conn.batch.as_mut() else {
+                return;
+            };
+            if conn.closing || batch.complete() {
+                let batch = conn.batch.take().unwrap();
+                conn.via_page = batch.via_page;
+                self.send(client, &batch.reply());
+                return self.flush(client);
+            }
+            let Some(request) = batch.take_next() else {
+                return; // an alloc waits in a queue
+            };
+            self.in_batch = Some(client);
+            self.handle(client, request);
+            self.in_batch = None;
         }
     }
 
@@ -949,7 +1017,7 @@ impl Daemon {
             }
             conn.writable = pending;
         }
-        if !pending && conn.closing {
+        if !pending && conn.closing && conn.batch.is_none() {
             self.close(client);
         }
     }

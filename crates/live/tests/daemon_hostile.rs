@@ -6,7 +6,7 @@
 use hetsched_live::client::Client;
 use hetsched_live::protocol::{NewUnit, UnitChanges};
 use nix::sys::signal::Signal;
-use std::io::{BufRead, ErrorKind, Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::daemon::{
-    eventually, frame, meta, raw_json, raw_paged, read_frame, Daemon, ALLOC, STATS,
+    closed_within, eventually, flood_until_dropped, frame, meta, raw_json, raw_paged, read_frame,
+    Daemon, ALLOC, STATS,
 };
 
 daemon_process!();
@@ -73,25 +74,7 @@ fn a_client_that_never_reads_its_replies_is_dropped() {
         .write_all(&frame(r#"{"op":"hello","version":1,"name":"flood"}"#))
         .unwrap();
     let batch: Vec<u8> = (0..4096).flat_map(|_| frame(STATS)).collect();
-    let start = Instant::now();
-    let dropped = loop {
-        if let Err(e) = flood.write_all(&batch) {
-            break e;
-        }
-        let rss = d.status_kb("VmRSS");
-        assert!(rss < 512 << 10, "the daemon grew to {rss} kB");
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "not dropped after 120 s"
-        );
-    };
-    assert!(
-        matches!(
-            dropped.kind(),
-            ErrorKind::BrokenPipe | ErrorKind::ConnectionReset
-        ),
-        "the flood should end because the daemon hung up: {dropped}"
-    );
+    flood_until_dropped(&d, &mut flood, &batch, || ());
     stop.store(true, Ordering::SeqCst);
     assert!(good.join().unwrap() >= 20);
     d.assert_alive();
@@ -175,23 +158,6 @@ fn an_invalid_control_request_changes_nothing() {
         before,
         "a rejected request changed units"
     );
-}
-
-/// Whether the daemon has closed `s` (end of stream), waiting up to `limit`.
-fn closed_within(s: &mut UnixStream, limit: Duration) -> bool {
-    s.set_read_timeout(Some(limit)).unwrap();
-    let mut buf = [0u8; 4096];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return true,
-            Ok(_) => continue, // a reply (e.g. welcome): keep reading
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return false
-            }
-            Err(_) => return true, // reset: closed too
-        }
-    }
 }
 
 /// A connection that never says hello, or stops in the middle of a frame, is dropped

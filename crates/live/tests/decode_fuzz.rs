@@ -63,6 +63,15 @@ fn meta() -> impl Strategy<Value = MetaInfo> {
         })
 }
 
+/// The requests a batch may carry.
+fn hot() -> impl Strategy<Value = Request> {
+    prop_oneof![
+        meta().prop_map(|meta| Request::Alloc { meta }),
+        Just(Request::Rerequest),
+        any::<bool>().prop_map(|finished| Request::Free { finished }),
+    ]
+}
+
 fn request() -> impl Strategy<Value = Request> {
     let kind = (0..UnitType::ALL.len()).prop_map(|i| UnitType::ALL[i]);
     prop_oneof![
@@ -78,6 +87,7 @@ fn request() -> impl Strategy<Value = Request> {
         any::<bool>().prop_map(|finished| Request::Free { finished }),
         Just(Request::ListUnits),
         Just(Request::Stats),
+        proptest::collection::vec(hot(), 1..12).prop_map(|requests| Request::Batch { requests }),
         any::<u32>().prop_map(|id| Request::RemoveUnit { id }),
         (
             any::<u32>(),

@@ -8,7 +8,7 @@
 use hetsched_live::client::Client;
 use hetsched_live::protocol::{MetaInfo, UnitInfo, WireAffinity};
 use hetsched_live::shm::SharedPage;
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -282,4 +282,52 @@ pub fn alloc_in_thread(
         c
     });
     (rx, h)
+}
+
+/// Whether the daemon has closed `s` (end of stream), waiting up to `limit`.
+pub fn closed_within(s: &mut UnixStream, limit: Duration) -> bool {
+    s.set_read_timeout(Some(limit)).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue, // a reply (e.g. welcome): keep reading
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return false
+            }
+            Err(_) => return true, // reset: closed too
+        }
+    }
+}
+
+/// Writes `bytes` to `flood` again and again, calling `between` after each write, until
+/// the daemon hangs up on it; the daemon must stay below 512 MiB and hang up within
+/// 120 s.
+pub fn flood_until_dropped(
+    d: &Daemon,
+    flood: &mut UnixStream,
+    bytes: &[u8],
+    mut between: impl FnMut(),
+) {
+    let start = Instant::now();
+    let dropped = loop {
+        if let Err(e) = flood.write_all(bytes) {
+            break e;
+        }
+        between();
+        let rss = d.status_kb("VmRSS");
+        assert!(rss < 512 << 10, "the daemon grew to {rss} kB");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "not dropped after 120 s"
+        );
+    };
+    assert!(
+        matches!(
+            dropped.kind(),
+            ErrorKind::BrokenPipe | ErrorKind::ConnectionReset
+        ),
+        "the flood should end because the daemon hung up: {dropped}"
+    );
 }
