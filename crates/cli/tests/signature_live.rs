@@ -20,6 +20,7 @@
 mod common;
 
 use common::daemon::Daemon;
+use common::wait_until;
 use hetsched_core::cpu_list;
 use hetsched_live::protocol::Reply;
 use hetsched_policies::signature::{binding, nearest_config, rank};
@@ -27,12 +28,9 @@ use hetsched_sig::elasticity::Class;
 use hetsched_sig::signature::Signature;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_hetsched");
-
-/// A generous bound for anything to happen on a loaded 2-core machine (not a measure).
-const PATIENCE: Duration = Duration::from_secs(120);
 
 /// This machine's PUs 0 and 1 as a fast and a slow core; its caches as `lscpu` gives
 /// them (1 MiB L2 per core, 32 MiB L3 shared).
@@ -75,14 +73,6 @@ fn signed(name: &str) -> bool {
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/signatures/{name}.json"))
-}
-
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < PATIENCE, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// 4 MB of deterministic pseudo-random words, one per line.
