@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{assert_input_error, wait_until};
 use common::daemon::Daemon;
+use common::{assert_input_error, wait_until};
 use hetsched_live::client::Client;
 use hetsched_live::protocol::{MetaInfo, Reply, UnitInfo, WireAffinity};
 use nix::sys::signal::{kill, Signal};

@@ -23,7 +23,7 @@ use common::daemon::Daemon;
 use common::wait_until;
 use hetsched_core::cpu_list;
 use hetsched_live::protocol::Reply;
-use hetsched_policies::signature::{binding, nearest_config, rank};
+use hetsched_policies::signature::{binding, nearest_config, rank, unit_llc};
 use hetsched_sig::elasticity::Class;
 use hetsched_sig::signature::Signature;
 use std::path::{Path, PathBuf};
@@ -135,7 +135,8 @@ fn real_programs_run_only_on_the_cores_their_class_is_bound_to() {
         }
         let text = std::fs::read_to_string(data(name)).unwrap();
         let sig = Signature::from_json(&text, name).unwrap();
-        let config = &sig.configs[nearest_config(&machine, &sig).unwrap()];
+        let llc = unit_llc(&machine, &machine.units[0]).unwrap();
+        let config = &sig.configs[nearest_config(llc, &sig).unwrap()];
         assert_eq!(
             config.cache, "16MB/16",
             "the 32 MiB L3 is nearest 16 MB, 16 ways"
