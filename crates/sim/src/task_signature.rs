@@ -16,6 +16,9 @@
 //! standard cache configurations ([`Signature::uniform`]), so the policy's per-core
 //! cache matching works unchanged. A class given together with an elasticity must agree
 //! with the thresholds (−0.9, −0.75): a contradiction is an input error, not a guess.
+//! The signature is what the scheduler sees, never the time model (a task's speed
+//! follows `memory_bound` and the machine), as in the paper, where the prediction and
+//! the program's true behaviour may differ.
 
 use hetsched_core::error::in_range;
 use hetsched_core::{Error, Result};
