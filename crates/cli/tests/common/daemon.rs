@@ -47,7 +47,7 @@ impl Daemon {
         let machine = dir.path().join("m.toml");
         std::fs::write(&machine, text).unwrap();
         let machine = machine.to_str().unwrap().to_string();
-        Self::spawn(Command::new(BIN), dir, &machine, policy, &[], Stdio::null())
+        Self::binary(Command::new(BIN), dir, &machine, policy, &[], Stdio::null())
     }
 
     /// A daemon over this machine's own units (`--machine live`: PUs and the OpenCL
