@@ -287,18 +287,11 @@ impl Policy for SignaturePolicy {
         if let Some(t) = self.waiter(view, unit) {
             return PickDecision::Run(t);
         }
-        let mut best: Option<(usize, UnitId, TaskId)> = None;
-        for v in view.units() {
-            let q = view.queue(v.id);
-            if v.id == unit || q.len() <= best.map_or(0, |b| b.0) {
-                continue;
-            }
-            if let Some(t) = q.iter().copied().find(|&t| self.allowed(view, t, unit)) {
-                best = Some((q.len(), v.id, t));
-            }
-        }
-        match best {
-            Some((_, from, task)) => PickDecision::Steal { from, task },
+        let oldest = |q: &std::collections::VecDeque<TaskId>| {
+            q.iter().copied().find(|&t| self.allowed(view, t, unit))
+        };
+        match crate::ws::steal_from_longest(view, unit, oldest) {
+            Some((from, task)) => PickDecision::Steal { from, task },
             None => PickDecision::Idle,
         }
     }
