@@ -4,28 +4,17 @@
 
 mod common;
 
-use common::assert_input_error;
 use common::daemon::Daemon;
+use common::{assert_input_error, wait_until};
 use hetsched_live::client::Client;
 use hetsched_live::protocol::{MetaInfo, Reply, UnitInfo, WireAffinity};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_hetsched");
-
-/// A generous bound for anything to happen on a loaded 2-core machine (not a measure).
-const PATIENCE: Duration = Duration::from_secs(60);
-
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < PATIENCE, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
 
 /// `hetsched run` against `d` with `args` (options, then `--` and the command).
 fn run(d: &Daemon, args: &[&str]) -> Command {

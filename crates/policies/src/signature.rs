@@ -27,9 +27,13 @@
 //! affinity, so a program only ever runs on the cores of its set.
 //!
 //! The class comes from the task's signature (a `hetsched-sig` JSON document): the
-//! prediction for the cache configuration nearest the machine's last-level cache (first
-//! by size, then by associativity, on a log scale; unknown associativity: by size only;
-//! ties: the first in the signature). Elasticities are negative, so a faster core is
+//! prediction for the cache configuration nearest the last-level cache of the fastest
+//! CPU unit (first by size, then by associativity, on a log scale; unknown
+//! associativity: by size only; ties: the first in the signature). Each unit's own
+//! LLC counts, not the machine's largest: on a machine whose core kinds differ in
+//! their caches (big.LITTLE clusters) the question the class answers — does this
+//! program deserve the fast cores? — is asked where it would run if it got them, so
+//! the fast cores' cache decides. Elasticities are negative, so a faster core is
 //! estimated faster for every program and the order of cores by capacity is the order
 //! of estimated speeds for all of them: the class alone decides. A task without a
 //! signature, or with one that does not parse, is placed as moderately sensitive: the
@@ -41,7 +45,7 @@
 //! `balance_ms` (10, [0.1, 10^6]).
 
 use crate::params::{ms_to_ns, Params};
-use hetsched_core::machine::{Machine, UnitType};
+use hetsched_core::machine::{Cache, Machine, Unit, UnitType};
 use hetsched_core::policy::{
     CheckpointDecision, PickDecision, Policy, Sample, SubmitDecision, TickAction, UnitId, View,
 };
@@ -75,14 +79,34 @@ pub fn rank(class: Class) -> usize {
 pub fn class_of(machine: &Machine, task: &Task) -> Option<Class> {
     let text = task.signature.as_deref()?;
     let sig = Signature::from_json(text, "signature").ok()?;
-    nearest_config(machine, &sig).map(|c| sig.configs[c].class)
+    let fastest = machine
+        .units
+        .iter()
+        .filter(|u| u.kind == UnitType::Cpu)
+        .min_by_key(|u| (std::cmp::Reverse(u.capacity), u.id))?;
+    let llc = unit_llc(machine, fastest)?;
+    nearest_config(llc, &sig).map(|c| sig.configs[c].class)
 }
 
-/// The index of the signature's configuration nearest the machine's last-level cache.
-pub fn nearest_config(machine: &Machine, sig: &Signature) -> Option<usize> {
-    let llc = (1..=4u8)
-        .rev()
-        .find_map(|level| machine.data_caches(level).next())?;
+/// A CPU unit's own last-level cache: the data cache of the highest level that holds
+/// the unit's first PU; when no cache lists that PU (machines without cache sharing
+/// data), the machine's first cache of the highest level.
+pub fn unit_llc<'m>(machine: &'m Machine, unit: &Unit) -> Option<&'m Cache> {
+    let pu = unit.cpus.first().copied().or(unit.os_index);
+    let highest = |own: bool| {
+        (1..=4u8).rev().find_map(|level| {
+            machine
+                .data_caches(level)
+                .find(|c| !own || pu.is_some_and(|p| c.cpus.contains(&p)))
+        })
+    };
+    highest(true).or_else(|| highest(false))
+}
+
+/// The index of the signature's configuration nearest the cache `llc`: first by
+/// |log2 size ratio|, then by |log2 ways ratio| (unknown ways: size only); ties: the
+/// first listed. `None` for a signature without configurations.
+pub fn nearest_config(llc: &Cache, sig: &Signature) -> Option<usize> {
     let size = llc.size_bytes.max(1) as f64;
     let ways = llc.ways.filter(|&w| w > 0).map(f64::from);
     let distance = |c: &hetsched_sig::signature::ConfigPrediction| {
@@ -263,18 +287,11 @@ impl Policy for SignaturePolicy {
         if let Some(t) = self.waiter(view, unit) {
             return PickDecision::Run(t);
         }
-        let mut best: Option<(usize, UnitId, TaskId)> = None;
-        for v in view.units() {
-            let q = view.queue(v.id);
-            if v.id == unit || q.len() <= best.map_or(0, |b| b.0) {
-                continue;
-            }
-            if let Some(t) = q.iter().copied().find(|&t| self.allowed(view, t, unit)) {
-                best = Some((q.len(), v.id, t));
-            }
-        }
-        match best {
-            Some((_, from, task)) => PickDecision::Steal { from, task },
+        let oldest = |q: &std::collections::VecDeque<TaskId>| {
+            q.iter().copied().find(|&t| self.allowed(view, t, unit))
+        };
+        match crate::ws::steal_from_longest(view, unit, oldest) {
+            Some((from, task)) => PickDecision::Steal { from, task },
             None => PickDecision::Idle,
         }
     }
@@ -446,5 +463,90 @@ mod tests {
         // Equal capacities: a class's set takes the whole speed group.
         let two = [(0, 1024), (1, 1024), (2, 512)];
         assert_eq!(ids(&two, [1, 0, 2]), [vec![0, 1], vec![], vec![0, 1, 2]]);
+    }
+
+    /// A signature whose class is `high` at 2 MB, 16 ways and `insensitive` at 512 KB,
+    /// 8 ways (and moderate elsewhere).
+    fn two_class_signature() -> Signature {
+        use hetsched_sig::signature::ConfigPrediction;
+        let config = |size_kb: u64, ways: u32, class| ConfigPrediction {
+            cache: format!("{size_kb}KB/{ways}"),
+            size_bytes: size_kb << 10,
+            ways,
+            miss_rate: 0.0,
+            elasticity: -0.8,
+            class,
+        };
+        let text = r#"{"format": "hetsched-signature", "version": 1, "program": "t",
+            "instructions": 1, "accesses": 1, "working_set_blocks": 1, "block_bytes": 64,
+            "buckets": [], "model": "test", "configs": []}"#;
+        let mut sig = Signature::from_json(text, "t").unwrap();
+        sig.configs = vec![
+            config(256, 8, Class::Moderate),
+            config(512, 8, Class::Insensitive),
+            config(2048, 16, Class::High),
+            config(2048, 8, Class::Moderate),
+            config(8192, 16, Class::Moderate),
+        ];
+        sig
+    }
+
+    #[test]
+    fn each_core_kind_is_matched_with_its_own_last_level_cache() {
+        // big.LITTLE: two big cores sharing a 2 MiB 16-way L2, two little ones sharing a
+        // 512 KiB 8-way L2; no L3.
+        let mut machine = hetsched_topology::machine_file::parse(
+            r#"name = "big-little"
+[[cpu_kind]]
+name = "little"
+capacity = 400
+[[cpu_kind]]
+name = "big"
+capacity = 1024
+[[package]]
+cores = 4
+kind = ["little", "little", "big", "big"]
+[[cache]]
+level = 2
+size = "512 KiB"
+ways = 8
+shared_by = "machine"
+cpu_kind = "little"
+[[cache]]
+level = 2
+size = "2 MiB"
+ways = 16
+shared_by = "machine"
+cpu_kind = "big"
+"#,
+            "big-little.toml",
+        )
+        .unwrap();
+        machine.derive_units(hetsched_core::machine::UnitGranularity::Pu);
+        let sig = two_class_signature();
+        let at = |unit: usize| {
+            let llc = unit_llc(&machine, &machine.units[unit]).unwrap();
+            sig.configs[nearest_config(llc, &sig).unwrap()]
+                .cache
+                .clone()
+        };
+        assert_eq!([at(0), at(1)], ["512KB/8", "512KB/8"]);
+        assert_eq!([at(2), at(3)], ["2048KB/16", "2048KB/16"]);
+        // The task's class is the one at the fastest core's cache: high, though the
+        // machine's little cores would call it insensitive.
+        let mut task = Task::cpu(0, 0);
+        task.signature = Some(sig.to_json().into());
+        assert_eq!(class_of(&machine, &task), Some(Class::High));
+        // No exact match: a 3 MiB 12-way cache is nearest 2 MB (log2 1.5 < log2 3.0
+        // from 8 MB), then 16 ways over 8 (|log2 16/12| < |log2 8/12|).
+        let odd = Cache {
+            size_bytes: 3 << 20,
+            ways: Some(12),
+            ..machine.caches[0].clone()
+        };
+        assert_eq!(
+            sig.configs[nearest_config(&odd, &sig).unwrap()].cache,
+            "2048KB/16"
+        );
     }
 }

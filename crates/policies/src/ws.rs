@@ -5,6 +5,7 @@
 
 use hetsched_core::policy::{PickDecision, Policy, SubmitDecision, UnitId, View};
 use hetsched_core::task::{QueueId, TaskId};
+use std::collections::VecDeque;
 
 use crate::load::LoadIndex;
 
@@ -59,22 +60,35 @@ impl Policy for WorkStealing {
         if let Some(&t) = view.queue(unit).front() {
             return PickDecision::Run(t);
         }
-        let mut best: Option<(usize, UnitId, TaskId)> = None;
-        for v in view.units() {
-            let q = view.queue(v.id);
-            if v.id == unit || q.len() <= best.map_or(0, |b| b.0) {
-                continue;
-            }
-            if let Some(&t) = q.iter().rev().find(|&&t| view.can_run(t, unit)) {
-                best = Some((q.len(), v.id, t));
-            }
-        }
-        match best {
-            Some((_, from, task)) => self.steal(view, unit, from, task),
+        let newest =
+            |q: &VecDeque<TaskId>| q.iter().rev().copied().find(|&t| view.can_run(t, unit));
+        match steal_from_longest(view, unit, newest) {
+            Some((from, task)) => self.steal(view, unit, from, task),
             None => PickDecision::Idle,
         }
     }
     fn complete(&mut self, view: &View, _task: TaskId, unit: UnitId) {
         self.loads(view).dec(unit);
     }
+}
+
+/// The stealing step shared by the policies that steal: among the other units' queues,
+/// the longest in which `choose` finds a task (ties: the lowest unit id), as (that
+/// unit, the task).
+pub fn steal_from_longest(
+    view: &View,
+    unit: UnitId,
+    choose: impl Fn(&VecDeque<TaskId>) -> Option<TaskId>,
+) -> Option<(UnitId, TaskId)> {
+    let mut best: Option<(usize, UnitId, TaskId)> = None;
+    for v in view.units() {
+        let q = view.queue(v.id);
+        if v.id == unit || q.len() <= best.map_or(0, |b| b.0) {
+            continue;
+        }
+        if let Some(t) = choose(q) {
+            best = Some((q.len(), v.id, t));
+        }
+    }
+    best.map(|(_, from, task)| (from, task))
 }

@@ -9,8 +9,7 @@
 //! (apsi, facerec, fma3d, lucas) — at a representative elasticity of that class.
 
 use hetsched_sig::elasticity::Class;
-use hetsched_sig::missrate::CacheConfig;
-use hetsched_sig::signature::{ConfigPrediction, Signature, FORMAT, VERSION};
+use hetsched_sig::signature::Signature;
 
 /// Where a program's true elasticity comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -73,41 +72,13 @@ pub fn program(name: &str) -> Program {
         .unwrap_or_else(|| panic!("no program {name}"))
 }
 
-/// The elasticity a signature states for a class: the middle of its band (−0.9 …
-/// −0.75 for moderate), −1.0 for highly sensitive, −0.5 for insensitive.
-pub fn representative(class: Class) -> f64 {
-    match class {
-        High => -1.0,
-        Moderate => -0.825,
-        Insensitive => -0.5,
-    }
-}
-
 /// The signature the scheduler sees for `program`: its predicted class for each of the
 /// paper's 24 cache configurations (no trace: no buckets, no counts).
 pub fn signature(program: &Program) -> Signature {
-    let e = representative(program.predicted);
-    Signature {
-        format: FORMAT.into(),
-        version: VERSION,
-        program: program.name.into(),
-        instructions: 0,
-        accesses: 0,
-        working_set_blocks: 0,
-        block_bytes: 64,
-        sampling_rate: None,
-        buckets: Vec::new(),
-        model: "Shelepov & Fedorova, Table 3 (predicted class)".into(),
-        configs: CacheConfig::standard()
-            .into_iter()
-            .map(|c| ConfigPrediction {
-                cache: c.to_string(),
-                size_bytes: c.size_bytes,
-                ways: c.ways,
-                miss_rate: 0.0,
-                elasticity: e,
-                class: program.predicted,
-            })
-            .collect(),
-    }
+    let class = program.predicted;
+    Signature::uniform(
+        program.name,
+        "Shelepov & Fedorova, Table 3 (predicted class)",
+        (class, class.representative(), 0.0),
+    )
 }

@@ -142,6 +142,20 @@ pub enum Class {
     Insensitive,
 }
 
+impl Class {
+    /// The elasticity a signature states for a class when only the class is known
+    /// (inline scenario signatures, the paper's Table 3 classes): −1.0 for highly
+    /// sensitive, the middle of the default moderate band (−0.825), −0.5 for
+    /// insensitive.
+    pub fn representative(self) -> f64 {
+        match self {
+            Class::High => -1.0,
+            Class::Moderate => -0.825,
+            Class::Insensitive => -0.5,
+        }
+    }
+}
+
 impl Thresholds {
     /// The class of an elasticity.
     pub fn classify(&self, elasticity: f64) -> Class {

@@ -110,6 +110,36 @@ impl Signature {
         }
     }
 
+    /// A signature without a trace (no buckets, no counts) that states one prediction
+    /// for each of the standard 24 cache configurations: for scenario files and
+    /// experiments that know a program's class or elasticity but have not profiled it.
+    pub fn uniform(program: &str, model: &str, prediction: (Class, f64, f64)) -> Self {
+        let (class, elasticity, miss_rate) = prediction;
+        Signature {
+            format: FORMAT.into(),
+            version: VERSION,
+            program: program.into(),
+            instructions: 0,
+            accesses: 0,
+            working_set_blocks: 0,
+            block_bytes: BLOCK_BYTES,
+            sampling_rate: None,
+            buckets: Vec::new(),
+            model: model.into(),
+            configs: CacheConfig::standard()
+                .into_iter()
+                .map(|c| ConfigPrediction {
+                    cache: c.to_string(),
+                    size_bytes: c.size_bytes,
+                    ways: c.ways,
+                    miss_rate,
+                    elasticity,
+                    class,
+                })
+                .collect(),
+        }
+    }
+
     /// Pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a signature always serialises")

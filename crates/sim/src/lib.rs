@@ -10,6 +10,7 @@ pub mod run_ends;
 pub mod scenario;
 pub mod speed;
 pub mod task;
+pub mod task_signature;
 pub mod trace;
 
 pub use engine::{run, Config, RunSummary};

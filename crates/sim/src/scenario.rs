@@ -29,6 +29,7 @@
 //! llc_mpki = 0.0                # LLC misses per 1,000 instructions (needs the above)
 //! weight = 1024
 //! checkpoint_ms = { gpu = 10 }  # checkpoint interval per unit type
+//! signature = "sig.json"        # or { class, elasticity, miss_rate } (`task_signature`)
 //! count = 1                     # copies of this task
 //!
 //! [[generator]]                 # Poisson arrivals
@@ -146,6 +147,9 @@ struct Kind {
     weight: Option<u32>,
     #[serde(default)]
     checkpoint_ms: Option<PerType>,
+    /// A signature file's path or an inline prediction ([`crate::task_signature`]).
+    #[serde(default)]
+    signature: Option<toml::Value>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -338,7 +342,7 @@ impl Scenario {
                 limits::MAX_TIME_S,
             )?;
             let n = count(&format!("{key}.count"), t.count)?;
-            let mut task = template(&t.kind, origin, &key, &machine)?.0;
+            let mut task = template(&t.kind, origin, &key, &machine, base)?.0;
             task.model.work_s = t.work;
             task.arrival_ns = secs(t.arrival);
             explicit.push((task, n));
@@ -376,7 +380,7 @@ impl Scenario {
             for (j, m) in g.mix.iter().enumerate() {
                 let mkey = format!("{key}.mix[{j}]");
                 let share = range(&format!("{mkey}.share"), m.share, 0.0, limits::MAX_FACTOR)?;
-                mix.push((share, template(&m.kind, origin, &mkey, &machine)?));
+                mix.push((share, template(&m.kind, origin, &mkey, &machine, base)?));
             }
             if mix.iter().map(|m| m.0).sum::<f64>() <= 0.0 {
                 return Err(bad(format!("{key}.mix"), "shares must not all be 0".into()));
@@ -570,7 +574,7 @@ fn resolve(spec: &str, base: &Path) -> String {
 }
 
 /// Validates a task's (or a mix entry's) fields; `key` names it in `origin`.
-fn template(k: &Kind, origin: &str, key: &str, machine: &Machine) -> Result<Template> {
+fn template(k: &Kind, origin: &str, key: &str, machine: &Machine, base: &Path) -> Result<Template> {
     let field = |f: &str| format!("{origin}: {key}.{f}");
     let bad = |f: &str, what: String| Error::input(format!("{}: {what}", field(f)));
     let range = |f: &str, v: f64, lo: f64, hi: f64| in_range(field(f), v, lo, hi);
@@ -683,6 +687,9 @@ fn template(k: &Kind, origin: &str, key: &str, machine: &Machine) -> Result<Temp
         task.io_device = Some(d as u32);
     }
     task.model.io_bound = range("io_bound", k.io_bound, 0.0, 1.0 - task.model.memory_bound)?;
+    if let Some(sig) = &k.signature {
+        task.signature = Some(crate::task_signature::load(sig, &field("signature"), base)?);
+    }
     task.weight = k.weight.unwrap_or(1024);
     if task.weight == 0 {
         return Err(bad(

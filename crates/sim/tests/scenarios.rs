@@ -121,3 +121,113 @@ fn the_workload_fields_are_range_checked_by_name() {
         }
     }
 }
+
+/// Where each task type ran: the capacities of the units of its run segments.
+fn capacities_by_type(
+    sc: &Scenario,
+    policy: &str,
+) -> std::collections::BTreeMap<String, std::collections::BTreeSet<u32>> {
+    use hetsched_core::record::EventKind;
+    let (rec, summary) = hetsched_sim::run_policy(sc, policy, sc.seed, &mut |_| {}).unwrap();
+    assert_eq!(summary.unfinished, 0);
+    let mut kinds = std::collections::HashMap::new();
+    let mut out = std::collections::BTreeMap::<String, std::collections::BTreeSet<u32>>::new();
+    for e in &rec.events {
+        match &e.kind {
+            EventKind::Submit { kind, .. } => {
+                kinds.insert(e.task, kind.to_string());
+            }
+            EventKind::Start { unit, .. } => {
+                let cap = sc.machine.units[*unit as usize].capacity;
+                out.entry(kinds[&e.task].clone()).or_default().insert(cap);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Issue #17: signatures in scenario files (a file and the three inline forms). The
+/// sensitive types (gzip's profiled signature, `class = "high"`) run only on the fast
+/// cores under `signature`, the insensitive ones (`miss_rate = 0.01`, `elasticity =
+/// -0.6`) only on the slow ones; cfs, which ignores signatures, does not separate them.
+#[test]
+fn signatures_in_a_scenario_bind_sensitive_tasks_to_fast_cores() {
+    let sc = load("signature-fast-slow.toml");
+    let classes: Vec<_> = sc
+        .tasks()
+        .map(|t| {
+            let sig = hetsched_sig::signature::Signature::from_json(
+                t.signature.as_deref().expect("every task has a signature"),
+                &t.kind,
+            )
+            .unwrap();
+            (t.kind.to_string(), sig.configs[0].class)
+        })
+        .collect();
+    use hetsched_sig::elasticity::Class::{High, Insensitive};
+    for (kind, class) in &classes {
+        let want = if ["gzip", "compute"].contains(&kind.as_str()) {
+            High
+        } else {
+            Insensitive
+        };
+        assert_eq!(*class, want, "{kind}");
+    }
+    let fast = std::collections::BTreeSet::from([1024]);
+    let slow = std::collections::BTreeSet::from([512]);
+    let sig = capacities_by_type(&sc, "signature");
+    for kind in ["gzip", "compute"] {
+        assert_eq!(sig[kind], fast, "{kind}: {sig:?}");
+    }
+    for kind in ["stream", "walk"] {
+        assert_eq!(sig[kind], slow, "{kind}: {sig:?}");
+    }
+    let cfs = capacities_by_type(&sc, "cfs");
+    assert!(
+        ["gzip", "compute"].iter().any(|k| cfs[*k].contains(&512)),
+        "{cfs:?}"
+    );
+}
+
+/// Bad signatures in a scenario are input errors naming the field and the range.
+#[test]
+fn bad_scenario_signatures_name_the_field_and_range() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("not.json"), "{").unwrap();
+    let cases: [(&str, &[&str]); 8] = [
+        (
+            r#"{ elasticity = 0.5 }"#,
+            &["task[0].signature.elasticity", "[-10, 0]"],
+        ),
+        (
+            r#"{ miss_rate = -1 }"#,
+            &["task[0].signature.miss_rate", "[0, 1]"],
+        ),
+        (r#"{ class = "fast" }"#, &["task[0].signature", "high"]),
+        (
+            r#"{ class = "high", elasticity = -0.5 }"#,
+            &["task[0].signature.class", "contradicts"],
+        ),
+        (r#"{ speed = 1 }"#, &["task[0].signature", "unknown field"]),
+        (r#"{ }"#, &["task[0].signature", "at least one of class"]),
+        (
+            r#""missing.json""#,
+            &["task[0].signature", "cannot read", "missing.json"],
+        ),
+        (
+            r#""not.json""#,
+            &["task[0].signature", "not.json", "not JSON"],
+        ),
+    ];
+    for (value, needles) in cases {
+        let text = format!("machine = \"ding\"\n[[task]]\nwork = 1.0\nsignature = {value}\n");
+        let e = Scenario::parse(&text, "s.toml", "s", dir.path()).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{value}: {e}");
+        let msg = e.to_string();
+        assert!(msg.starts_with("s.toml: "), "{msg}");
+        for n in needles {
+            assert!(msg.contains(n), "{value}: {n:?} not in {msg:?}");
+        }
+    }
+}

@@ -156,6 +156,10 @@ struct CacheSpec {
     /// Which CPUs share one instance: "core", "package", "machine", or a number of
     /// consecutive cores.
     shared_by: SharedBy,
+    /// Only the cores of this CPU kind have this cache (big.LITTLE clusters whose
+    /// caches differ); absent: every core.
+    #[serde(default)]
+    cpu_kind: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -593,15 +597,28 @@ fn build(file: File, origin: &str) -> Result<Machine> {
                 "{origin}: field `{field}.size`: expected at least 1 byte, got 0"
             )));
         }
+        let kind = match &c.cpu_kind {
+            Some(name) => Some(kind_id(&format!("{field}.cpu_kind"), name)?),
+            None => None,
+        };
+        let has = |core: &&Core| kind.is_none() || core.cpu_kind == kind;
+        let cpus_of = |pred: &dyn Fn(&Core) -> bool| -> Vec<u32> {
+            m.cores
+                .iter()
+                .filter(has)
+                .filter(|c| pred(c))
+                .flat_map(|c| c.cpus.iter().copied())
+                .collect()
+        };
         let groups: Vec<Vec<u32>> = match &c.shared_by {
-            SharedBy::Scope(s) if s == "core" => m.cores.iter().map(|c| c.cpus.clone()).collect(),
-            SharedBy::Scope(s) if s == "package" => m.packages.iter().map(|p| p.cpus.clone()).collect(),
-            SharedBy::Scope(s) if s == "machine" => vec![m.pus.iter().map(|p| p.os_index).collect()],
+            SharedBy::Scope(s) if s == "core" => m.cores.iter().filter(has).map(|c| c.cpus.clone()).collect(),
+            SharedBy::Scope(s) if s == "package" => m.packages.iter().map(|p| cpus_of(&|c| c.package == p.os_index)).collect(),
+            SharedBy::Scope(s) if s == "machine" => vec![cpus_of(&|_| true)],
             SharedBy::Cores(n) if *n > 0 && *n as usize <= m.cores.len() => {
                 // Groups of n consecutive cores, never spanning two packages.
                 let mut groups = Vec::new();
                 for pkg in &m.packages {
-                    let cores: Vec<&Core> = m.cores.iter().filter(|c| c.package == pkg.os_index).collect();
+                    let cores: Vec<&Core> = m.cores.iter().filter(has).filter(|c| c.package == pkg.os_index).collect();
                     for chunk in cores.chunks(*n as usize) {
                         groups.push(chunk.iter().flat_map(|c| c.cpus.iter().copied()).collect());
                     }
@@ -614,7 +631,7 @@ fn build(file: File, origin: &str) -> Result<Machine> {
                 )))
             }
         };
-        for cpus in groups {
+        for cpus in groups.into_iter().filter(|g| !g.is_empty()) {
             m.caches.push(Cache {
                 level: c.level,
                 kind: c.kind,

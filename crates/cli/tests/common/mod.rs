@@ -4,6 +4,21 @@
 pub mod daemon;
 
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// A generous bound for anything to happen on a loaded 2-core machine (not a measure).
+pub const PATIENCE: Duration = Duration::from_secs(120);
+
+/// Polls `cond` every 10 ms until it holds; fails the test naming `what` after
+/// [`PATIENCE`].
+#[allow(dead_code)] // only the live tests wait
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < PATIENCE, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
 
 /// Runs the real `hetsched` binary with `args` and waits for it.
 #[allow(dead_code)] // not every test file runs it this way
