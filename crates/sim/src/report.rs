@@ -143,7 +143,7 @@ mod tests {
         let mut values: Vec<u64> = vec![0, 1, 999_999_999, 1_000_000_000, 999_999_999_999_999];
         for bits in 1..64 {
             for _ in 0..2_000 {
-                values.push(rng.gen::<u64>() >> (64 - bits));
+                values.push(rng.random::<u64>() >> (64 - bits));
             }
         }
         for ns in values {

@@ -10,7 +10,7 @@
 
 use crate::report::{write_csv_row, TASKS_CSV_HEADER};
 use hetsched_core::outcome_stream::{Checker, MetricsBuilder, OutcomeStream};
-use hetsched_core::record::{Event, Metrics, Recorder};
+use hetsched_core::record::{Event, Metrics, Recorder, TaskOutcome};
 use hetsched_core::{Error, Result};
 use std::io::Write;
 
@@ -20,14 +20,38 @@ const CSV_BUFFER: usize = 1 << 20;
 /// Checks, tallies and writes out a run's events as they come (see the module docs).
 pub struct StreamRecorder<W: Write> {
     outcomes: OutcomeStream,
-    metrics: MetricsBuilder,
     checker: Checker,
+    sink: Sink<W>,
+}
+
+/// Where final outcomes go: the metrics and the per-task CSV.
+struct Sink<W: Write> {
+    metrics: MetricsBuilder,
     /// The per-task CSV, if asked for, the unit names it prints and its name for errors.
     csv: Option<std::io::BufWriter<W>>,
     csv_name: String,
     unit_names: Vec<String>,
     /// The first invariant violation or write error (the run goes on; `finish` says).
     error: Option<Error>,
+}
+
+impl<W: Write> Sink<W> {
+    #[inline]
+    fn take(&mut self, o: TaskOutcome) {
+        self.metrics.outcome(&o);
+        if let Some(w) = &mut self.csv {
+            if let Err(e) = write_csv_row(w, &o, &self.unit_names) {
+                self.fail(e);
+            }
+        }
+    }
+
+    #[cold]
+    fn fail(&mut self, e: std::io::Error) {
+        let name = &self.csv_name;
+        self.error
+            .get_or_insert_with(|| Error::runtime(format!("{name}: {e}")));
+    }
 }
 
 impl<W: Write> StreamRecorder<W> {
@@ -43,61 +67,38 @@ impl<W: Write> StreamRecorder<W> {
             Some((w, name)) => (Some(std::io::BufWriter::with_capacity(CSV_BUFFER, w)), name),
             None => (None, String::new()),
         };
-        let mut recorder = StreamRecorder {
-            outcomes: OutcomeStream::default(),
+        let mut sink = Sink {
             metrics: MetricsBuilder::new(policy, unit_kinds),
-            checker: Checker::new(unit_kinds.len(), false),
             csv,
             csv_name,
             unit_names,
             error: None,
         };
-        if let Some(w) = &mut recorder.csv {
-            if let Err(e) = w.write_all(TASKS_CSV_HEADER.as_bytes()) {
-                recorder.error = Some(Error::runtime(format!("{}: {e}", recorder.csv_name)));
-            }
+        if let Some(Err(e)) = sink
+            .csv
+            .as_mut()
+            .map(|w| w.write_all(TASKS_CSV_HEADER.as_bytes()))
+        {
+            sink.fail(e);
         }
-        recorder
+        StreamRecorder {
+            outcomes: OutcomeStream::default(),
+            checker: Checker::new(unit_kinds.len(), false),
+            sink,
+        }
     }
 
     /// The run's metrics, once the CSV is complete and flushed; an invariant violation
     /// of the record or a write error otherwise.
     pub fn finish(mut self) -> Result<Metrics> {
-        let (metrics, csv, names, error) = (
-            &mut self.metrics,
-            &mut self.csv,
-            (&self.unit_names[..], &self.csv_name[..]),
-            &mut self.error,
-        );
-        self.outcomes
-            .finish(&mut |o| take(metrics, csv, names, error, o));
-        if let Some(w) = &mut self.csv {
-            if let Err(e) = w.flush() {
-                let name = &self.csv_name;
-                self.error
-                    .get_or_insert(Error::runtime(format!("{name}: {e}")));
-            }
+        let sink = &mut self.sink;
+        self.outcomes.finish(&mut |o| sink.take(o));
+        if let Some(Err(e)) = sink.csv.as_mut().map(|w| w.flush()) {
+            sink.fail(e);
         }
-        match self.error {
+        match self.sink.error {
             Some(e) => Err(e),
-            None => Ok(self.metrics.finish()),
-        }
-    }
-}
-
-/// One final outcome: into the metrics and the CSV.
-#[inline]
-fn take<W: Write>(
-    metrics: &mut MetricsBuilder,
-    csv: &mut Option<std::io::BufWriter<W>>,
-    (unit_names, csv_name): (&[String], &str),
-    error: &mut Option<Error>,
-    o: hetsched_core::record::TaskOutcome,
-) {
-    metrics.outcome(&o);
-    if let Some(w) = csv {
-        if let Err(e) = write_csv_row(w, &o, unit_names) {
-            error.get_or_insert(Error::runtime(format!("{csv_name}: {e}")));
+            None => Ok(self.sink.metrics.finish()),
         }
     }
 }
@@ -105,19 +106,13 @@ fn take<W: Write>(
 impl<W: Write> Recorder for StreamRecorder<W> {
     #[inline]
     fn record(&mut self, event: Event) {
-        if self.error.is_none() {
+        let sink = &mut self.sink;
+        if sink.error.is_none() {
             if let Err(e) = self.checker.push(&event) {
-                self.error = Some(Error::runtime(format!("run record invariant: {e}")));
+                sink.error = Some(Error::runtime(format!("run record invariant: {e}")));
             }
         }
-        self.metrics.event(&event);
-        let (metrics, csv, names, error) = (
-            &mut self.metrics,
-            &mut self.csv,
-            (&self.unit_names[..], &self.csv_name[..]),
-            &mut self.error,
-        );
-        self.outcomes
-            .push(&event, &mut |o| take(metrics, csv, names, error, o));
+        sink.metrics.event(&event);
+        self.outcomes.push(&event, &mut |o| sink.take(o));
     }
 }
