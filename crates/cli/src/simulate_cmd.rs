@@ -3,6 +3,7 @@
 use clap::Args;
 use hetsched_core::{Error, Result};
 use hetsched_sim::scenario::Scenario;
+use hetsched_sim::stream::StreamRecorder;
 use hetsched_sim::{report, trace};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
@@ -31,6 +32,9 @@ pub struct SimulateArgs {
     /// Stop each run at this simulated time in seconds (overrides `end.max_time_s`).
     #[arg(long)]
     pub max_time_s: Option<f64>,
+    /// Write the metrics only (table.txt, metrics.json), no per-task CSVs.
+    #[arg(long)]
+    pub summary: bool,
     /// Fail a run that takes more engine events than this (overrides `end.max_events`;
     /// default 10^6).
     #[arg(long)]
@@ -84,7 +88,7 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
     let mut metrics = Vec::new();
     for p in &policies {
         bar.set_message(p.clone());
-        let (record, summary) = hetsched_sim::run_policy(&scenario, p, scenario.seed, &mut |_| {
+        let on_task = &mut |_: &hetsched_sim::SimTask| {
             since_check += 1;
             if since_check == 1024 {
                 bar.inc(since_check as u64);
@@ -94,26 +98,55 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
                     shown = true;
                 }
             }
-        })
-        .map_err(|e| match e {
+        };
+        let named = |e| match e {
             Error::Input(m) => Error::input(format!("{}: {p}: {m}", scenario.origin)),
             e => e,
-        })?;
-        record
-            .check()
-            .map_err(|e| Error::runtime(format!("{p}: run record invariant: {e}")))?;
+        };
+        let csv_path = out.join(format!("tasks-{}.csv", report::file_safe(p)));
+        // A trace needs the whole record; otherwise the outputs are made as the run goes.
+        let (run_metrics, summary) = if args.trace.is_some() {
+            let (record, summary) =
+                hetsched_sim::run_policy(&scenario, p, scenario.seed, on_task).map_err(named)?;
+            record
+                .check()
+                .map_err(|e| Error::runtime(format!("{p}: run record invariant: {e}")))?;
+            if !args.summary {
+                write(&csv_path, &report::tasks_csv(&record))?;
+            }
+            let m = record.metrics();
+            records.push(record);
+            (m, summary)
+        } else {
+            let csv = if args.summary {
+                None
+            } else {
+                let file = std::fs::File::create(&csv_path)
+                    .map_err(|e| Error::runtime(format!("{}: {e}", csv_path.display())))?;
+                Some((file, csv_path.display().to_string()))
+            };
+            let m = &scenario.machine;
+            let mut rec = StreamRecorder::new(
+                p,
+                &m.units.iter().map(|u| u.kind).collect::<Vec<_>>(),
+                m.units.iter().map(|u| u.name.clone()).collect(),
+                csv,
+            );
+            let mut policy = hetsched_policies::build(p, scenario.seed)?;
+            let summary = hetsched_sim::run_into(&scenario, policy.as_mut(), on_task, &mut rec)
+                .map_err(named)?;
+            let m = rec
+                .finish()
+                .map_err(|e| Error::runtime(format!("{p}: {e}")))?;
+            (m, summary)
+        };
         if summary.unfinished > 0 && scenario.config.max_time_ns.is_none() {
             return Err(Error::runtime(format!(
                 "{p}: {} tasks never finished (the policy left them queued)",
                 summary.unfinished
             )));
         }
-        write(
-            &out.join(format!("tasks-{}.csv", report::file_safe(p))),
-            &report::tasks_csv(&record),
-        )?;
-        metrics.push(record.metrics());
-        records.push(record);
+        metrics.push(run_metrics);
     }
     bar.finish_and_clear();
 

@@ -5,6 +5,7 @@ pub mod engine_core;
 pub mod error;
 pub mod machine;
 pub mod ns;
+pub mod outcome_stream;
 pub mod policy;
 pub mod record;
 pub mod task;

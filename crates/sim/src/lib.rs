@@ -9,6 +9,7 @@ pub mod report;
 pub mod run_ends;
 pub mod scenario;
 pub mod speed;
+pub mod stream;
 pub mod task;
 pub mod task_signature;
 pub mod trace;
@@ -52,7 +53,18 @@ pub fn run_with(
         m.units.iter().map(|u| u.kind).collect(),
         m.units.iter().map(|u| u.name.clone()).collect(),
     );
-    let tasks = scenario.tasks().inspect(|t| on_task(t));
-    let summary = run(m, policy, tasks, &scenario.config, &mut record)?;
+    let summary = run_into(scenario, policy, on_task, &mut record)?;
     Ok((record, summary))
+}
+
+/// Runs a policy object on a scenario, its events going to `rec` (e.g. a
+/// [`stream::StreamRecorder`], which writes the outputs as the run goes).
+pub fn run_into<R: hetsched_core::record::Recorder>(
+    scenario: &scenario::Scenario,
+    policy: &mut dyn hetsched_core::policy::Policy,
+    on_task: &mut dyn FnMut(&SimTask),
+    rec: &mut R,
+) -> Result<RunSummary> {
+    let tasks = scenario.tasks().inspect(|t| on_task(t));
+    run(&scenario.machine, policy, tasks, &scenario.config, rec)
 }

@@ -1,0 +1,333 @@
+//! The run record's derived views — task outcomes, metrics and invariant checks — built
+//! from events one at a time, as an engine produces them.
+//!
+//! Why: a 1M-task run makes four million record events. Holding them all and deriving
+//! outcomes and metrics afterwards cost several times the simulation itself; fed event
+//! by event, memory follows the live tasks (plus one turnaround and one wait per task
+//! for the exact median and p95). [`Record`](crate::record::Record) derives its own
+//! outcomes, metrics and checks through these same types, so a streamed run and a kept
+//! record give identical results by construction.
+//!
+//! Outcomes come out in submission order (a task that ended waits for the tasks
+//! submitted before it), which is the order of the per-task CSV and of the metrics'
+//! sums.
+
+use crate::machine::UnitType;
+use crate::policy::UnitId;
+use crate::record::{Event, EventKind, Metrics, Stats, TaskOutcome};
+use crate::task::{QueueId, TaskId};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+
+/// One submitted task whose outcome has not been handed out yet.
+struct Pending {
+    outcome: TaskOutcome,
+    /// Start of its current run segment.
+    seg_start: Option<u64>,
+    ended: bool,
+}
+
+/// Task outcomes from a stream of events, handed out in submission order once final.
+#[derive(Default)]
+pub struct OutcomeStream {
+    /// Submission index of each live task.
+    live: FxHashMap<TaskId, u64>,
+    /// Outcomes from submission index `base` on.
+    pending: VecDeque<Pending>,
+    base: u64,
+}
+
+impl OutcomeStream {
+    /// Takes one event; `out` receives the outcomes it made final, in submission order.
+    #[inline]
+    pub fn push(&mut self, e: &Event, out: &mut impl FnMut(TaskOutcome)) {
+        if let EventKind::Submit { ideal_ns, kind } = &e.kind {
+            self.live
+                .insert(e.task, self.base + self.pending.len() as u64);
+            self.pending.push_back(Pending {
+                outcome: TaskOutcome {
+                    task: e.task,
+                    kind: kind.to_string(),
+                    arrival_ns: e.t_ns,
+                    first_start_ns: None,
+                    end_ns: None,
+                    run_ns: 0,
+                    ideal_ns: *ideal_ns,
+                    runs: 0,
+                    migrations: 0,
+                    unit: None,
+                    rejected: false,
+                },
+                seg_start: None,
+                ended: false,
+            });
+            return;
+        }
+        let Some(&i) = self.live.get(&e.task) else {
+            return;
+        };
+        let p = &mut self.pending[(i - self.base) as usize];
+        let o = &mut p.outcome;
+        match &e.kind {
+            EventKind::Start { .. } => {
+                o.first_start_ns.get_or_insert(e.t_ns);
+                o.runs += 1;
+                p.seg_start = Some(e.t_ns);
+            }
+            EventKind::Stop { .. } => {
+                o.run_ns += e.t_ns - p.seg_start.take().unwrap_or(e.t_ns);
+            }
+            EventKind::Complete { unit } => {
+                o.run_ns += e.t_ns - p.seg_start.take().unwrap_or(e.t_ns);
+                o.end_ns = Some(e.t_ns);
+                o.unit = Some(*unit);
+                p.ended = true;
+            }
+            EventKind::Migrate { .. } => o.migrations += 1,
+            EventKind::Reject { .. } => {
+                o.end_ns = Some(e.t_ns);
+                o.rejected = true;
+                p.ended = true;
+            }
+            EventKind::Submit { .. } | EventKind::Enqueue { .. } => {}
+        }
+        if p.ended {
+            self.live.remove(&e.task);
+            while self.pending.front().is_some_and(|p| p.ended) {
+                let p = self.pending.pop_front().expect("a front entry");
+                self.base += 1;
+                out(p.outcome);
+            }
+        }
+    }
+
+    /// The end of the stream: the outcomes still held (tasks that never ended among
+    /// them), in submission order.
+    pub fn finish(&mut self, out: &mut impl FnMut(TaskOutcome)) {
+        self.live.clear();
+        self.base += self.pending.len() as u64;
+        self.pending.drain(..).for_each(|p| out(p.outcome));
+    }
+}
+
+/// The metrics of a run from its events and its outcomes (in submission order).
+pub struct MetricsBuilder {
+    policy: String,
+    unit_kinds: Vec<UnitType>,
+    busy: Vec<u64>,
+    seg: Vec<Option<u64>>,
+    migrations: usize,
+    steals: usize,
+    tasks: usize,
+    rejected: usize,
+    makespan_ns: u64,
+    turnaround: Vec<f64>,
+    wait: Vec<f64>,
+    slowdown_sum: f64,
+    slowdown_sum_sq: f64,
+}
+
+impl MetricsBuilder {
+    pub fn new(policy: &str, unit_kinds: &[UnitType]) -> MetricsBuilder {
+        MetricsBuilder {
+            policy: policy.to_string(),
+            unit_kinds: unit_kinds.to_vec(),
+            busy: vec![0; unit_kinds.len()],
+            seg: vec![None; unit_kinds.len()],
+            migrations: 0,
+            steals: 0,
+            tasks: 0,
+            rejected: 0,
+            makespan_ns: 0,
+            turnaround: Vec::new(),
+            wait: Vec::new(),
+            slowdown_sum: 0.0,
+            slowdown_sum_sq: 0.0,
+        }
+    }
+
+    /// Takes one event (busy time, steals, migrations).
+    #[inline]
+    pub fn event(&mut self, e: &Event) {
+        match e.kind {
+            EventKind::Start { unit, from } => {
+                self.seg[unit as usize] = Some(e.t_ns);
+                if matches!(from, QueueId::Unit(q) if q != unit) {
+                    self.steals += 1;
+                }
+            }
+            EventKind::Stop { unit } | EventKind::Complete { unit } => {
+                if let Some(t0) = self.seg[unit as usize].take() {
+                    self.busy[unit as usize] += e.t_ns - t0;
+                }
+            }
+            EventKind::Migrate { .. } => self.migrations += 1,
+            _ => {}
+        }
+    }
+
+    /// Takes one task's outcome (in submission order).
+    #[inline]
+    pub fn outcome(&mut self, o: &TaskOutcome) {
+        self.tasks += 1;
+        self.rejected += o.rejected as usize;
+        let Some(turnaround) = o.turnaround_ns() else {
+            return;
+        };
+        let s = |ns: u64| ns as f64 * 1e-9;
+        self.makespan_ns = self.makespan_ns.max(o.end_ns.unwrap_or(0));
+        self.turnaround.push(s(turnaround));
+        self.wait.push(s(o.wait_ns().expect("a turnaround")));
+        let slowdown = turnaround as f64 / o.ideal_ns.max(1) as f64;
+        self.slowdown_sum += slowdown;
+        self.slowdown_sum_sq += slowdown * slowdown;
+    }
+
+    pub fn finish(mut self) -> Metrics {
+        let done = self.turnaround.len();
+        let fairness = if done == 0 {
+            1.0
+        } else {
+            self.slowdown_sum * self.slowdown_sum / (done as f64 * self.slowdown_sum_sq)
+        };
+        let makespan_ns = self.makespan_ns;
+        let mut utilisation = Vec::new();
+        for kind in UnitType::ALL {
+            let units: Vec<usize> = (0..self.unit_kinds.len())
+                .filter(|&u| self.unit_kinds[u] == kind)
+                .collect();
+            if units.is_empty() {
+                continue;
+            }
+            let b: u64 = units.iter().map(|&u| self.busy[u]).sum();
+            let denom = units.len() as f64 * makespan_ns as f64;
+            utilisation.push((kind, if denom > 0.0 { b as f64 / denom } else { 0.0 }));
+        }
+        let makespan_s = makespan_ns as f64 * 1e-9;
+        Metrics {
+            policy: self.policy,
+            tasks: self.tasks,
+            completed: done,
+            rejected: self.rejected,
+            makespan_s,
+            turnaround_s: Stats::of(&mut self.turnaround),
+            wait_s: Stats::of(&mut self.wait),
+            throughput_per_s: if makespan_ns > 0 {
+                done as f64 / makespan_s
+            } else {
+                0.0
+            },
+            utilisation,
+            migrations: self.migrations,
+            steals: self.steals,
+            fairness,
+        }
+    }
+}
+
+/// A task's state as the invariant checks follow it.
+#[derive(Clone, Copy, PartialEq)]
+enum St {
+    New,
+    Queued,
+    Running(UnitId),
+    Ended,
+}
+
+/// The run record's invariants, checked event by event: time never goes back; every
+/// submitted task ends at most once (completed or rejected) and nothing happens to it
+/// afterwards; a unit runs one task at a time; a task runs on one unit at a time; only
+/// queued tasks start.
+pub struct Checker {
+    state: FxHashMap<TaskId, St>,
+    /// Keep ended tasks (to name a late event "after the task ended", and to catch an
+    /// id submitted again), or forget them so that memory follows the live tasks (a
+    /// late event is then caught as one for a task that is not queued or running).
+    keep_ended: bool,
+    on_unit: Vec<Option<TaskId>>,
+    last: u64,
+    index: u64,
+}
+
+impl Checker {
+    pub fn new(units: usize, keep_ended: bool) -> Checker {
+        Checker {
+            state: FxHashMap::default(),
+            keep_ended,
+            on_unit: vec![None; units],
+            last: 0,
+            index: 0,
+        }
+    }
+
+    /// Checks the next event.
+    #[inline]
+    pub fn push(&mut self, e: &Event) -> Result<(), String> {
+        let i = self.index;
+        self.index += 1;
+        let fail = |m: &str| Err(format!("event {i} (t={} ns, task {}): {m}", e.t_ns, e.task));
+        if e.t_ns < self.last {
+            return fail("time went backwards");
+        }
+        self.last = e.t_ns;
+        let st = self.state.get(&e.task).copied();
+        if st == Some(St::Ended) {
+            return fail("event after the task ended");
+        }
+        let on_unit = &mut self.on_unit;
+        let unit_ok = |u: UnitId| (u as usize) < on_unit.len();
+        let next = match &e.kind {
+            EventKind::Submit { .. } => {
+                if st.is_some() {
+                    return fail("submitted twice");
+                }
+                St::New
+            }
+            EventKind::Enqueue { .. } => {
+                if !matches!(st, Some(St::New) | Some(St::Queued)) {
+                    return fail("enqueued while not new or yielded");
+                }
+                St::Queued
+            }
+            EventKind::Start { unit, .. } => {
+                if st != Some(St::Queued) || !unit_ok(*unit) {
+                    return fail("started while not queued");
+                }
+                if on_unit[*unit as usize].is_some() {
+                    return fail("unit already runs a task");
+                }
+                on_unit[*unit as usize] = Some(e.task);
+                St::Running(*unit)
+            }
+            EventKind::Stop { unit } | EventKind::Complete { unit } => {
+                if st != Some(St::Running(*unit)) || on_unit[*unit as usize] != Some(e.task) {
+                    return fail("stopped where it was not running");
+                }
+                on_unit[*unit as usize] = None;
+                if matches!(e.kind, EventKind::Complete { .. }) {
+                    St::Ended
+                } else {
+                    St::Queued
+                }
+            }
+            EventKind::Migrate { to, .. } => {
+                if st != Some(St::Queued) || !unit_ok(*to) {
+                    return fail("migrated while not queued (stop first)");
+                }
+                St::Queued
+            }
+            EventKind::Reject { .. } => {
+                if !matches!(st, Some(St::New) | Some(St::Queued)) {
+                    return fail("rejected while running");
+                }
+                St::Ended
+            }
+        };
+        if next == St::Ended && !self.keep_ended {
+            self.state.remove(&e.task);
+        } else {
+            self.state.insert(e.task, next);
+        }
+        Ok(())
+    }
+}
