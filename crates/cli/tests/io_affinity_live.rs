@@ -51,7 +51,10 @@ fn an_io_task_is_granted_a_cpu_of_its_device_node() {
         // The daemon's machine has two nodes; a host with one cannot bind to node 1:
         // the program runs on, and the agent says why its memory stays.
         if hetsched_live::process::numa_nodes() == [0] {
-            assert!(stderr.contains("node 1, which this machine does not have"), "{stderr}");
+            assert!(
+                stderr.contains("node 1, which this machine does not have"),
+                "{stderr}"
+            );
         }
     }
     // Without a device, the least-loaded unit with the lowest id.
