@@ -1,0 +1,206 @@
+//! What a reproduction of a paper states, as data.
+//!
+//! Why a crate of its own: each experiment crate (`hetsched-beisel`, `-shelepov`,
+//! `-nuca`, `-o2`, `-ding`, `-akram`) judges its paper's claims **once**, from its own
+//! results, and two readers consume that judgement: the crate's claim tests (which pin
+//! every verdict, so a change in either direction is noticed) and `hetsched reproduce`
+//! (which prints them beside the paper's numbers). If the report re-derived verdicts, the
+//! two could disagree; if the types lived in the report crate, the experiment crates
+//! would depend on the report, which depends on them.
+//!
+//! Assumptions are declared with [`assumptions!`]: the constant, its documentation and
+//! the list the report prints come from the same source text, so an assumption is never
+//! written twice.
+
+use serde::Serialize;
+
+/// How far our reproduction holds a claim of the paper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Our measurement meets the paper's statement within the claim's stated tolerance.
+    Holds,
+    /// The direction (or part of the statement) holds, the size does not.
+    Partly,
+    /// Our measurement contradicts the paper's statement.
+    DoesNotHold,
+}
+
+impl Verdict {
+    /// The word the report prints.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Holds => "holds",
+            Verdict::Partly => "partly",
+            Verdict::DoesNotHold => "does not hold",
+        }
+    }
+
+    /// The verdict of a claim that has a size and a direction: `Holds` when the size is
+    /// met, `Partly` when only the direction is, `DoesNotHold` otherwise.
+    pub fn graded(direction_holds: bool, size_holds: bool) -> Verdict {
+        match (direction_holds, size_holds) {
+            (true, true) => Verdict::Holds,
+            (true, false) => Verdict::Partly,
+            (false, _) => Verdict::DoesNotHold,
+        }
+    }
+}
+
+/// One claim of a paper, judged against our measurement.
+#[derive(Clone, Debug, Serialize)]
+pub struct Claim {
+    /// Which paper (the experiment's key, e.g. `beisel`, `shim`, `coretime`).
+    pub paper: &'static str,
+    /// Stable identifier within the paper (e.g. `fig4-time-sharing-lowers-turnaround`):
+    /// claim tests name claims by it.
+    pub id: &'static str,
+    /// Where in the paper (e.g. `Fig. 4`, `§5.2`, `Table 3`).
+    pub source: &'static str,
+    /// The paper's statement, in its words or a faithful paraphrase.
+    pub statement: String,
+    /// The paper's figure for it, with units (e.g. `up to 40 %`).
+    pub paper_value: String,
+    /// Ours, with units, from the run the claim was judged on.
+    pub ours: String,
+    /// How the verdict is decided (e.g. `holds if ours is within ±5 points of the paper`).
+    pub tolerance: String,
+    pub verdict: Verdict,
+    /// Why ours differs, with the evidence, where it does; empty where it holds.
+    pub explanation: String,
+}
+
+/// A table of numbers: the paper's (transcribed from its text, figures or tables) or ours.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// One figure or table of the paper beside our reproduction of it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Figure {
+    pub paper: &'static str,
+    /// Stable identifier (e.g. `fig5`).
+    pub id: &'static str,
+    /// The paper's caption or what the figure shows.
+    pub title: String,
+    /// Our plots, relative to the experiment's output folder.
+    pub images: Vec<std::path::PathBuf>,
+    /// The paper's numbers (empty when the paper gives only a plot; say so in `note`).
+    pub paper_numbers: Table,
+    /// Our numbers for the same cells.
+    pub ours: Table,
+    /// What the reader should know when comparing (scale, units, what differs).
+    pub note: String,
+}
+
+/// A value the reproduction assumes that the paper does not state.
+#[derive(Clone, Debug, Serialize)]
+pub struct Assumption {
+    pub paper: &'static str,
+    /// The constant's name in the code.
+    pub name: &'static str,
+    /// Its value, as the code prints it.
+    pub value: String,
+    /// Its documentation comment, one paragraph: what it is, what the paper says, why
+    /// this value.
+    pub doc: String,
+    /// Where it is declared (module path and name).
+    pub source: &'static str,
+}
+
+/// Declares documented constants that are assumptions of a reproduction, and a function
+/// `assumptions()` listing them.
+///
+/// ```
+/// mod model {
+///     hetsched_repro::assumptions! { "beisel";
+///         /// GPU speed of prime factorisation relative to one CPU core. The paper gives
+///         /// no number; swept in Fig. 5.
+///         pub const PRIME_GPU_RATIO: f64 = 1.0;
+///     }
+/// }
+/// assert_eq!(model::PRIME_GPU_RATIO, 1.0);
+/// let list = model::assumptions();
+/// assert_eq!(list[0].name, "PRIME_GPU_RATIO");
+/// assert_eq!(list[0].value, "1.0");
+/// assert!(list[0].doc.starts_with("GPU speed"));
+/// ```
+#[macro_export]
+macro_rules! assumptions {
+    ($paper:literal; $( $(#[doc = $doc:literal])+ $vis:vis const $name:ident : $ty:ty = $value:expr ; )+ ) => {
+        $( $(#[doc = $doc])+ $vis const $name: $ty = $value; )+
+
+        /// Every assumption declared in this module, with its documentation.
+        pub fn assumptions() -> ::std::vec::Vec<$crate::Assumption> {
+            ::std::vec![$(
+                $crate::Assumption {
+                    paper: $paper,
+                    name: ::std::stringify!($name),
+                    value: ::std::format!("{:?}", $name),
+                    doc: $crate::trim_doc(::std::concat!($($doc, "\n"),+)),
+                    source: ::std::concat!(::std::module_path!(), "::", ::std::stringify!($name)),
+                }
+            ),+]
+        }
+    };
+}
+
+/// A doc comment's lines joined into one paragraph, without the space each `///` line
+/// starts with.
+#[doc(hidden)]
+pub fn trim_doc(doc: &str) -> String {
+    doc.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    mod declared {
+        crate::assumptions! { "test";
+            /// First line.
+            /// Second line.
+            pub const A: f64 = 2.5;
+            /// Bytes.
+            const B: u64 = 8_000_000;
+        }
+        pub fn b() -> u64 {
+            B
+        }
+    }
+
+    #[test]
+    fn the_macro_keeps_constants_and_lists_them_in_order_with_their_docs() {
+        assert_eq!(declared::A, 2.5);
+        assert_eq!(declared::b(), 8_000_000);
+        let list = declared::assumptions();
+        assert_eq!(list.len(), 2);
+        assert_eq!(list[0].name, "A");
+        assert_eq!(list[0].value, "2.5");
+        assert_eq!(list[0].doc, "First line. Second line.");
+        assert_eq!(list[1].value, "8000000");
+        assert!(
+            list[1].source.ends_with("declared::B"),
+            "{}",
+            list[1].source
+        );
+        assert_eq!(list[1].paper, "test");
+    }
+
+    #[test]
+    fn graded_verdicts() {
+        assert_eq!(Verdict::graded(true, true), Verdict::Holds);
+        assert_eq!(Verdict::graded(true, false), Verdict::Partly);
+        assert_eq!(Verdict::graded(false, true), Verdict::DoesNotHold);
+        assert_eq!(
+            serde_json::to_string(&Verdict::DoesNotHold).unwrap(),
+            "\"does-not-hold\""
+        );
+    }
+}
