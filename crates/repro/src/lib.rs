@@ -95,6 +95,21 @@ pub struct Figure {
     pub note: String,
 }
 
+/// Everything one experiment reproduces of its paper: what `reproduce(out, quick)` of an
+/// experiment crate returns, and what the report prints as one section.
+#[derive(Clone, Debug, Serialize)]
+pub struct Reproduction {
+    /// The experiment's key (e.g. `beisel`), as in [`Claim::paper`].
+    pub paper: &'static str,
+    /// The paper's reference, short (authors, venue, year).
+    pub reference: String,
+    /// The commands that produce these results (the full run, not the quick one).
+    pub commands: Vec<String>,
+    pub figures: Vec<Figure>,
+    pub claims: Vec<Claim>,
+    pub assumptions: Vec<Assumption>,
+}
+
 /// A value the reproduction assumes that the paper does not state.
 #[derive(Clone, Debug, Serialize)]
 pub struct Assumption {
