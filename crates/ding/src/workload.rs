@@ -21,18 +21,24 @@ use hetsched_core::Result;
 use hetsched_sim::engine::REFERENCE_GHZ;
 use hetsched_sim::SimTask;
 
-/// Memory bandwidth per NUMA node, bytes/s: 10 GB/s, our assumption for a Xeon 7500
-/// socket's sustained bandwidth (not a measured value).
-pub const NODE_BANDWIDTH: f64 = 10e9;
-/// The LLC miss latency of the model, ns: the same as numa-amp's default
-/// `miss_latency_ns`, so the policy's model matches the simulated one.
-pub const MISS_LATENCY_NS: f64 = 100.0;
-/// Core cycles per instruction of every program (our choice).
-pub const CORE_CPI: f64 = 1.0;
+hetsched_repro::assumptions! { "ding";
+    /// Memory bandwidth per NUMA node, bytes/s: 10 GB/s, our assumption for a Xeon 7500
+    /// socket's sustained bandwidth (not a measured value; the paper gives none).
+    pub const NODE_BANDWIDTH: f64 = 10e9;
+    /// The LLC miss latency of the model, ns: the same as numa-amp's default
+    /// `miss_latency_ns`, so the policy's model matches the simulated one; the paper
+    /// gives none.
+    pub const MISS_LATENCY_NS: f64 = 100.0;
+    /// Core cycles per instruction of every program (our choice: no citable per-program
+    /// CPI was found).
+    pub const CORE_CPI: f64 = 1.0;
+    /// Work per thread, reference seconds (a capacity-1024 core); the paper's PARSEC
+    /// inputs and run times are not given.
+    pub const WORK_S: f64 = 2.0;
+}
+
 /// Threads per program: one per core.
 pub const THREADS: usize = 8;
-/// Work per thread, reference seconds (a capacity-1024 core).
-pub const WORK_S: f64 = 2.0;
 /// Bytes per LLC miss (a cache line): what a miss draws from memory bandwidth.
 pub const LINE_BYTES: f64 = 64.0;
 
