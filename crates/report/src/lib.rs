@@ -20,6 +20,7 @@ use std::time::Instant;
 
 /// One experiment: its key (`--only` names it; its folder under the report) and its
 /// `reproduce(out, quick)`.
+#[derive(Debug)]
 pub struct Experiment {
     pub paper: &'static str,
     pub run: fn(&Path, bool) -> std::result::Result<Reproduction, String>,
@@ -247,4 +248,101 @@ fn command(report: &Report) -> String {
         "hetsched reproduce{}{only}",
         if report.quick { " --quick" } else { "" }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hetsched_repro::{Claim, Figure, Table};
+
+    fn tiny(out: &Path, _quick: bool) -> std::result::Result<Reproduction, String> {
+        std::fs::create_dir_all(out).map_err(|e| e.to_string())?;
+        Ok(Reproduction {
+            paper: "tiny",
+            reference: "A <tiny> & \"quoted\" paper".into(),
+            commands: vec!["hetsched experiment tiny".into()],
+            figures: vec![Figure {
+                paper: "tiny",
+                id: "fig1",
+                title: "Fig. 1 | a pipe".into(),
+                images: vec!["fig1.png".into()],
+                paper_numbers: Table::default(),
+                ours: Table {
+                    header: vec!["n".into()],
+                    rows: vec![vec!["1".into()]],
+                },
+                note: String::new(),
+            }],
+            claims: vec![Claim {
+                paper: "tiny",
+                id: "c1",
+                source: "§1",
+                statement: "x < y".into(),
+                paper_value: "1".into(),
+                ours: "2".into(),
+                tolerance: "±1".into(),
+                verdict: Verdict::Partly,
+                explanation: "why".into(),
+            }],
+            assumptions: vec![],
+        })
+    }
+
+    #[test]
+    fn a_failing_or_panicking_experiment_is_a_failed_section_and_the_others_still_run() {
+        let failing = Experiment {
+            paper: "failing",
+            run: |_, _| Err("no machine".into()),
+        };
+        let panicking = Experiment {
+            paper: "panicking",
+            run: |_, _| panic!("a bug"),
+        };
+        let good = Experiment {
+            paper: "tiny",
+            run: tiny,
+        };
+        let dir = std::env::temp_dir().join(format!("hetsched-report-unit-{}", std::process::id()));
+        let r = run(&dir, true, &[&failing, &panicking, &good], false).unwrap();
+        assert_eq!(r.failed(), ["failing", "panicking"]);
+        assert_eq!(
+            r.sections[1].result.as_ref().unwrap_err(),
+            "panicked: a bug"
+        );
+        assert_eq!(
+            r.counts(),
+            Counts {
+                holds: 0,
+                partly: 1,
+                does_not_hold: 0
+            }
+        );
+        let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+        assert!(html.contains("data-failed=\"failing\""), "{html}");
+        assert!(html.contains("no machine"));
+        // Text is escaped, images are under the experiment's folder.
+        assert!(html.contains("A &lt;tiny&gt; &amp; &quot;quoted&quot; paper"));
+        assert!(html.contains("<img src=\"tiny/fig1.png\""));
+        assert!(html.contains("data-claim=\"c1\" data-verdict=\"partly\""));
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert!(md.contains("#### Fig. 1 | a pipe") && md.contains("| `c1` | §1 | x < y |"));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("claims.json")).unwrap())
+                .unwrap();
+        assert_eq!(json["experiments"][0]["failed"], "no machine");
+        assert_eq!(json["experiments"][2]["claims"][0]["verdict"], "partly");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn only_names_an_experiment_or_is_bad_input_listing_them() {
+        assert_eq!(select(Some("ding")).unwrap()[0].paper, "ding");
+        assert_eq!(select(None).unwrap().len(), EXPERIMENTS.len());
+        let e = select(Some("nope")).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string().contains("beisel, shelepov, ding, akram"),
+            "{e}"
+        );
+    }
 }
