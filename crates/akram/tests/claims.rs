@@ -2,30 +2,24 @@
 //! verdict `hetsched_akram::reproduce::claims` judges (the report prints the same
 //! judgement). Where ours differs, docs/akram.md explains why.
 
-use hetsched_akram::experiment::{run, Results};
-use hetsched_repro::{Claim, Verdict};
+use hetsched_akram::experiment::run;
+use hetsched_akram::reproduce::claims;
+use hetsched_repro::{assert_verdict, Claim, Verdict};
 use std::sync::OnceLock;
 
-fn results() -> &'static Results {
-    static R: OnceLock<Results> = OnceLock::new();
-    R.get_or_init(|| run().expect("the experiment runs"))
+fn judged() -> &'static [Claim] {
+    static C: OnceLock<Vec<Claim>> = OnceLock::new();
+    C.get_or_init(|| claims(&run().expect("the experiment runs")))
 }
 
 fn pinned(id: &str, verdict: Verdict) {
-    let all = hetsched_akram::reproduce::claims(results());
-    let c: &Claim = all
-        .iter()
-        .find(|c| c.id == id)
-        .unwrap_or_else(|| panic!("no claim {id}"));
-    assert_eq!(c.verdict, verdict, "{c:#?}");
+    let judged: Vec<_> = judged().iter().map(Into::into).collect();
+    assert_verdict(&judged, id, verdict);
 }
 
 #[test]
 fn every_claim_has_a_test() {
-    let ids: Vec<&str> = hetsched_akram::reproduce::claims(results())
-        .iter()
-        .map(|c| c.id)
-        .collect();
+    let ids: Vec<&str> = judged().iter().map(|c| c.id).collect();
     assert_eq!(
         ids,
         [

@@ -101,17 +101,7 @@ pub fn reproduce(out: &Path, quick: bool) -> Result<Reproduction> {
 }
 
 fn claim(id: &'static str, source: &'static str, statement: &str) -> Claim {
-    Claim {
-        paper: "beisel",
-        id,
-        source,
-        statement: statement.into(),
-        paper_value: String::new(),
-        ours: String::new(),
-        tolerance: String::new(),
-        verdict: Verdict::Holds,
-        explanation: String::new(),
-    }
+    Claim::new("beisel", id, source, statement)
 }
 
 fn yes(b: bool) -> Verdict {

@@ -6,7 +6,7 @@
 //! different result (docs/beisel-fig*.md).
 
 use hetsched_beisel::experiments;
-use hetsched_repro::{judged_once, Judged, Verdict};
+use hetsched_repro::{assert_verdict, judged_once, Judged, Verdict};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -32,11 +32,7 @@ fn judged() -> &'static [Judged] {
 }
 
 fn pinned(id: &str, verdict: Verdict) {
-    let c = judged()
-        .iter()
-        .find(|c| c.id == id)
-        .unwrap_or_else(|| panic!("no claim {id}"));
-    assert_eq!(c.verdict, verdict, "{}", c.claim);
+    assert_verdict(judged(), id, verdict);
 }
 
 #[test]

@@ -71,6 +71,29 @@ pub struct Claim {
     pub explanation: String,
 }
 
+impl Claim {
+    /// A claim of `paper` to be judged: the caller fills in the values, the tolerance
+    /// and the verdict (`DoesNotHold` until judged).
+    pub fn new(
+        paper: &'static str,
+        id: &'static str,
+        source: &'static str,
+        statement: &str,
+    ) -> Claim {
+        Claim {
+            paper,
+            id,
+            source,
+            statement: statement.into(),
+            paper_value: String::new(),
+            ours: String::new(),
+            tolerance: String::new(),
+            verdict: Verdict::DoesNotHold,
+            explanation: String::new(),
+        }
+    }
+}
+
 /// A table of numbers: the paper's (transcribed from its text, figures or tables) or ours.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Table {
@@ -183,6 +206,26 @@ pub struct Judged {
     pub claim: String,
 }
 
+impl From<&Claim> for Judged {
+    fn from(c: &Claim) -> Judged {
+        Judged {
+            id: c.id.to_string(),
+            verdict: c.verdict,
+            claim: format!("{c:#?}"),
+        }
+    }
+}
+
+/// Asserts that the claim `id` of `judged` has `verdict`, showing the claim if not: the
+/// body of a claim test.
+pub fn assert_verdict(judged: &[Judged], id: &str, verdict: Verdict) {
+    let c = judged
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no claim {id}"));
+    assert_eq!(c.verdict, verdict, "{}", c.claim);
+}
+
 /// The claims `judge` returns, judged once per build of the calling test binary and
 /// shared by all its tests, also when a runner (cargo-nextest) runs each test in a
 /// process of its own: the first process to take the lock on `dir` judges and stores
@@ -213,14 +256,7 @@ pub fn judged_once(dir: &Path, judge: impl FnOnce() -> Vec<Claim>) -> std::io::R
     {
         return Ok(judged);
     }
-    let judged: Vec<Judged> = judge()
-        .iter()
-        .map(|c| Judged {
-            id: c.id.to_string(),
-            verdict: c.verdict,
-            claim: format!("{c:#?}"),
-        })
-        .collect();
+    let judged: Vec<Judged> = judge().iter().map(Judged::from).collect();
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, serde_json::to_string(&judged)?)?;
     std::fs::rename(&tmp, &path)?;

@@ -4,7 +4,7 @@
 //! the report and these tests agree by construction. The differences the tolerances
 //! allow are explained in `docs/shelepov.md`.
 
-use hetsched_repro::{judged_once, Judged, Verdict};
+use hetsched_repro::{assert_verdict, judged_once, Judged, Verdict};
 use hetsched_shelepov::experiments::{run_all, table, Outcome};
 use hetsched_shelepov::reproduce::{claims, options};
 use std::path::Path;
@@ -29,11 +29,7 @@ fn judged() -> &'static [Judged] {
 }
 
 fn pinned(id: &str, verdict: Verdict) {
-    let c = judged()
-        .iter()
-        .find(|c| c.id == id)
-        .unwrap_or_else(|| panic!("no claim {id}"));
-    assert_eq!(c.verdict, verdict, "{}", c.claim);
+    assert_verdict(judged(), id, verdict);
 }
 
 #[test]
