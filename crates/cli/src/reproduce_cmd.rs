@@ -10,7 +10,7 @@ pub struct ReproduceArgs {
     /// Output directory: index.html, report.md, claims.json and one folder per paper.
     #[arg(long, default_value = "hetsched-out/reproduce")]
     out: PathBuf,
-    /// Fewer seeds and scaled-down runs (the claim tests' scale): minutes, not tens.
+    /// Fewer seeds and scaled-down runs: the claim tests' scale (docs/reproduce.md).
     #[arg(long)]
     quick: bool,
     /// Only this paper's experiment (its key, e.g. beisel).
