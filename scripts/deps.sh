@@ -12,6 +12,7 @@ APT_PACKAGES=(
   gcc libc6-dev binutils           # C ABI examples and tests (cc), objcopy for ELF notes
   gzip xz-utils bzip2 python3      # programs the signature validation traces
   libfontconfig1-dev libfreetype-dev fonts-dejavu-core  # PNG plots (plotters' ttf text)
+  chromium                         # renders the reproduce report headless in its test (~12 s to install)
 )
 
 missing=()

@@ -507,17 +507,6 @@ mod tests {
     }
 
     #[test]
-    fn memory_stress_costs_local_throughput() {
-        let r = results();
-        let k = MAX_INSTANCES;
-        assert!(
-            r.point(Mode::DirectStress, Config::Trlcpl, k)
-                .throughput_gb_s
-                < r.point(Mode::Direct, Config::Trlcpl, k).throughput_gb_s
-        );
-    }
-
-    #[test]
     fn the_engine_runs_io_tasks_at_the_sweeps_rates() {
         // One model: k I/O-only tasks, placed on their devices' nodes by io-affinity,
         // move their bytes (work × a lone local stream's rate) at the rate the sweep

@@ -5,8 +5,9 @@
 //! - [`iobench`]: the zmIO-like direct-I/O benchmark run on this machine (`hetsched
 //!   iobench`), with [`cpio`], the paper's cycles-per-I/O metric;
 //! - the paper's server and its configurations in the simulator (`hetsched experiment
-//!   akram`).
+//!   akram`), and its claims judged as one reproduction ([`reproduce`]).
 
 pub mod cpio;
 pub mod experiment;
 pub mod iobench;
+pub mod reproduce;

@@ -510,6 +510,8 @@ pub type Fig67Row = (Option<f64>, Spread, Spread);
 pub struct Fig67 {
     pub table: String,
     pub rows: Vec<Fig67Row>,
+    /// Seeds behind each point.
+    pub seeds: usize,
 }
 
 /// The granularities of the sweep (ms).
@@ -617,7 +619,11 @@ pub fn fig6_7(
         "mean turnaround [s]",
         &|r| r.2.mean,
     )?;
-    Ok(Fig67 { table, rows })
+    Ok(Fig67 {
+        table,
+        rows,
+        seeds: seeds.len(),
+    })
 }
 
 /// Runs with more record events than this stay out of the demo's trace.

@@ -35,32 +35,42 @@ use hetsched_worker::Worker as _;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// MD5 words per second on one CPU core (docs/apps.md, measured).
-pub const MD5_CPU_WORDS_PER_S: f64 = 2.03e6;
-/// Prime divisors per second on one CPU core (docs/apps.md, measured).
-pub const PRIME_CPU_DIVISORS_PER_S: f64 = 1.75e8;
-/// GTX 480 speed over one CPU core for MD5 (see the module doc).
-pub const MD5_GPU_RATIO: f64 = 100.0;
-/// GTX 480 speed over one CPU core for 64-bit trial division: an assumption (the paper
-/// gives affinities 1:1, not speeds); `experiments::fig5` sweeps it.
-pub const PRIME_GPU_RATIO: f64 = 1.0;
+hetsched_repro::assumptions! { "beisel";
+    /// MD5 words per second on one CPU core: this project's measurement (`hetsched bench
+    /// apps`, docs/apps.md); the paper gives no rate.
+    pub const MD5_CPU_WORDS_PER_S: f64 = 2.03e6;
+    /// Prime divisors per second on one CPU core: this project's measurement (`hetsched
+    /// bench apps`, docs/apps.md); the paper gives no rate.
+    pub const PRIME_CPU_DIVISORS_PER_S: f64 = 1.75e8;
+    /// GTX 480 speed over one CPU core for MD5: a published CUDA MD5 search ran 36x a CPU
+    /// core on an 8800 Ultra, and the GTX 480 has ~2.8x its integer throughput; the paper
+    /// gives only the affinities (CUDA 2, CPU 1).
+    pub const MD5_GPU_RATIO: f64 = 100.0;
+    /// GTX 480 speed over one CPU core for 64-bit trial division (emulated `%` on that
+    /// GPU): the paper gives affinities 1:1, not speeds; Fig. 5 sweeps it from 1x to 128x.
+    pub const PRIME_GPU_RATIO: f64 = 1.0;
+    /// Cost of one re-request on the GPU (kernel launch, checkpoint copy, system call),
+    /// ns; the paper gives none. It sets the size of Fig. 6's overhead.
+    pub const GPU_CHECKPOINT_COST_NS: u64 = 200_000;
+    /// Bytes copied to the GPU when a task (re)starts there, kernel image and state
+    /// (1 ms at the preset's 8 GB/s); the paper gives none. It sets the size of Fig. 6's
+    /// overhead.
+    pub const GPU_SWITCH_BYTES: u64 = 8_000_000;
+    /// Smallest number of divisors a prime task tests (its smaller factor; log-uniform,
+    /// 6 ms on a CPU core): the paper does not give its numbers.
+    pub const PRIME_MIN_DIVISORS: f64 = 1e6;
+    /// Largest number of divisors a prime task tests (2 min on a CPU core): the paper
+    /// does not give its numbers; the work of factorising random numbers by trial
+    /// division is heavy-tailed.
+    pub const PRIME_MAX_DIVISORS: f64 = 2e10;
+}
+
 /// The paper's checkpoint intervals of MD5 (§V-1: "500 strings", "1 billion").
 pub const MD5_CPU_CHECKPOINT_WORDS: f64 = 500.0;
 pub const MD5_GPU_CHECKPOINT_WORDS: f64 = 1e9;
 pub const PRIME_CHECKPOINT_DIVISORS: f64 = 1000.0;
 /// GTX 480 thread processors: a GPU prime checkpoint covers 1000 divisors on each.
 pub const GPU_THREADS: f64 = 480.0;
-/// Cost of one re-request on the GPU (kernel launch, checkpoint copy, system call).
-pub const GPU_CHECKPOINT_COST_NS: u64 = 200_000;
-/// Bytes copied to the GPU when a task (re)starts there: kernel image and state
-/// (1 ms at the preset's 8 GB/s).
-pub const GPU_SWITCH_BYTES: u64 = 8_000_000;
-
-/// Range of the smaller prime factor of the numbers to factorise, i.e. of the divisors
-/// a task tests (log-uniform: 6 ms to 2 min on a CPU core; the work of factorising
-/// random numbers by trial division is heavy-tailed).
-pub const PRIME_MIN_DIVISORS: f64 = 1e6;
-pub const PRIME_MAX_DIVISORS: f64 = 2e10;
 
 /// The applications.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -18,6 +18,7 @@ mod o2_cmd;
 mod o2_plot;
 mod policies_cmd;
 mod profile_bench;
+mod reproduce_cmd;
 mod run_cmd;
 mod shelepov_cmd;
 mod signature_cmd;
@@ -76,6 +77,9 @@ enum Command {
         #[command(subcommand)]
         which: experiment::Experiment,
     },
+    /// Run every paper's reproduction and write one report (HTML, Markdown, JSON):
+    /// figures beside the paper's numbers, judged claims, assumptions.
+    Reproduce(reproduce_cmd::ReproduceArgs),
     /// Architectural signatures: memory traces -> reuse distances -> miss rates -> elasticity.
     Signature {
         #[command(subcommand)]
@@ -98,6 +102,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Bench { which } => bench::run(which),
         Command::Experiment { which } => experiment::run(which),
         Command::Signature { which } => signature_cmd::run(which),
+        Command::Reproduce(args) => reproduce_cmd::run(args),
     }
 }
 

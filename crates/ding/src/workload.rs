@@ -21,18 +21,37 @@ use hetsched_core::Result;
 use hetsched_sim::engine::REFERENCE_GHZ;
 use hetsched_sim::SimTask;
 
-/// Memory bandwidth per NUMA node, bytes/s: 10 GB/s, our assumption for a Xeon 7500
-/// socket's sustained bandwidth (not a measured value).
-pub const NODE_BANDWIDTH: f64 = 10e9;
-/// The LLC miss latency of the model, ns: the same as numa-amp's default
-/// `miss_latency_ns`, so the policy's model matches the simulated one.
-pub const MISS_LATENCY_NS: f64 = 100.0;
-/// Core cycles per instruction of every program (our choice).
-pub const CORE_CPI: f64 = 1.0;
+hetsched_repro::assumptions! { "ding";
+    /// Memory bandwidth per NUMA node, bytes/s: 10 GB/s, our assumption for a Xeon 7500
+    /// socket's sustained bandwidth (not a measured value; the paper gives none).
+    pub const NODE_BANDWIDTH: f64 = 10e9;
+    /// The LLC miss latency of the model, ns: the same as numa-amp's default
+    /// `miss_latency_ns`, so the policy's model matches the simulated one; the paper
+    /// gives none.
+    pub const MISS_LATENCY_NS: f64 = 100.0;
+    /// Core cycles per instruction of every program (our choice: no citable per-program
+    /// CPI was found).
+    pub const CORE_CPI: f64 = 1.0;
+    /// Work per thread, reference seconds (a capacity-1024 core); the paper's PARSEC
+    /// inputs and run times are not given.
+    pub const WORK_S: f64 = 2.0;
+    /// LLC misses per 1,000 instructions of a program with a small working set (fits a
+    /// Xeon 7500's 18–24 MB LLC: a DINO turtle, below 2); our mapping, no citable figure.
+    pub const MPKI_SMALL: f64 = 0.5;
+    /// LLC MPKI of a medium working set (fits the LLC: a turtle); our mapping.
+    pub const MPKI_MEDIUM: f64 = 1.5;
+    /// LLC MPKI of a large working set (a DINO semi-devil); our mapping.
+    pub const MPKI_LARGE: f64 = 5.0;
+    /// LLC MPKI of an unbounded working set (a DINO devil, above 10); our mapping,
+    /// probably too high for a large LLC (docs/ding.md).
+    pub const MPKI_UNBOUNDED: f64 = 15.0;
+    /// Resident memory page migration moves, bytes, by working-set class (small,
+    /// medium, large, unbounded): our choice, the order of the simlarge inputs.
+    pub const FOOTPRINT_BYTES: [f64; 4] = [64e6, 256e6, 512e6, 1e9];
+}
+
 /// Threads per program: one per core.
 pub const THREADS: usize = 8;
-/// Work per thread, reference seconds (a capacity-1024 core).
-pub const WORK_S: f64 = 2.0;
 /// Bytes per LLC miss (a cache line): what a miss draws from memory bandwidth.
 pub const LINE_BYTES: f64 = 64.0;
 
@@ -52,22 +71,17 @@ impl WorkingSet {
     /// semi-devil; unbounded a devil, above 10).
     pub fn mpki(self) -> f64 {
         match self {
-            WorkingSet::Small => 0.5,
-            WorkingSet::Medium => 1.5,
-            WorkingSet::Large => 5.0,
-            WorkingSet::Unbounded => 15.0,
+            WorkingSet::Small => MPKI_SMALL,
+            WorkingSet::Medium => MPKI_MEDIUM,
+            WorkingSet::Large => MPKI_LARGE,
+            WorkingSet::Unbounded => MPKI_UNBOUNDED,
         }
     }
 
     /// The program's resident memory, bytes, that page migration moves (our choice,
     /// the order of the simlarge inputs).
     pub fn footprint(self) -> f64 {
-        match self {
-            WorkingSet::Small => 64e6,
-            WorkingSet::Medium => 256e6,
-            WorkingSet::Large => 512e6,
-            WorkingSet::Unbounded => 1e9,
-        }
+        FOOTPRINT_BYTES[self as usize]
     }
 }
 

@@ -12,10 +12,11 @@
 //! the list the report prints come from the same source text, so an assumption is never
 //! written twice.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// How far our reproduction holds a claim of the paper.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// Our measurement meets the paper's statement within the claim's stated tolerance.
@@ -68,6 +69,29 @@ pub struct Claim {
     pub verdict: Verdict,
     /// Why ours differs, with the evidence, where it does; empty where it holds.
     pub explanation: String,
+}
+
+impl Claim {
+    /// A claim of `paper` to be judged: the caller fills in the values, the tolerance
+    /// and the verdict (`DoesNotHold` until judged).
+    pub fn new(
+        paper: &'static str,
+        id: &'static str,
+        source: &'static str,
+        statement: &str,
+    ) -> Claim {
+        Claim {
+            paper,
+            id,
+            source,
+            statement: statement.into(),
+            paper_value: String::new(),
+            ours: String::new(),
+            tolerance: String::new(),
+            verdict: Verdict::DoesNotHold,
+            explanation: String::new(),
+        }
+    }
 }
 
 /// A table of numbers: the paper's (transcribed from its text, figures or tables) or ours.
@@ -173,6 +197,72 @@ pub fn trim_doc(doc: &str) -> String {
         .join(" ")
 }
 
+/// A claim's verdict as its claim test reads it: the id, the verdict, and the claim in
+/// full for the failure message.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Judged {
+    pub id: String,
+    pub verdict: Verdict,
+    pub claim: String,
+}
+
+impl From<&Claim> for Judged {
+    fn from(c: &Claim) -> Judged {
+        Judged {
+            id: c.id.to_string(),
+            verdict: c.verdict,
+            claim: format!("{c:#?}"),
+        }
+    }
+}
+
+/// Asserts that the claim `id` of `judged` has `verdict`, showing the claim if not: the
+/// body of a claim test.
+pub fn assert_verdict(judged: &[Judged], id: &str, verdict: Verdict) {
+    let c = judged
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no claim {id}"));
+    assert_eq!(c.verdict, verdict, "{}", c.claim);
+}
+
+/// The claims `judge` returns, judged once per build of the calling test binary and
+/// shared by all its tests, also when a runner (cargo-nextest) runs each test in a
+/// process of its own: the first process to take the lock on `dir` judges and stores
+/// the verdicts in `dir`, the others wait for the lock and read them. A crate's claim
+/// tests so cost one reproduction, not one per claim. The lock is `flock`, released
+/// when its holder ends, even by a panic, so no process waits forever.
+pub fn judged_once(dir: &Path, judge: impl FnOnce() -> Vec<Claim>) -> std::io::Result<Vec<Judged>> {
+    use std::os::fd::AsRawFd;
+    let exe = std::env::current_exe()?;
+    let stamp = exe
+        .metadata()?
+        .modified()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let name = exe
+        .file_name()
+        .map_or("claims".into(), |n| n.to_string_lossy().into_owned());
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(format!("{name}-{stamp}.claims.json"));
+    let lock = std::fs::File::create(dir.join(format!("{name}.lock")))?;
+    // SAFETY: `lock` is an open descriptor for the whole call.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if let Some(judged) = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+    {
+        return Ok(judged);
+    }
+    let judged: Vec<Judged> = judge().iter().map(Judged::from).collect();
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_string(&judged)?)?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(judged)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,6 +296,33 @@ mod tests {
             list[1].source
         );
         assert_eq!(list[1].paper, "test");
+    }
+
+    #[test]
+    fn claims_are_judged_once_and_then_read_back() {
+        let dir = std::env::temp_dir().join(format!("hetsched-repro-test-{}", std::process::id()));
+        let claim = Claim {
+            paper: "test",
+            id: "c",
+            source: "§1",
+            statement: "s".into(),
+            paper_value: "1".into(),
+            ours: "1".into(),
+            tolerance: "t".into(),
+            verdict: Verdict::Partly,
+            explanation: String::new(),
+        };
+        let first = judged_once(&dir, || vec![claim]).unwrap();
+        assert_eq!(first.len(), 1);
+        assert_eq!(
+            (first[0].id.as_str(), first[0].verdict),
+            ("c", Verdict::Partly)
+        );
+        // The second call reads the stored verdicts and does not judge again.
+        let second = judged_once(&dir, || unreachable!("judged twice")).unwrap();
+        assert_eq!(second[0].verdict, Verdict::Partly);
+        assert!(second[0].claim.contains("Partly"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -143,6 +143,13 @@ pub const SETUPS: [Setup; 5] = [
     PROJECTION_1000,
 ];
 
+hetsched_repro::assumptions! { "shelepov";
+    /// A program's time alone on a 3 GHz core, s, the same for every program: the paper
+    /// gives no run times, and its metric is a ratio per program, so only the ratio of
+    /// run time to time slice (100 ms) depends on it.
+    pub const T_REF_S: f64 = 100.0;
+}
+
 /// Run settings.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Options {
@@ -160,7 +167,7 @@ impl Default for Options {
         Options {
             seeds: 16,
             horizon_s: 2000.0,
-            t_ref_s: 100.0,
+            t_ref_s: T_REF_S,
         }
     }
 }

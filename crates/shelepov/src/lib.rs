@@ -2,7 +2,8 @@
 //! Architectural Signatures" (WIOSCA 2008), §4 on the simulator: the SPEC CPU2000
 //! programs as elasticity time models with the signatures the scheduler sees
 //! (`programs`), the three experiments and the frequency-range projection on the
-//! paper's machine (`experiments`), and their bar chart (`plot`).
+//! paper's machine (`experiments`), their bar chart (`plot`), and the claims judged
+//! as one reproduction (`reproduce`).
 //!
 //! Why a crate of its own: the experiment is domain code (the paper's programs, its
 //! machine, its numbers); the policy it evaluates is `hetsched_policies::signature`,
@@ -11,3 +12,4 @@
 pub mod experiments;
 pub mod plot;
 pub mod programs;
+pub mod reproduce;

@@ -1,0 +1,348 @@
+//! `hetsched reproduce`: every paper's reproduction in one report.
+//!
+//! Why a crate of its own: it is the one place that knows *all* the experiments (the
+//! list [`EXPERIMENTS`]); each experiment crate knows only its own paper and returns a
+//! [`Reproduction`] (claims judged once, figures beside the paper's numbers, its
+//! assumptions). This crate runs them one after the other, keeps going when one fails
+//! (a failed experiment is a section that says so, and the run counts as failed), and
+//! writes `index.html` (static, no script), `report.md` and `claims.json` beside the
+//! experiments' PNGs. It never judges a claim itself, so the report and the experiment
+//! crates' claim tests cannot disagree.
+
+mod html;
+mod markdown;
+
+use hetsched_core::{Error, Result};
+use hetsched_repro::{Reproduction, Verdict};
+use serde::Serialize;
+use std::path::Path;
+use std::time::Instant;
+
+/// One experiment: its key (`--only` names it; its folder under the report) and its
+/// `reproduce(out, quick)`.
+#[derive(Debug)]
+pub struct Experiment {
+    pub paper: &'static str,
+    pub run: fn(&Path, bool) -> std::result::Result<Reproduction, String>,
+}
+
+/// The error of an experiment's `reproduce`, as the report prints it.
+fn shown<E: std::fmt::Display>(
+    r: std::result::Result<Reproduction, E>,
+) -> std::result::Result<Reproduction, String> {
+    r.map_err(|e| e.to_string())
+}
+
+/// Every experiment the report runs, in report order. To add one: its crate's
+/// `reproduce.rs` and one line here.
+pub const EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        paper: "beisel",
+        run: |out, quick| shown(hetsched_beisel::reproduce::reproduce(out, quick)),
+    },
+    Experiment {
+        paper: "shelepov",
+        run: |out, quick| shown(hetsched_shelepov::reproduce::reproduce(out, quick)),
+    },
+    Experiment {
+        paper: "ding",
+        run: |out, quick| shown(hetsched_ding::reproduce::reproduce(out, quick)),
+    },
+    Experiment {
+        paper: "akram",
+        run: |out, quick| shown(hetsched_akram::reproduce::reproduce(out, quick)),
+    },
+];
+
+/// One experiment's part of the report.
+#[derive(Debug, Serialize)]
+pub struct Section {
+    pub paper: &'static str,
+    /// Wall time of its `reproduce`, s.
+    pub seconds: f64,
+    /// Its reproduction, or why it failed (an error or a panic).
+    pub result: std::result::Result<Reproduction, String>,
+}
+
+/// The whole report.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub quick: bool,
+    pub seconds: f64,
+    pub sections: Vec<Section>,
+}
+
+/// Verdict counts: holds, partly, does not hold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub holds: usize,
+    pub partly: usize,
+    pub does_not_hold: usize,
+}
+
+impl Counts {
+    fn of<'a>(verdicts: impl Iterator<Item = &'a Verdict>) -> Counts {
+        let mut c = Counts::default();
+        for v in verdicts {
+            match v {
+                Verdict::Holds => c.holds += 1,
+                Verdict::Partly => c.partly += 1,
+                Verdict::DoesNotHold => c.does_not_hold += 1,
+            }
+        }
+        c
+    }
+    pub fn total(&self) -> usize {
+        self.holds + self.partly + self.does_not_hold
+    }
+}
+
+impl std::fmt::Display for Counts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} claims: {} hold, {} partly, {} do not hold",
+            self.total(),
+            self.holds,
+            self.partly,
+            self.does_not_hold
+        )
+    }
+}
+
+impl Section {
+    pub fn counts(&self) -> Counts {
+        match &self.result {
+            Ok(r) => Counts::of(r.claims.iter().map(|c| &c.verdict)),
+            Err(_) => Counts::default(),
+        }
+    }
+}
+
+impl Report {
+    pub fn counts(&self) -> Counts {
+        Counts::of(
+            self.sections
+                .iter()
+                .filter_map(|s| s.result.as_ref().ok())
+                .flat_map(|r| r.claims.iter().map(|c| &c.verdict)),
+        )
+    }
+    /// The experiments that failed.
+    pub fn failed(&self) -> Vec<&'static str> {
+        self.sections
+            .iter()
+            .filter(|s| s.result.is_err())
+            .map(|s| s.paper)
+            .collect()
+    }
+}
+
+/// The experiments `only` selects (all when `None`); an unknown key is bad input that
+/// names the accepted ones.
+pub fn select(only: Option<&str>) -> Result<Vec<&'static Experiment>> {
+    match only {
+        None => Ok(EXPERIMENTS.iter().collect()),
+        Some(key) => EXPERIMENTS
+            .iter()
+            .find(|e| e.paper == key)
+            .map(|e| vec![e])
+            .ok_or_else(|| {
+                let keys: Vec<&str> = EXPERIMENTS.iter().map(|e| e.paper).collect();
+                Error::input(format!(
+                    "--only: unknown paper '{key}', expected one of {}",
+                    keys.join(", ")
+                ))
+            }),
+    }
+}
+
+/// Runs `experiments` (each into `out/<paper>/`) with a progress bar on stderr when
+/// `progress`, and writes `index.html`, `report.md` and `claims.json` into `out`.
+/// A failing or panicking experiment becomes a failed section; the others still run.
+pub fn run(out: &Path, quick: bool, experiments: &[&Experiment], progress: bool) -> Result<Report> {
+    let start = Instant::now();
+    std::fs::create_dir_all(out).map_err(|e| Error::runtime(format!("{}: {e}", out.display())))?;
+    let bar = if progress {
+        indicatif::ProgressBar::new(experiments.len() as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(500));
+    let mut sections = Vec::new();
+    for e in experiments {
+        bar.set_message(e.paper);
+        let t = Instant::now();
+        let dir = out.join(e.paper);
+        let result = std::panic::catch_unwind(|| (e.run)(&dir, quick)).unwrap_or_else(|p| {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Err(format!("panicked: {msg}"))
+        });
+        sections.push(Section {
+            paper: e.paper,
+            seconds: t.elapsed().as_secs_f64(),
+            result,
+        });
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let report = Report {
+        quick,
+        seconds: start.elapsed().as_secs_f64(),
+        sections,
+    };
+    write(out, &report)?;
+    Ok(report)
+}
+
+/// Writes the report's three files into `out`.
+pub fn write(out: &Path, report: &Report) -> Result<()> {
+    let put = |name: &str, text: String| {
+        let path = out.join(name);
+        std::fs::write(&path, text).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))
+    };
+    put("index.html", html::render(report))?;
+    put("report.md", markdown::render(report))?;
+    put(
+        "claims.json",
+        serde_json::to_string_pretty(&claims_json(report)).map_err(Error::runtime)?,
+    )
+}
+
+/// `claims.json`: per experiment its claims with verdicts, or its failure.
+fn claims_json(report: &Report) -> serde_json::Value {
+    let experiments: Vec<serde_json::Value> = report
+        .sections
+        .iter()
+        .map(|s| match &s.result {
+            Ok(r) => serde_json::json!({
+                "paper": s.paper, "seconds": s.seconds, "claims": r.claims,
+            }),
+            Err(e) => serde_json::json!({ "paper": s.paper, "seconds": s.seconds, "failed": e }),
+        })
+        .collect();
+    serde_json::json!({
+        "quick": report.quick,
+        "seconds": report.seconds,
+        "counts": report.counts(),
+        "experiments": experiments,
+    })
+}
+
+/// The command that produced a report.
+fn command(report: &Report) -> String {
+    let only = match report.sections.as_slice() {
+        [one] if EXPERIMENTS.len() > 1 => format!(" --only {}", one.paper),
+        _ => String::new(),
+    };
+    format!(
+        "hetsched reproduce{}{only}",
+        if report.quick { " --quick" } else { "" }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hetsched_repro::{Claim, Figure, Table};
+
+    fn tiny(out: &Path, _quick: bool) -> std::result::Result<Reproduction, String> {
+        std::fs::create_dir_all(out).map_err(|e| e.to_string())?;
+        Ok(Reproduction {
+            paper: "tiny",
+            reference: "A <tiny> & \"quoted\" paper".into(),
+            commands: vec!["hetsched experiment tiny".into()],
+            figures: vec![Figure {
+                paper: "tiny",
+                id: "fig1",
+                title: "Fig. 1 | a pipe".into(),
+                images: vec!["fig1.png".into()],
+                paper_numbers: Table::default(),
+                ours: Table {
+                    header: vec!["n".into()],
+                    rows: vec![vec!["1".into()]],
+                },
+                note: String::new(),
+            }],
+            claims: vec![Claim {
+                paper: "tiny",
+                id: "c1",
+                source: "§1",
+                statement: "x < y".into(),
+                paper_value: "1".into(),
+                ours: "2".into(),
+                tolerance: "±1".into(),
+                verdict: Verdict::Partly,
+                explanation: "why".into(),
+            }],
+            assumptions: vec![],
+        })
+    }
+
+    #[test]
+    fn a_failing_or_panicking_experiment_is_a_failed_section_and_the_others_still_run() {
+        let failing = Experiment {
+            paper: "failing",
+            run: |_, _| Err("no machine".into()),
+        };
+        let panicking = Experiment {
+            paper: "panicking",
+            run: |_, _| panic!("a bug"),
+        };
+        let good = Experiment {
+            paper: "tiny",
+            run: tiny,
+        };
+        let dir = std::env::temp_dir().join(format!("hetsched-report-unit-{}", std::process::id()));
+        let r = run(&dir, true, &[&failing, &panicking, &good], false).unwrap();
+        assert_eq!(r.failed(), ["failing", "panicking"]);
+        assert_eq!(
+            r.sections[1].result.as_ref().unwrap_err(),
+            "panicked: a bug"
+        );
+        assert_eq!(
+            r.counts(),
+            Counts {
+                holds: 0,
+                partly: 1,
+                does_not_hold: 0
+            }
+        );
+        let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+        assert!(html.contains("data-failed=\"failing\""), "{html}");
+        assert!(html.contains("no machine"));
+        // Text is escaped, images are under the experiment's folder.
+        assert!(html.contains("A &lt;tiny&gt; &amp; &quot;quoted&quot; paper"));
+        assert!(html.contains("<img src=\"tiny/fig1.png\""));
+        assert!(html.contains("data-claim=\"c1\" data-verdict=\"partly\""));
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert!(md.contains("#### Fig. 1 | a pipe") && md.contains("| `c1` | §1 | x < y |"));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("claims.json")).unwrap())
+                .unwrap();
+        assert_eq!(json["experiments"][0]["failed"], "no machine");
+        assert_eq!(json["experiments"][2]["claims"][0]["verdict"], "partly");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn only_names_an_experiment_or_is_bad_input_listing_them() {
+        assert_eq!(select(Some("ding")).unwrap()[0].paper, "ding");
+        assert_eq!(select(None).unwrap().len(), EXPERIMENTS.len());
+        let e = select(Some("nope")).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string().contains("beisel, shelepov, ding, akram"),
+            "{e}"
+        );
+    }
+}
