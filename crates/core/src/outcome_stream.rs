@@ -47,7 +47,7 @@ impl OutcomeStream {
             self.pending.push_back(Pending {
                 outcome: TaskOutcome {
                     task: e.task,
-                    kind: kind.to_string(),
+                    kind: kind.clone(),
                     arrival_ns: e.t_ns,
                     first_start_ns: None,
                     end_ns: None,
@@ -121,8 +121,9 @@ pub struct MetricsBuilder {
     tasks: usize,
     rejected: usize,
     makespan_ns: u64,
-    turnaround: Vec<f64>,
-    wait: Vec<f64>,
+    /// Turnarounds and waits in ns (sorted as integers at the end: [`Stats::of_ns`]).
+    turnaround: Vec<u64>,
+    wait: Vec<u64>,
     slowdown_sum: f64,
     slowdown_sum_sq: f64,
 }
@@ -174,10 +175,9 @@ impl MetricsBuilder {
         let Some(turnaround) = o.turnaround_ns() else {
             return;
         };
-        let s = |ns: u64| ns as f64 * 1e-9;
         self.makespan_ns = self.makespan_ns.max(o.end_ns.unwrap_or(0));
-        self.turnaround.push(s(turnaround));
-        self.wait.push(s(o.wait_ns().expect("a turnaround")));
+        self.turnaround.push(turnaround);
+        self.wait.push(o.wait_ns().expect("a turnaround"));
         let slowdown = turnaround as f64 / o.ideal_ns.max(1) as f64;
         self.slowdown_sum += slowdown;
         self.slowdown_sum_sq += slowdown * slowdown;
@@ -210,8 +210,8 @@ impl MetricsBuilder {
             completed: done,
             rejected: self.rejected,
             makespan_s,
-            turnaround_s: Stats::of(&mut self.turnaround),
-            wait_s: Stats::of(&mut self.wait),
+            turnaround_s: Stats::of_ns(&mut self.turnaround),
+            wait_s: Stats::of_ns(&mut self.wait),
             throughput_per_s: if makespan_ns > 0 {
                 done as f64 / makespan_s
             } else {

@@ -421,17 +421,27 @@ impl Scenario {
             .explicit
             .iter()
             .flat_map(|(t, n)| std::iter::repeat_n(t, *n as usize).cloned());
-        let mut streams: Vec<Box<dyn Iterator<Item = Task> + '_>> = vec![Box::new(explicit)];
+        let mut streams: Vec<Box<dyn Iterator<Item = Task> + '_>> = Vec::new();
+        if self.explicit.iter().any(|t| t.1 > 0) {
+            streams.push(Box::new(explicit));
+        }
         for (i, g) in self.generators.iter().enumerate() {
             let seed = self.seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(i as u64 + 1));
-            streams.push(Box::new(GeneratorStream {
-                g,
-                rng: ChaCha8Rng::seed_from_u64(seed),
-                left: g.count,
-                t: g.start,
-            }));
+            if g.count > 0 {
+                streams.push(Box::new(GeneratorStream {
+                    g,
+                    rng: ChaCha8Rng::seed_from_u64(seed),
+                    left: g.count,
+                    t: g.start,
+                }));
+            }
         }
-        let heads = streams.iter_mut().map(|s| s.next()).collect();
+        // One stream needs no merge (the usual case: one generator or one list).
+        let heads = if streams.len() > 1 {
+            streams.iter_mut().map(|s| s.next()).collect()
+        } else {
+            Vec::new()
+        };
         Tasks {
             streams,
             heads,
@@ -490,7 +500,9 @@ impl Scenario {
     }
 }
 
-/// The tasks of a scenario in arrival order (see [`Scenario::tasks`]).
+/// The tasks of a scenario in arrival order (see [`Scenario::tasks`]): the streams with
+/// tasks (explicit tasks first, then each generator's) and, when there are several, the
+/// next task of each.
 pub struct Tasks<'a> {
     streams: Vec<Box<dyn Iterator<Item = Task> + 'a>>,
     heads: Vec<Option<Task>>,
@@ -500,13 +512,18 @@ pub struct Tasks<'a> {
 
 impl Iterator for Tasks<'_> {
     type Item = Task;
+    #[inline]
     fn next(&mut self) -> Option<Task> {
-        // The earliest head; ties: the first stream (explicit tasks, then generators).
-        let heads = &self.heads;
-        let i = (0..heads.len())
-            .filter(|&i| heads[i].is_some())
-            .min_by_key(|&i| heads[i].as_ref().map(|t| t.arrival_ns))?;
-        let mut task = std::mem::replace(&mut self.heads[i], self.streams[i].next())?;
+        let mut task = if self.heads.is_empty() {
+            self.streams.first_mut()?.next()?
+        } else {
+            // The earliest head; ties: the first stream (explicit tasks, then generators).
+            let heads = &self.heads;
+            let i = (0..heads.len())
+                .filter(|&i| heads[i].is_some())
+                .min_by_key(|&i| heads[i].as_ref().map(|t| t.arrival_ns))?;
+            std::mem::replace(&mut self.heads[i], self.streams[i].next())?
+        };
         task.id = self.next_id;
         self.next_id += 1;
         self.left -= 1;

@@ -14,7 +14,7 @@ use hetsched_core::record::{Event, Metrics, Recorder, TaskOutcome};
 use hetsched_core::{Error, Result};
 use std::io::Write;
 
-/// Bytes gathered before each write of the CSV.
+/// Bytes of CSV lines gathered before each write.
 const CSV_BUFFER: usize = 1 << 20;
 
 /// Checks, tallies and writes out a run's events as they come (see the module docs).
@@ -27,8 +27,9 @@ pub struct StreamRecorder<W: Write> {
 /// Where final outcomes go: the metrics and the per-task CSV.
 struct Sink<W: Write> {
     metrics: MetricsBuilder,
-    /// The per-task CSV, if asked for, the unit names it prints and its name for errors.
-    csv: Option<std::io::BufWriter<W>>,
+    /// The per-task CSV, if asked for: the file, the lines not yet written to it, the
+    /// unit names it prints and its name for errors.
+    csv: Option<(W, Vec<u8>)>,
     csv_name: String,
     unit_names: Vec<String>,
     /// The first invariant violation or write error (the run goes on; `finish` says).
@@ -39,18 +40,27 @@ impl<W: Write> Sink<W> {
     #[inline]
     fn take(&mut self, o: TaskOutcome) {
         self.metrics.outcome(&o);
-        if let Some(w) = &mut self.csv {
-            if let Err(e) = write_csv_row(w, &o, &self.unit_names) {
-                self.fail(e);
+        if let Some((_, buf)) = &mut self.csv {
+            write_csv_row(buf, &o, &self.unit_names);
+            if buf.len() >= CSV_BUFFER {
+                self.flush();
             }
         }
     }
 
+    /// Writes out the lines gathered (the first write error is kept for `finish`).
     #[cold]
-    fn fail(&mut self, e: std::io::Error) {
-        let name = &self.csv_name;
-        self.error
-            .get_or_insert_with(|| Error::runtime(format!("{name}: {e}")));
+    fn flush(&mut self) {
+        let Some((w, buf)) = &mut self.csv else {
+            return;
+        };
+        let written = w.write_all(buf).and_then(|()| w.flush());
+        buf.clear();
+        if let Err(e) = written {
+            let name = &self.csv_name;
+            self.error
+                .get_or_insert_with(|| Error::runtime(format!("{name}: {e}")));
+        }
     }
 }
 
@@ -64,23 +74,21 @@ impl<W: Write> StreamRecorder<W> {
         csv: Option<(W, String)>,
     ) -> StreamRecorder<W> {
         let (csv, csv_name) = match csv {
-            Some((w, name)) => (Some(std::io::BufWriter::with_capacity(CSV_BUFFER, w)), name),
+            Some((w, name)) => {
+                // Room for the lines of one write and the one that crosses the mark.
+                let mut buf = Vec::with_capacity(CSV_BUFFER + CSV_BUFFER / 4);
+                buf.extend_from_slice(TASKS_CSV_HEADER.as_bytes());
+                (Some((w, buf)), name)
+            }
             None => (None, String::new()),
         };
-        let mut sink = Sink {
+        let sink = Sink {
             metrics: MetricsBuilder::new(policy, unit_kinds),
             csv,
             csv_name,
             unit_names,
             error: None,
         };
-        if let Some(Err(e)) = sink
-            .csv
-            .as_mut()
-            .map(|w| w.write_all(TASKS_CSV_HEADER.as_bytes()))
-        {
-            sink.fail(e);
-        }
         StreamRecorder {
             outcomes: OutcomeStream::default(),
             checker: Checker::new(unit_kinds.len(), false),
@@ -93,9 +101,7 @@ impl<W: Write> StreamRecorder<W> {
     pub fn finish(mut self) -> Result<Metrics> {
         let sink = &mut self.sink;
         self.outcomes.finish(&mut |o| sink.take(o));
-        if let Some(Err(e)) = sink.csv.as_mut().map(|w| w.flush()) {
-            sink.fail(e);
-        }
+        sink.flush();
         match self.sink.error {
             Some(e) => Err(e),
             None => Ok(self.sink.metrics.finish()),
