@@ -86,7 +86,7 @@ enum { T_BLOCK = 0, T_REPEAT = 1, T_PROGRESS = 2, T_SAMPLE = 3, T_SUMMARY = 4, T
  * ones (every LONG_EVERY-th time sample) below MID; HISTORY block changes kept. */
 #define NEAR 64
 #define MID 1024
-#define LONG_EVERY 8
+#define LONG_EVERY 16
 #define HISTORY (1u << 16)
 #define SEEN_SLOTS 4096
 #define EMPTY UINT64_MAX

@@ -35,9 +35,10 @@ use rand_chacha::ChaCha8Rng;
 pub use crate::near::{MID, NEAR};
 
 /// Every this-many-th time sample is *long*: its walk goes on to MID distinct blocks
-/// (about 16 times the steps of one to NEAR), so distances below MID are measured
+/// (about 16 times the steps of one to NEAR, so they cost about as much as all the
+/// short ones), so distances below MID are measured
 /// exactly too, at a rate of R / LONG_EVERY.
-pub const LONG_EVERY: u64 = 8;
+pub const LONG_EVERY: u64 = 16;
 
 /// Seed of the time-sampling generator (fixed: the same trace gives the same profile).
 const TIME_SAMPLING_SEED: u64 = 0x5ead_5eed;

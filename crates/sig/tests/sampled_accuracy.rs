@@ -34,8 +34,8 @@ fn rate_one_equals_exact() {
 fn small_working_set_far_reuses_land_in_their_buckets() {
     // Uniformly random accesses over 2000 blocks (20 sampled at R = 0.01): most reuses
     // lie at 64..2000, where there is often no sampled block in between; they must
-    // not pile up at the nearest far distance (in B(33,64)). Long time samples (R/8
-    // of the block changes: 10,000 here) measure the distances below 1024.
+    // not pile up at the nearest far distance (in B(33,64)). Long time samples (R/16
+    // of the block changes: 5,000 here) measure the distances below 1024.
     let mut rng = ChaCha8Rng::seed_from_u64(9);
     let blocks: Vec<u64> = (0..8_000_000)
         .map(|_| (7 << 40) + rng.random_range(0..2000u64))
