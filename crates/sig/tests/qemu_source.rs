@@ -142,3 +142,73 @@ fn forked_children_are_counted_not_traced() {
     );
     assert!(a.finish().accesses > 0);
 }
+
+/// Each of N threads reads every block of its own 1 MB array 50 times.
+const THREADS_C: &str = r#"
+#include <pthread.h>
+#include <stdlib.h>
+#define BYTES (1L << 20)
+static void *work(void *arg)
+{
+    volatile unsigned char *a = calloc(BYTES, 1);
+    unsigned long sum = 0;
+    for (int r = 0; r < 50; r++)
+        for (long i = 0; i < BYTES; i += 64)
+            sum += a[i];
+    *(unsigned long *)arg = sum;
+    return NULL;
+}
+int main(int argc, char **argv)
+{
+    int n = argc > 1 ? atoi(argv[1]) : 1;
+    pthread_t t[16];
+    unsigned long sums[16];
+    for (int i = 0; i < n && i < 16; i++)
+        pthread_create(&t[i], NULL, work, &sums[i]);
+    for (int i = 0; i < n && i < 16; i++)
+        pthread_join(t[i], NULL);
+    return 0;
+}
+"#;
+
+#[test]
+fn every_thread_of_the_program_is_traced() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, bin) = (dir.path().join("threads.c"), dir.path().join("threads"));
+    std::fs::write(&src, THREADS_C).unwrap();
+    let out = Command::new("gcc")
+        .args(["-O1", "-pthread", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .output()
+        .expect("gcc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = |n: &str| profile(Live::Qemu, Mode::Exact, &argv(&[bin.to_str().unwrap(), n]));
+    let (none, one, three) = (run("0"), run("1"), run("3"));
+    // What one thread adds (16,384 blocks read 50 times: 819,200 loads and the loop's
+    // instructions), three threads add three times: the accesses and instructions of
+    // concurrent threads are all recorded (the plugin serialises their accesses, and
+    // QEMU's instruction counter is shared by them), and their arrays are all in the
+    // working set.
+    let added = |f: fn(&hetsched_sig::Profile) -> u64| {
+        let (a, b) = (f(&one) - f(&none), f(&three) - f(&none));
+        (a as f64, b as f64)
+    };
+    let (a1, a3) = added(|p| p.accesses);
+    assert!(a1 >= 819_200.0, "{a1}");
+    assert!(
+        (a3 / (3.0 * a1) - 1.0).abs() < 0.01,
+        "accesses: {a3} vs 3 x {a1}"
+    );
+    let (i1, i3) = added(|p| p.instructions);
+    assert!(
+        (i3 / (3.0 * i1) - 1.0).abs() < 0.01,
+        "instructions: {i3} vs 3 x {i1}"
+    );
+    let (w1, w3) = added(|p| p.working_set_blocks);
+    assert!(w1 >= 16_384.0 && w3 >= 3.0 * 16_384.0, "{w1} {w3}");
+}
