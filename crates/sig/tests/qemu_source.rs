@@ -20,13 +20,12 @@ fn profile(source: Live, mode: Mode, argv: &[String]) -> Profile {
     a.finish()
 }
 
-/// The validation kernel, linked statically: no dynamic loader, and no valgrind
-/// preload library in lackey's run, so the two traces differ only in libc's start-up.
-fn static_kernel(dir: &Path) -> String {
-    let (src, bin) = (dir.join("kernel.c"), dir.join("kernel"));
-    std::fs::write(&src, KERNEL_C).unwrap();
+/// Compiles C `source` with gcc and `flag` into `dir/name`; returns the program's path.
+fn compile(dir: &Path, name: &str, source: &str, flag: &str) -> String {
+    let (src, bin) = (dir.join(format!("{name}.c")), dir.join(name));
+    std::fs::write(&src, source).unwrap();
     let out = Command::new("gcc")
-        .args(["-O1", "-static", "-o"])
+        .args(["-O1", flag, "-o"])
         .arg(&bin)
         .arg(&src)
         .output()
@@ -37,6 +36,12 @@ fn static_kernel(dir: &Path) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     bin.display().to_string()
+}
+
+/// The validation kernel, linked statically: no dynamic loader, and no valgrind
+/// preload library in lackey's run, so the two traces differ only in libc's start-up.
+fn static_kernel(dir: &Path) -> String {
+    compile(dir, "kernel", KERNEL_C, "-static")
 }
 
 fn argv(s: &[&str]) -> Vec<String> {
@@ -174,20 +179,8 @@ int main(int argc, char **argv)
 #[test]
 fn every_thread_of_the_program_is_traced() {
     let dir = tempfile::tempdir().unwrap();
-    let (src, bin) = (dir.path().join("threads.c"), dir.path().join("threads"));
-    std::fs::write(&src, THREADS_C).unwrap();
-    let out = Command::new("gcc")
-        .args(["-O1", "-pthread", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .output()
-        .expect("gcc");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = |n: &str| profile(Live::Qemu, Mode::Exact, &argv(&[bin.to_str().unwrap(), n]));
+    let bin = compile(dir.path(), "threads", THREADS_C, "-pthread");
+    let run = |n: &str| profile(Live::Qemu, Mode::Exact, &argv(&[&bin, n]));
     let (none, one, three) = (run("0"), run("1"), run("3"));
     // What one thread adds (16,384 blocks read 50 times: 819,200 loads and the loop's
     // instructions), three threads add three times: the accesses and instructions of
