@@ -376,6 +376,10 @@ mod tests {
             (vec![T_REPEAT << 60 | 3], "a repeat before any block"),
             (vec![7 << 60], "unknown tag 7"),
             (vec![T_SAMPLE << 60 | 65 << 8, 1], "a malformed sample"),
+            (
+                vec![T_SAMPLE << 60 | 1025 << 8 | 5, 1],
+                "a malformed sample",
+            ),
             (vec![T_SAMPLE << 60, 1], "a sample in exact mode"),
             (vec![T_END << 60, 5], "after the end marker"),
             (vec![T_SUMMARY << 60, 1, 2], "ends inside a record"),
@@ -403,7 +407,7 @@ mod tests {
     proptest! {
         #[test]
         fn any_words_decode_or_fail_without_panicking(
-            words in prop::collection::vec(prop_oneof![any::<u64>(), (0u64..16, 0u64..70 << 8).prop_map(|(t, p)| t << 60 | p)], 0..64),
+            words in prop::collection::vec(prop_oneof![any::<u64>(), (0u64..16, 0u64..1100 << 8).prop_map(|(t, p)| t << 60 | p)], 0..64),
             sampled in any::<bool>(),
         ) {
             let mode = if sampled { Mode::Sampled(0.5) } else { Mode::Exact };
