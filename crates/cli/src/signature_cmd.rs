@@ -139,7 +139,7 @@ pub struct ProfileArgs {
     /// Trace source.
     #[arg(long, value_enum, default_value_t = SourceArg::Auto)]
     source: SourceArg,
-    /// Discard the program's standard output.
+    /// Discard the program's standard output and show no progress.
     #[arg(long)]
     quiet: bool,
     #[command(flatten)]
@@ -202,11 +202,15 @@ fn create(p: &Path) -> Result<BufWriter<File>> {
         .map_err(|e| Error::runtime(format!("{}: cannot create: {e}", p.display())))
 }
 
-/// A spinner on stderr (drawn only on a terminal): accesses seen and time elapsed.
+/// A spinner on stderr (drawn only on a terminal, and not with `--quiet`): accesses
+/// seen and time elapsed.
 pub struct Progress(indicatif::ProgressBar);
 
 impl Progress {
-    pub fn start() -> Self {
+    pub fn start(quiet: bool) -> Self {
+        if quiet {
+            return Progress(indicatif::ProgressBar::hidden());
+        }
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_style(
             indicatif::ProgressStyle::with_template("{spinner} tracing: {msg}, {elapsed}")
@@ -244,7 +248,7 @@ pub fn run(cmd: SignatureCmd) -> Result<()> {
             };
             let (prog, args) = command.split_first().expect("clap requires a command");
             let source = a.source.resolve(a.save.is_some())?;
-            let progress = Progress::start();
+            let progress = Progress::start(a.quiet);
             let run = match &a.save {
                 Some(p) => {
                     let mut w = binary::Writer::new(create(p)?);

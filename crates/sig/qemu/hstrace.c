@@ -17,8 +17,9 @@
  *   0  a block access (exact mode; the payload is the block number, addr >> 6)
  *   1  the previous block was accessed `payload` more times (exact mode)
  *   2  progress: `payload` block accesses so far (sent with every buffer flush)
- *   3  a sample (sampled mode): bit 0 timed, bit 1 spatial, bits 8..15 the near
- *      distance (0..63; 64 = far, not met within the last 64 distinct blocks);
+ *   3  a sample (sampled mode): bit 0 timed, bit 1 spatial, bit 2 long (a time
+ *      sample whose walk went to MID), bits 8..19 the time sample's distance (below
+ *      the walk's limit, NEAR or MID; the limit itself = that far or more, or new);
  *      the next word is the block number
  *   4  summary at exit; five words follow: instructions, data-access records,
  *      block accesses, block changes, repeats (accesses to the previous block)
@@ -81,10 +82,13 @@ EXPORT int qemu_plugin_version = 1;
 #define TAG(t) ((uint64_t)(t) << 60)
 enum { T_BLOCK = 0, T_REPEAT = 1, T_PROGRESS = 2, T_SAMPLE = 3, T_SUMMARY = 4, T_FORK = 5, T_END = 15 };
 
-/* As crates/sig/src/near.rs: distances below NEAR are exact; HISTORY block changes kept. */
+/* As crates/sig/src/near.rs and sampled.rs: walks measure distances below NEAR, long
+ * ones (every LONG_EVERY-th time sample) below MID; HISTORY block changes kept. */
 #define NEAR 64
-#define HISTORY (1u << 14)
-#define SEEN_SLOTS 1024
+#define MID 1024
+#define LONG_EVERY 16
+#define HISTORY (1u << 16)
+#define SEEN_SLOTS 4096
 #define EMPTY UINT64_MAX
 #define BUF_WORDS (1u << 16)
 
@@ -105,7 +109,7 @@ static uint64_t prev = EMPTY;
 
 /* Sampled mode: ring of block changes, time-sampling countdown, the walk's set. */
 static uint64_t ring[HISTORY];
-static uint64_t countdown;
+static uint64_t countdown, timed_count;
 static uint64_t rng_state = 0x5ead5eedULL;
 static uint64_t seen[SEEN_SLOTS];
 
@@ -178,18 +182,18 @@ static uint64_t next_skip(void)
 
 static inline size_t slot_of(uint64_t b)
 {
-    return (size_t)((b * 0x9e3779b97f4a7c15ULL) >> 54) % SEEN_SLOTS;
+    return (size_t)((b * 0x9e3779b97f4a7c15ULL) >> 52) % SEEN_SLOTS;
 }
 
 /*
  * The reuse distance of the block change at ring position `at` (the block is not yet
- * pushed), if below NEAR: walk back counting distinct blocks (near.rs's walk).
- * Returns NEAR for far, new, or history run out.
+ * pushed), if below `limit`: walk back counting distinct blocks (near.rs's walk).
+ * Returns `limit` for that far or more, new, or history run out.
  */
-static unsigned near_distance(uint64_t at, uint64_t block)
+static unsigned distance_below(uint64_t at, uint64_t block, unsigned limit)
 {
-    size_t filled[NEAR];
-    unsigned distinct = 0, found = NEAR;
+    size_t filled[MID];
+    unsigned distinct = 0, found = limit;
     uint64_t back = at < HISTORY ? at : HISTORY;
     for (uint64_t k = 1; k <= back; k++) {
         uint64_t b = ring[(at - k) % HISTORY];
@@ -203,23 +207,13 @@ static unsigned near_distance(uint64_t at, uint64_t block)
         if (seen[i] == EMPTY) {
             seen[i] = b;
             filled[distinct++] = i;
-            if (distinct == NEAR)
+            if (distinct == limit)
                 break;
         }
     }
     for (unsigned j = 0; j < distinct; j++)
         seen[filled[j]] = EMPTY;
     return found;
-}
-
-/* Whether `block` is among the NEAR changes before position `at` (then it is near). */
-static bool in_last_near(uint64_t at, uint64_t block)
-{
-    uint64_t n = at < NEAR ? at : NEAR;
-    for (uint64_t k = 1; k <= n; k++)
-        if (ring[(at - k) % HISTORY] == block)
-            return true;
-    return false;
 }
 
 static inline void block_access(uint64_t block)
@@ -245,16 +239,19 @@ static inline void block_access(uint64_t block)
     bool timed = --countdown == 0;
     bool spatial = mix(block) <= threshold;
     if (timed | spatial) {
-        unsigned near;
+        /* A spatial sample needs no walk: hetsched measures its distance among the
+         * sampled blocks. */
+        unsigned d = 0;
+        bool long_walk = false;
         if (timed) {
-            near = near_distance(at, block);
+            /* At R = 1 every walk is long, as in sampled.rs. */
+            long_walk = rate >= 1.0 || timed_count++ % LONG_EVERY == 0;
+            d = distance_below(at, block, long_walk ? MID : NEAR);
             countdown = next_skip();
-        } else {
-            /* Only near-or-far matters for a spatial sample; 0 stands for near. */
-            near = in_last_near(at, block) ? 0 : near_distance(at, block);
         }
         room(2);
-        emit(TAG(T_SAMPLE) | (uint64_t)near << 8 | (uint64_t)spatial << 1 | (uint64_t)timed);
+        emit(TAG(T_SAMPLE) | (uint64_t)d << 8 | (uint64_t)long_walk << 2 | (uint64_t)spatial << 1 |
+             (uint64_t)timed);
         emit(block);
     }
     ring[at % HISTORY] = block;

@@ -1,21 +1,24 @@
 //! Exact short reuse distances, on demand, from a window of recent history.
 //!
-//! The sampled analyser needs distances below [`NEAR`] exactly, but only for the
+//! The sampled analyser needs distances below [`MID`] exactly, but only for the
 //! accesses it samples. So instead of updating a recency stack on every access it keeps
 //! the last [`HISTORY`] accesses that changed block in a ring (one store per access)
 //! and, for a sampled access, walks back through them counting distinct blocks until
-//! it meets the accessed block (its distance) or has counted NEAR others (far). A walk
-//! is a few dozen to a few hundred cheap steps, paid on about R of the accesses.
+//! it meets the accessed block (its distance) or has counted a limit of others (far).
+//! A walk to [`NEAR`] is a few dozen to a few hundred cheap steps, paid on about R of
+//! the accesses; a walk to MID is ~16 times longer and paid on a fraction of those.
 
-/// Distances below this are measured exactly.
+/// Every walk measures distances below this.
 pub const NEAR: usize = 64;
+/// Long walks measure distances below this.
+pub const MID: usize = 1024;
 /// Accesses kept in the ring. A walk that runs out of history without meeting its
-/// block or NEAR distinct others (a loop over fewer than NEAR blocks for longer than
+/// block or its limit of distinct others (a loop over fewer blocks for longer than
 /// this) reports the access as far.
-pub const HISTORY: usize = 1 << 14;
-/// Slots of the per-walk set of distinct blocks: with at most NEAR blocks in 1024
-/// slots, a block's first probe almost always decides.
-const SEEN_SLOTS: usize = 1024;
+pub const HISTORY: usize = 1 << 16;
+/// Slots of the per-walk set of distinct blocks: with at most MID blocks in 4096
+/// slots, a block's first probe mostly decides.
+const SEEN_SLOTS: usize = 4096;
 /// An empty slot (block numbers are byte addresses >> 6, never this).
 const EMPTY: u64 = u64::MAX;
 
@@ -28,7 +31,7 @@ pub(crate) struct RecentBlocks {
     /// The set of blocks met by the current walk (open addressing; empty between walks).
     seen: Box<[u64; SEEN_SLOTS]>,
     /// Slots of `seen` the current walk filled, to empty them afterwards.
-    filled: [usize; NEAR],
+    filled: Box<[usize; MID]>,
 }
 
 /// Appends to the ring with its position in a local (a register in a hot loop, where
@@ -67,7 +70,7 @@ impl RecentBlocks {
                 .into_boxed_slice()
                 .try_into()
                 .expect("SEEN_SLOTS"),
-            filled: [0; NEAR],
+            filled: vec![0; MID].into_boxed_slice().try_into().expect("MID"),
         }
     }
 
@@ -93,27 +96,14 @@ impl RecentBlocks {
         (at - overwritten.min(at)) as usize
     }
 
-    /// Whether `block` is among the NEAR blocks pushed just before position `at`, which
-    /// makes its distance there less than NEAR: a vectorised compare, far cheaper than
-    /// a walk.
-    pub(crate) fn in_last_near(&self, at: u64, block: u64) -> bool {
-        let end = at as usize % HISTORY;
-        let n = self.history_at(at).min(NEAR);
-        // The n entries before `end`, in at most two pieces where the ring wraps.
-        let (wrapped, recent) = if end >= n {
-            (&[][..], &self.ring[end - n..end])
-        } else {
-            (&self.ring[HISTORY - (n - end)..], &self.ring[..end])
-        };
-        contains(wrapped, block) | contains(recent, block)
-    }
-
     /// The reuse distance of the access to `block` at position `at`, if it is below
-    /// NEAR; `None` when it is at least NEAR, the block is new, or history ran out.
-    pub(crate) fn near_distance(&mut self, at: u64, block: u64) -> Option<u32> {
+    /// `limit` (at most MID); `None` when it is at least that, the block is new, or
+    /// history ran out.
+    pub(crate) fn distance_below(&mut self, at: u64, block: u64, limit: usize) -> Option<u32> {
+        let limit = limit.min(MID);
         let back = self.history_at(at);
         // Locals, not fields, in the loop: nothing has to go back to memory per step.
-        let (ring, seen, filled) = (&*self.ring, &mut *self.seen, &mut self.filled);
+        let (ring, seen, filled) = (&*self.ring, &mut *self.seen, &mut *self.filled);
         let end = at as usize;
         let mut distinct = 0;
         let mut found = None;
@@ -135,7 +125,7 @@ impl RecentBlocks {
                 filled[distinct] = i;
                 distinct += usize::from(s == EMPTY);
             }
-            if distinct == NEAR {
+            if distinct == limit {
                 break;
             }
         }
@@ -146,22 +136,11 @@ impl RecentBlocks {
     }
 }
 
-/// `slice.contains(&x)` without an early exit, so that it vectorises.
-#[inline]
-fn contains(slice: &[u64], x: u64) -> bool {
-    let mut hit = false;
-    let mut chunks = slice.chunks_exact(8);
-    for c in &mut chunks {
-        hit |= c.iter().fold(false, |h, &y| h | (y == x));
-    }
-    hit | chunks.remainder().contains(&x)
-}
-
 /// The first slot of a block in the walk's set: Fibonacci hashing (the top bits of a
 /// multiplication spread any block pattern).
 #[inline]
 fn slot_of(block: u64) -> usize {
-    (block.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % SEEN_SLOTS
+    (block.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize % SEEN_SLOTS
 }
 
 /// Linear probing past an occupied first slot; returns 1 if `block` was new (its slot
@@ -193,7 +172,7 @@ mod tests {
 
     /// Pushes a trace of block changes, checking each access's near distance against
     /// a direct count of the distinct blocks since its previous occurrence.
-    fn check(trace: &[u64]) {
+    fn check(trace: &[u64], limit: usize) {
         let mut r = RecentBlocks::new();
         let mut w = r.writer();
         for &b in trace {
@@ -205,10 +184,10 @@ mod tests {
                 let mut between: Vec<u64> = trace[p + 1..i].to_vec();
                 between.sort_unstable();
                 between.dedup();
-                (between.len() < NEAR).then_some(between.len() as u32)
+                (between.len() < limit).then_some(between.len() as u32)
             });
             assert_eq!(
-                r.near_distance(i as u64, b),
+                r.distance_below(i as u64, b, limit),
                 expected,
                 "access {i} to block {b}"
             );
@@ -217,9 +196,17 @@ mod tests {
 
     #[test]
     fn walks_match_a_direct_count() {
-        // Cycles over 10, 63, 64 and 65 blocks: distances 9, 62, 63 and far.
-        for n in [10u64, 63, 64, 65] {
-            check(&(0..4 * n).map(|i| i % n).collect::<Vec<_>>());
+        // Cycles over 10, 63, 64 and 65 blocks: distances 9, 62, 63 and far; the same
+        // at MID.
+        for (n, limit) in [
+            (10, NEAR),
+            (63, NEAR),
+            (64, NEAR),
+            (65, NEAR),
+            (1023, MID),
+            (1025, MID),
+        ] {
+            check(&(0..4 * n).map(|i| i % n).collect::<Vec<_>>(), limit);
         }
         // A pseudo-random mix of near and far reuses with colliding hash slots.
         let trace: Vec<u64> = (0..5000u64)
@@ -229,26 +216,8 @@ mod tests {
             .filter(|w| w[0] != w[1])
             .map(|w| w[1])
             .collect();
-        check(&trace);
-    }
-
-    #[test]
-    fn in_last_near_sees_exactly_the_last_near_pushes() {
-        let mut r = RecentBlocks::new();
-        // Through the ring's wrap-around: at position n, blocks n-NEAR..n are in.
-        for n in 0..(HISTORY + 2 * NEAR) as u64 {
-            r.writer().push(n);
-            let oldest_in = n.saturating_sub(NEAR as u64);
-            for b in [
-                oldest_in.saturating_sub(1),
-                oldest_in,
-                n.saturating_sub(1),
-                n,
-            ] {
-                let expected = b >= oldest_in && b < n;
-                assert_eq!(r.in_last_near(n, b), expected, "at {n}, block {b}");
-            }
-        }
+        check(&trace, NEAR);
+        check(&trace, 50);
     }
 
     #[test]
@@ -262,8 +231,8 @@ mod tests {
         }
         let at = w.push(7);
         drop(w);
-        assert_eq!(r.near_distance(at, 7), None);
-        assert_eq!(r.near_distance(at, 1), Some(0));
-        assert_eq!(r.near_distance(at, 0), Some(1));
+        assert_eq!(r.distance_below(at, 7, MID), None);
+        assert_eq!(r.distance_below(at, 1, NEAR), Some(0));
+        assert_eq!(r.distance_below(at, 0, MID), Some(1));
     }
 }

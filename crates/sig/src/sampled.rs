@@ -1,30 +1,33 @@
-//! Sampled reuse distances: SHARDS-style spatial sampling for far reuses, time
-//! sampling with exact short distances for near ones.
+//! Sampled reuse distances: time sampling with exact distances below [`MID`],
+//! SHARDS-style spatial sampling for the reuses beyond.
 //!
 //! A block is *spatially* sampled when a hash of its number falls below `R · 2^64`, so
 //! either all or none of its accesses are seen (Waldspurger et al., FAST'15); distances
 //! among sampled blocks, scaled by 1/R, estimate how far reuses spread. Scaled
-//! distances have a resolution of 1/R blocks, which would smear the paper's small
-//! buckets (B0 … B(33,64) are a few blocks wide), and with a few hot blocks spatial
-//! sampling of near reuses is a lottery. So near reuses are measured differently:
+//! distances have a resolution of 1/R blocks, which would smear the paper's buckets
+//! below ~1/R (B0 … B(33,64) are a few blocks wide), and with few sampled blocks
+//! (~100 for a 10,000-block working set at R = 0.01) sharp peaks of a real program's
+//! reuses at a few hundred blocks come out in the wrong bucket (gzip: 0.026 off). So
+//! reuses below MID are measured differently:
 //!
 //! - a repeat of the previous block (distance 0) is counted exactly;
 //! - every other access is *time* sampled with probability R (geometric skips from a
 //!   seeded generator), and a sampled access gets its exact distance if below
-//!   [`NEAR`] from a walk back through recent history ([`crate::near`]); this
-//!   estimates how many accesses have each near distance, and how many are far;
-//! - a spatially sampled access counts as far if the sampled blocks alone already put
-//!   it NEAR away, or else if it is not among the last NEAR block changes and its own
-//!   walk says so; the far accesses are spread over distances like those spatial
-//!   samples, a sampled distance k standing for the true distances that give k
-//!   sampled blocks in between (which matters for small k: no sampled block in
-//!   between means anything from NEAR to a few hundred blocks at R = 0.01).
+//!   [`NEAR`] from a walk back through recent history ([`crate::near`]); every
+//!   [`LONG_EVERY`]th time sample walks on to MID. This estimates how many accesses
+//!   have each distance below MID, and how many lie beyond (or are cold);
+//! - the reuses beyond MID are spread over distances like the spatial samples' reuses,
+//!   a sampled distance k standing for the true distances that give k sampled blocks
+//!   in between (spread for small k: no sampled block in between means anything from
+//!   0 to a few hundred blocks at R = 0.01), of which only the part beyond MID counts.
+//!   A spatial sample needs no walk.
 //!
 //! Per access this is one comparison with the previous block, one hash and threshold
 //! test, one countdown and one store into the history ring; only about 2R of the
 //! accesses do more. Cold accesses are the estimated working set (each block is cold
-//! exactly once). At R = 1 every access is sampled both ways and the result is exact
-//! (unless a walk runs out of history: see [`crate::near::HISTORY`]).
+//! exactly once). At R = 1 every access is sampled both ways, every walk is long, and
+//! the result is exact (unless a walk runs out of history: see
+//! [`crate::near::HISTORY`]).
 
 use crate::block_slots::HashedSlots;
 use crate::near::RecentBlocks;
@@ -32,7 +35,14 @@ use crate::reuse::{ExactReuse, ReuseHistogram};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-pub use crate::near::NEAR;
+pub use crate::near::{MID, NEAR};
+
+/// Every this-many-th time sample is *long*: its walk goes on to MID distinct blocks,
+/// so distances below MID are measured exactly too, at a rate of R / LONG_EVERY. A
+/// long walk takes about 16 times the steps of one to NEAR, so the long ones cost
+/// about as much as all the short ones (every 8th: 0.0019 instead of 0.0024 off on
+/// gzip, but the sampled analysis ~20 % slower; docs/signatures.md).
+pub const LONG_EVERY: u64 = 16;
 
 /// Seed of the time-sampling generator (fixed: the same trace gives the same profile).
 const TIME_SAMPLING_SEED: u64 = 0x5ead_5eed;
@@ -57,8 +67,8 @@ pub struct SampledReuse {
     threshold: u64,
     /// Exact distances among the spatially sampled blocks.
     inner: ExactReuse<HashedSlots>,
-    /// Far reuses of spatially sampled accesses, by distance among sampled blocks.
-    far: ReuseHistogram,
+    /// Reuses of spatially sampled accesses, by distance among sampled blocks.
+    spatial: ReuseHistogram,
     /// The previous block.
     prev: u64,
     /// Accesses repeating the previous block (distance 0), counted exactly.
@@ -74,6 +84,12 @@ pub struct SampledReuse {
     timed_near: [u64; NEAR],
     /// Time samples at distance NEAR or more, or cold.
     timed_far: u64,
+    /// Time samples so far (every [`LONG_EVERY`]th walks to MID).
+    timed_count: u64,
+    /// Long time samples at distance NEAR or more, by distance below MID.
+    long_mid: Box<[u64; MID]>,
+    /// Long time samples at distance MID or more, or cold.
+    long_far: u64,
     /// Block changes counted by a filter outside this engine ([`SampledReuse::captured`]).
     captured_changes: u64,
 }
@@ -110,7 +126,7 @@ impl SampledReuse {
             rate,
             threshold,
             inner: ExactReuse::default(),
-            far: ReuseHistogram::default(),
+            spatial: ReuseHistogram::default(),
             // Not a block number: block numbers are byte addresses >> 6.
             prev: u64::MAX,
             repeats: 0,
@@ -120,6 +136,9 @@ impl SampledReuse {
             samples: Vec::with_capacity(CHUNK),
             timed_near: [0; NEAR],
             timed_far: 0,
+            timed_count: 0,
+            long_mid: vec![0; MID].into_boxed_slice().try_into().expect("MID"),
+            long_far: 0,
             captured_changes: 0,
         }
     }
@@ -189,40 +208,57 @@ impl SampledReuse {
 
     /// A time and/or spatial sample of a block change.
     fn sample(&mut self, s: Sample) {
-        let walked = s.timed.then(|| self.recent.near_distance(s.at, s.block));
-        if let Some(near) = walked {
-            self.count_timed(near);
+        if s.timed {
+            // At R = 1 every walk is long, so that the result is exact.
+            let long = self.rate >= 1.0 || self.timed_count.is_multiple_of(LONG_EVERY);
+            let limit = if long { MID } else { NEAR };
+            let d = self.recent.distance_below(s.at, s.block, limit);
+            self.count_timed(long, d);
         }
         if s.spatial {
-            // A block met within the last NEAR changes is near; else walk.
-            let recent = &mut self.recent;
-            count_spatial(&mut self.inner, &mut self.far, s.block, || match walked {
-                Some(near) => near.is_some(),
-                None => {
-                    recent.in_last_near(s.at, s.block)
-                        || recent.near_distance(s.at, s.block).is_some()
-                }
-            });
+            self.count_spatial(s.block);
         }
     }
 
-    fn count_timed(&mut self, near: Option<u32>) {
-        match near {
-            Some(d) => self.timed_near[d as usize] += 1,
-            None => self.timed_far += 1,
+    /// A time sample at exact distance `d` (`None`: at least its walk's limit, or cold).
+    fn count_timed(&mut self, long: bool, d: Option<u32>) {
+        self.timed_count += 1;
+        match d.map(|d| d as usize) {
+            Some(d) if d < NEAR => self.timed_near[d] += 1,
+            Some(d) => {
+                self.timed_far += 1;
+                self.long_mid[d] += u64::from(long);
+            }
+            None => {
+                self.timed_far += 1;
+                self.long_far += u64::from(long);
+            }
+        }
+    }
+
+    /// A spatial sample: its distance among the sampled blocks (cold accesses need no
+    /// record: their number is the estimated working set).
+    fn count_spatial(&mut self, block: u64) {
+        if let Some(d) = self.inner.access(block) {
+            self.spatial.record(Some(d));
         }
     }
 
     /// A sample chosen by the same filter run outside this engine (the QEMU plugin
     /// of [`crate::source::qemu`], which sees every access and sends only samples):
-    /// `near` is the exact distance of a time sample if below NEAR; for a sample that
-    /// is only spatial, any `Some` means "below NEAR".
-    pub(crate) fn captured(&mut self, block: u64, timed: bool, spatial: bool, near: Option<u32>) {
-        if timed {
-            self.count_timed(near);
+    /// `timed` is, for a time sample, whether it is long and its exact distance if
+    /// below its walk's limit (MID if long, else NEAR; the caller checks).
+    pub(crate) fn captured(
+        &mut self,
+        block: u64,
+        timed: Option<(bool, Option<u32>)>,
+        spatial: bool,
+    ) {
+        if let Some((long, d)) = timed {
+            self.count_timed(long, d);
         }
         if spatial {
-            count_spatial(&mut self.inner, &mut self.far, block, || near.is_some());
+            self.count_spatial(block);
         }
     }
 
@@ -238,50 +274,72 @@ impl SampledReuse {
     }
 
     /// The estimated full histogram. Distance 0 is exact; the block changes (their
-    /// number is exact) split into near distances and far like the time samples; the
-    /// far ones are the cold accesses (the estimated working set) plus reuses spread
-    /// over distances like the spatially sampled far reuses (scaled by 1/R).
+    /// number is exact) split into distances below NEAR and the rest like the time
+    /// samples, the rest into distances below MID and beyond like the long time
+    /// samples; beyond MID are the cold accesses (the estimated working set) and
+    /// reuses spread over distances like the spatially sampled reuses (scaled by 1/R).
     pub fn histogram(&self) -> ReuseHistogram {
         let changes = self.recent.pushed() + self.captured_changes;
         let timed = self.timed_far + self.timed_near.iter().sum::<u64>();
-        let per_sample = changes as f64 / timed.max(1) as f64;
-        let near: Vec<u64> = self
-            .timed_near
-            .iter()
-            .map(|&c| (c as f64 * per_sample).round() as u64)
-            .collect();
-        let far_total = changes.saturating_sub(near.iter().sum());
-        let cold = self.distinct().min(far_total);
-        let sampled_reuses: u64 = self.far.counts.iter().sum();
-        let scale = (far_total - cold) as f64 / sampled_reuses.max(1) as f64;
+        let scaled = |counts: &[u64], total: u64, of: u64| -> Vec<u64> {
+            let per_sample = total as f64 / of.max(1) as f64;
+            counts
+                .iter()
+                .map(|&c| (c as f64 * per_sample).round() as u64)
+                .collect()
+        };
+        let near = scaled(&self.timed_near[..], changes, timed);
+        let rest = changes.saturating_sub(near.iter().sum());
+        let long = self.long_far + self.long_mid.iter().sum::<u64>();
+        let mid = scaled(&self.long_mid[..], rest, long);
+        let beyond = rest.saturating_sub(mid.iter().sum());
+        let cold = self.distinct().min(beyond);
         let mut h = ReuseHistogram {
             counts: Vec::new(),
             cold,
         };
         h.record_n(Some(0), self.repeats);
-        for (d, &c) in near.iter().enumerate().filter(|(_, &c)| c > 0) {
-            h.record_n(Some(d as u64), c);
+        // `near` holds distances 0..NEAR, `mid` NEAR..MID (its start is empty).
+        for (d, &c) in near.iter().chain(&mid[NEAR..]).enumerate() {
+            if c > 0 {
+                h.record_n(Some(d as u64), c);
+            }
         }
-        // A sampled distance k stands for the true distances d >= NEAR that give k
+        // Below `cut` the time samples measured the distances (MID, or NEAR in a trace
+        // too short for a long sample); beyond it the spatial samples say how the
+        // reuses spread.
+        let cut = if long > 0 { MID } else { NEAR };
+        // A sampled distance k stands for the true distances d >= k that give k
         // sampled blocks in between: spread for small k (they say little), one point
-        // for large k. A distance counts other blocks, so it is below the working set.
-        let longest = self.distinct().saturating_sub(1).max(NEAR as u64);
+        // for large k; only the part beyond `cut` counts. A distance counts other
+        // blocks, so it is below the working set.
+        let longest = self.distinct().saturating_sub(1).max(cut as u64);
         let mut spread: Vec<f64> = Vec::new();
-        for (k, c) in self.far.nonzero() {
-            let weight = c as f64 * scale;
+        let mut points = Vec::new();
+        for (k, c) in self.spatial.nonzero() {
             if k < SPREAD_BELOW {
-                spread_far_reuses(k, weight, self.rate, longest, &mut spread);
+                spread_reuses(k, c as f64, self.rate, longest, cut, &mut spread);
             } else {
                 // The mean of the same distribution.
-                let d = ((k + 1) as f64 / self.rate).round() as u64 - 1;
-                let d = d.clamp(NEAR as u64, longest);
-                h.record_n(Some(d), weight.round() as u64);
+                let d = (((k + 1) as f64 / self.rate).round() as u64 - 1).min(longest);
+                if d >= cut as u64 {
+                    points.push((d, c as f64));
+                }
             }
+        }
+        let mass: f64 = spread.iter().sum::<f64>() + points.iter().map(|p| p.1).sum::<f64>();
+        let scale = if mass > 0.0 {
+            (beyond - cold) as f64 / mass
+        } else {
+            0.0
+        };
+        for (d, c) in points {
+            h.record_n(Some(d), (c * scale).round() as u64);
         }
         // Rounding the running total keeps the spread's sum (many weights are < 0.5).
         let (mut running, mut recorded) = (0.0, 0);
         for (d, &w) in spread.iter().enumerate() {
-            running += w;
+            running += w * scale;
             let n = (running.round() as u64).saturating_sub(recorded);
             if n > 0 {
                 h.record_n(Some(d as u64), n);
@@ -292,34 +350,17 @@ impl SampledReuse {
     }
 }
 
-/// A spatial sample of `block`: its distance among the sampled blocks from `inner`,
-/// recorded in `far` if the reuse is far. `is_near` says whether its true distance is
-/// below NEAR (asked only when the sampled blocks alone do not already decide).
-fn count_spatial(
-    inner: &mut ExactReuse<HashedSlots>,
-    far: &mut ReuseHistogram,
-    block: u64,
-    is_near: impl FnOnce() -> bool,
-) {
-    // Cold accesses need no record: their number is the estimated working set.
-    if let Some(d) = inner.access(block) {
-        // The sampled blocks in between are a subset of all blocks in between.
-        if d >= NEAR as u64 || !is_near() {
-            far.record(Some(d));
-        }
-    }
-}
-
 /// Sampled distances below this are spread over true distances; from here on the
 /// spread (relative width about 1/√k) is well inside a bucket's factor of 2.
 const SPREAD_BELOW: u64 = 64;
 
 /// Add `weight` reuses with `k` distinct sampled blocks in between (each block
 /// sampled with probability `rate`) to `spread[d]` over their possible true distances
-/// d in NEAR..=longest, in proportion to P(d | k) ∝ C(d, k) (1 − rate)^(d − k) (a flat
-/// prior over d), down to a negligible tail.
-fn spread_far_reuses(k: u64, weight: f64, rate: f64, longest: u64, spread: &mut Vec<f64>) {
-    let start = k.max(NEAR as u64).min(longest);
+/// d in k..=longest, in proportion to P(d | k) ∝ C(d, k) (1 − rate)^(d − k) (a flat
+/// prior over d), down to a negligible tail; only the part at `cut` or more is added
+/// (the time samples measured the rest).
+fn spread_reuses(k: u64, weight: f64, rate: f64, longest: u64, cut: usize, spread: &mut Vec<f64>) {
+    let start = k.min(longest);
     // Unnormalised P(d | k) for d = start, start + 1, … (two passes: no big buffer).
     let weights = || {
         let mut w = 1.0f64;
@@ -334,7 +375,7 @@ fn spread_far_reuses(k: u64, weight: f64, rate: f64, longest: u64, spread: &mut 
         })
     };
     let total: f64 = weights().map(|x| x.1).sum();
-    for (d, w) in weights() {
+    for (d, w) in weights().filter(|x| x.0 >= cut) {
         if d >= spread.len() {
             spread.resize(d + 1, 0.0);
         }
@@ -386,10 +427,10 @@ mod tests {
         assert_eq!(one.distinct(), runs.distinct());
     }
 
-    /// `spread_far_reuses` of one reuse, as (distance, share) pairs.
-    fn spread_of_one(k: u64, rate: f64, longest: u64) -> Vec<(u64, f64)> {
+    /// `spread_reuses` of one reuse, as (distance, share) pairs.
+    fn spread_of_one(k: u64, rate: f64, longest: u64, cut: usize) -> Vec<(u64, f64)> {
         let mut spread = Vec::new();
-        spread_far_reuses(k, 1.0, rate, longest, &mut spread);
+        spread_reuses(k, 1.0, rate, longest, cut, &mut spread);
         spread
             .into_iter()
             .enumerate()
@@ -399,24 +440,31 @@ mod tests {
     }
 
     #[test]
-    fn far_reuses_spread_by_how_many_sampled_blocks_were_between() {
-        // At R = 1 the sampled distance is the distance.
-        assert_eq!(spread_of_one(200, 1.0, u64::MAX), vec![(200, 1.0)]);
-        // No sampled block in between at R = 0.01: d - NEAR is geometric, mean (1-R)/R.
-        let pmf = spread_of_one(0, 0.01, u64::MAX);
-        let total: f64 = pmf.iter().map(|x| x.1).sum();
-        let mean: f64 = pmf.iter().map(|&(d, p)| d as f64 * p).sum();
+    fn reuses_spread_by_how_many_sampled_blocks_were_between() {
+        // At R = 1 the sampled distance is the distance; below the cut nothing is added.
+        assert_eq!(spread_of_one(200, 1.0, u64::MAX, NEAR), vec![(200, 1.0)]);
+        assert_eq!(spread_of_one(20, 1.0, u64::MAX, NEAR), vec![]);
+        // No sampled block in between at R = 0.01: d is geometric, mean (1-R)/R.
+        let moments = |pmf: &[(u64, f64)]| {
+            let total: f64 = pmf.iter().map(|x| x.1).sum();
+            let mean = pmf.iter().map(|&(d, p)| d as f64 * p).sum::<f64>() / total;
+            (total, mean)
+        };
+        let (total, mean) = moments(&spread_of_one(0, 0.01, u64::MAX, 0));
         assert!((total - 1.0).abs() < 1e-9);
+        assert!((mean - 99.0).abs() < 1.0, "mean {mean}");
+        // Beyond a cut only the tail is added: P(d >= NEAR) = (1-R)^NEAR, and the
+        // tail's mean is NEAR + 99 (the geometric distribution has no memory).
+        let pmf = spread_of_one(0, 0.01, u64::MAX, NEAR);
+        let (total, mean) = moments(&pmf);
         assert_eq!(pmf[0].0, NEAR as u64);
+        assert!((total - 0.99f64.powi(NEAR as i32)).abs() < 1e-3, "{total}");
         assert!((mean - (NEAR as f64 + 99.0)).abs() < 1.0, "mean {mean}");
         // Ten sampled blocks: centred near (k + 1) / R.
-        let mean: f64 = spread_of_one(10, 0.01, u64::MAX)
-            .iter()
-            .map(|&(d, p)| d as f64 * p)
-            .sum();
+        let (_, mean) = moments(&spread_of_one(10, 0.01, u64::MAX, 0));
         assert!((mean - 1099.0).abs() < 5.0, "mean {mean}");
         // Never beyond the working set.
-        let pmf = spread_of_one(3, 0.01, 150);
+        let pmf = spread_of_one(3, 0.01, 150, NEAR);
         assert_eq!(pmf.last().unwrap().0, 150);
         assert!(pmf.iter().all(|&(d, _)| (NEAR as u64..=150).contains(&d)));
     }

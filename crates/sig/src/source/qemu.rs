@@ -15,6 +15,7 @@
 //! `exec`s runs natively, which ends the trace without its end marker (an error here).
 
 use crate::analysis::Analyzer;
+use crate::near::{MID, NEAR};
 use hetsched_core::{Error, Result};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
@@ -41,8 +42,6 @@ const PAYLOAD: u64 = (1 << 60) - 1;
 /// More block accesses than any traced run makes (10^15: two weeks at 10^9/s); a
 /// count above it is corrupt, and below it no sum of counts can overflow.
 const MAX_ACCESSES: u64 = 1 << 50;
-/// The plugin's "far" near distance.
-const FAR: u64 = crate::near::NEAR as u64;
 
 /// The QEMU user-mode emulator for this machine's architecture.
 pub fn emulator() -> String {
@@ -272,15 +271,19 @@ impl<'a> Decoder<'a> {
                 T_REPEAT => self.analyzer.repeat_last(payload),
                 T_PROGRESS => (self.progress)(payload),
                 T_SAMPLE => {
-                    let near = payload >> 8;
-                    if payload & !0xff03 != 0 || near > FAR {
+                    // Bit 0 timed, 1 spatial, 2 long; bits 8..20 the walk's distance,
+                    // its limit meaning "that far or more".
+                    let (d, long) = (payload >> 8, payload & 4 != 0);
+                    let limit = if long { MID } else { NEAR } as u64;
+                    if payload & !0xf_ff07 != 0 || d > limit {
                         return Err(self.corrupt(i, "a malformed sample"));
                     }
-                    let near = (near < FAR).then_some(near as u32);
+                    let timed =
+                        (payload & 1 != 0).then_some((long, (d < limit).then_some(d as u32)));
                     let Some(s) = self.analyzer.sampled_engine() else {
                         return Err(self.corrupt(i, "a sample in exact mode"));
                     };
-                    s.captured(words[i + 1], payload & 1 != 0, payload & 2 != 0, near);
+                    s.captured(words[i + 1], timed, payload & 2 != 0);
                 }
                 T_SUMMARY => {
                     let [instructions, mem_ops, accesses, changes, repeats] =
@@ -373,6 +376,10 @@ mod tests {
             (vec![T_REPEAT << 60 | 3], "a repeat before any block"),
             (vec![7 << 60], "unknown tag 7"),
             (vec![T_SAMPLE << 60 | 65 << 8, 1], "a malformed sample"),
+            (
+                vec![T_SAMPLE << 60 | 1025 << 8 | 5, 1],
+                "a malformed sample",
+            ),
             (vec![T_SAMPLE << 60, 1], "a sample in exact mode"),
             (vec![T_END << 60, 5], "after the end marker"),
             (vec![T_SUMMARY << 60, 1, 2], "ends inside a record"),
@@ -400,7 +407,7 @@ mod tests {
     proptest! {
         #[test]
         fn any_words_decode_or_fail_without_panicking(
-            words in prop::collection::vec(prop_oneof![any::<u64>(), (0u64..16, 0u64..70 << 8).prop_map(|(t, p)| t << 60 | p)], 0..64),
+            words in prop::collection::vec(prop_oneof![any::<u64>(), (0u64..16, 0u64..1100 << 8).prop_map(|(t, p)| t << 60 | p)], 0..64),
             sampled in any::<bool>(),
         ) {
             let mode = if sampled { Mode::Sampled(0.5) } else { Mode::Exact };
