@@ -320,8 +320,8 @@ pub fn config(sizes: Vec<u64>, mem_gbps: f64, quick: bool) -> SimConfig {
         machine,
         sizes,
         per_dir: 1000,
-        warmup_lookups: if quick { 12_000 } else { 60_000 },
-        measured_lookups: if quick { 6_000 } else { 60_000 },
+        warmup_lookups: if quick { 6_000 } else { 60_000 },
+        measured_lookups: if quick { 3_000 } else { 60_000 },
         seed: 1,
     }
 }
