@@ -15,7 +15,6 @@ mod experiment;
 mod iobench_cmd;
 mod nuca_cmd;
 mod o2_cmd;
-mod o2_plot;
 mod policies_cmd;
 mod profile_bench;
 mod reproduce_cmd;

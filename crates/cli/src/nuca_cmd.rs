@@ -77,6 +77,14 @@ pub struct ShimThetaArgs {
     /// Let simulated threads run up to this many cycles apart (0 = exact time order).
     #[arg(long, default_value_t = 0)]
     skew: u64,
+    /// Controlled variant: insert this many accesses to each thread's own stack frame
+    /// per traced access (0–16; what Pin would also record; docs/nuca.md).
+    #[arg(long, default_value_t = 0.0)]
+    stack_per_access: f64,
+    /// With --stack-per-access: consecutive stack accesses per insertion (1 = spread
+    /// evenly; e.g. 16 for call frames pushed and popped together).
+    #[arg(long, default_value_t = 1)]
+    stack_burst: u32,
     /// Replay saved traces instead of running kernels: every subdirectory of DIR holding
     /// thread-<i>.trace files (as written by --save-traces) is one benchmark.
     #[arg(long, conflicts_with_all = ["benches", "sizes", "tiny", "threads", "save_traces"])]
@@ -91,6 +99,11 @@ pub struct ShimThetaArgs {
 
 pub fn shim_theta(a: ShimThetaArgs) -> Result<()> {
     let chip = chip(&a.machine)?;
+    let options = experiment::Options {
+        skew: a.skew,
+        stack_per_access: a.stack_per_access,
+        stack_burst: a.stack_burst,
+    };
     let threads = a.threads.unwrap_or(chip.cores as usize);
     let mut results: Vec<BenchResult> = Vec::new();
     if let Some(dir) = &a.traces {
@@ -112,7 +125,7 @@ pub fn shim_theta(a: ShimThetaArgs) -> Result<()> {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let traces = hetsched_nuca::trace::load_traces(&d)?;
-            let r = experiment::simulate_all(&chip, &name, &traces, 0, a.skew)?;
+            let r = experiment::simulate_all(&chip, &name, &traces, 0, options)?;
             eprintln!(
                 "{name:<22} {:>10} accesses from {}",
                 r.accesses,
@@ -127,7 +140,7 @@ pub fn shim_theta(a: ShimThetaArgs) -> Result<()> {
         selection(&a.benches, &a.sizes, a.tiny)?
     } {
         let t0 = Instant::now();
-        let r = experiment::run_benchmark(&chip, b, threads, n, a.skew, a.save_traces.as_deref())?;
+        let r = experiment::run_benchmark(&chip, b, threads, n, options, a.save_traces.as_deref())?;
         eprintln!(
             "{:<22} n={n:<7} {:>10} accesses  {:.1} s",
             b.name(),

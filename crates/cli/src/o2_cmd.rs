@@ -1,10 +1,10 @@
 //! `hetsched experiment coretime-live|coretime-sim` and `hetsched bench o2`: the O²
 //! (CORETIME) evaluation. Logic lives in hetsched-o2; this parses, prints and writes.
 
-use crate::o2_plot::{human_bytes, log2_x_lines, Series};
 use clap::Args;
 use hetsched_core::{Error, Result};
 use hetsched_o2::live::{LiveConfig, LivePoint};
+use hetsched_o2::plot::{human_bytes, log2_x_lines, Series};
 use hetsched_o2::CacheCapacity;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -361,12 +361,22 @@ pub fn coretime_sim(a: CoretimeSimArgs) -> Result<()> {
     );
     println!("fetch-cost source: simulated cache-miss counters (fetch cycles per lookup)");
     println!(
-        "{:>8} {:>6} {:>12} {:>12} {:>7} {:>9} {:>10} {:>10} {:>10}",
-        "data", "dirs", "threads/s", "o2/s", "o2/thr", "assigned", "delegated", "thr cyc", "o2 cyc"
+        "{:>8} {:>6} {:>12} {:>12} {:>7} {:>9} {:>10} {:>10} {:>10} {:>6} {:>9}",
+        "data",
+        "dirs",
+        "threads/s",
+        "o2/s",
+        "o2/thr",
+        "assigned",
+        "delegated",
+        "thr cyc",
+        "o2 cyc",
+        "moved",
+        "once/thr"
     );
     let points = hetsched_o2::sim::sweep(&cfg, |p| {
         println!(
-            "{:>8} {:>6} {:>12.0} {:>12.0} {:>7.2} {:>9} {:>9.0}% {:>10.0} {:>10.0}",
+            "{:>8} {:>6} {:>12.0} {:>12.0} {:>7.2} {:>9} {:>9.0}% {:>10.0} {:>10.0} {:>6} {:>9.2}",
             human_bytes(p.total_bytes as f64),
             p.dirs,
             p.threads.lookups_per_s,
@@ -375,14 +385,16 @@ pub fn coretime_sim(a: CoretimeSimArgs) -> Result<()> {
             p.o2.assigned,
             p.o2.delegated * 100.0,
             p.threads.cycles_per_lookup,
-            p.o2.cycles_per_lookup
+            p.o2.cycles_per_lookup,
+            p.o2.moved,
+            p.o2_once.lookups_per_s / p.threads.lookups_per_s
         );
     })?;
     create_out(&a.out)?;
-    let mut csv = String::from("total_bytes,dirs,threads_lookups_per_s,o2_lookups_per_s,o2_assigned,o2_delegated_fraction,threads_cycles_per_lookup,o2_cycles_per_lookup\n");
+    let mut csv = String::from("total_bytes,dirs,threads_lookups_per_s,o2_lookups_per_s,o2_assigned,o2_delegated_fraction,threads_cycles_per_lookup,o2_cycles_per_lookup,o2_moved,o2_once_lookups_per_s\n");
     for p in &points {
         csv += &format!(
-            "{},{},{:.1},{:.1},{},{:.4},{:.1},{:.1}\n",
+            "{},{},{:.1},{:.1},{},{:.4},{:.1},{:.1},{},{:.1}\n",
             p.total_bytes,
             p.dirs,
             p.threads.lookups_per_s,
@@ -390,7 +402,9 @@ pub fn coretime_sim(a: CoretimeSimArgs) -> Result<()> {
             p.o2.assigned,
             p.o2.delegated,
             p.threads.cycles_per_lookup,
-            p.o2.cycles_per_lookup
+            p.o2.cycles_per_lookup,
+            p.o2.moved,
+            p.o2_once.lookups_per_s
         );
     }
     write_file(&a.out.join("coretime-sim.csv"), &csv)?;
@@ -403,7 +417,10 @@ pub fn coretime_sim(a: CoretimeSimArgs) -> Result<()> {
         "lookups / s",
         &[
             series("threads (lookup locally)", |p| p.threads.lookups_per_s),
-            series("O² (CORETIME placement)", |p| p.o2.lookups_per_s),
+            series("O² (CORETIME, runtime rebalancing)", |p| {
+                p.o2.lookups_per_s
+            }),
+            series("O² placed once", |p| p.o2_once.lookups_per_s),
         ],
     )?;
     println!(

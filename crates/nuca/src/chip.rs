@@ -11,7 +11,26 @@ use serde::Deserialize;
 /// Largest chip: a 64 × 64 mesh (the simulator keeps an N² hop table).
 pub const MAX_CORES: u32 = 4096;
 
-/// The paper's Table I machine.
+hetsched_repro::assumptions! { "shim";
+    /// Core clock, GHz: converts Table I's DRAM figures (75 ns, 30 GB/s) to cycles. The
+    /// paper gives no frequency.
+    pub const FREQUENCY_GHZ: f64 = 1.0;
+    /// Cache line bytes of L1 and L2. Not in Table I.
+    pub const LINE_BYTES: u32 = 64;
+    /// L1 hit latency, cycles. Not in Table I.
+    pub const L1_HIT_CYCLES: u32 = 1;
+    /// L2 hit latency after an L1 miss, cycles. Not in Table I.
+    pub const L2_HIT_CYCLES: u32 = 7;
+    /// Flits of a remote-access request: address and header in one 128-bit flit. Not in
+    /// the paper.
+    pub const REQUEST_FLITS: u32 = 1;
+    /// Flits of a remote-access reply: a 64-bit word (or write acknowledgement) and
+    /// header in one flit. Not in the paper.
+    pub const REPLY_FLITS: u32 = 1;
+}
+
+/// The paper's Table I machine (its assumed values are the constants above; a test
+/// checks the file agrees).
 pub const SHIM_64_TOML: &str = include_str!("../../../machines/shim-64.toml");
 
 /// The on-chip network.
@@ -70,6 +89,21 @@ pub struct Dram {
 #[serde(deny_unknown_fields)]
 pub struct Placement {
     pub page_bytes: u64,
+    /// How a page gets its home core (default: the paper's first touch).
+    #[serde(default)]
+    pub policy: PlacementPolicy,
+}
+
+/// Which core a page is homed at.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlacementPolicy {
+    /// The paper's: the core where the first access after initialisation runs.
+    #[default]
+    FirstTouch,
+    /// Page number modulo the core count, whoever uses it (the static address
+    /// interleaving of a NUCA without an OS-managed page map; a controlled variant).
+    Striped,
 }
 
 /// A tiled NUCA chip.
@@ -212,6 +246,44 @@ mod tests {
         assert_eq!(c.hops(0, 63), 14);
         assert_eq!(c.hops(9, 18), 2);
         assert_eq!(c.dram_latency_cycles(), 75.0);
+    }
+
+    #[test]
+    fn preset_uses_the_declared_assumptions() {
+        let c = Chip::shim_64();
+        assert_eq!(c.frequency_ghz, FREQUENCY_GHZ);
+        assert_eq!((c.l1.line_bytes, c.l2.line_bytes), (LINE_BYTES, LINE_BYTES));
+        assert_eq!(
+            (c.l1.hit_cycles, c.l2.hit_cycles),
+            (L1_HIT_CYCLES, L2_HIT_CYCLES)
+        );
+        assert_eq!(
+            (c.network.request_flits, c.network.reply_flits),
+            (REQUEST_FLITS, REPLY_FLITS)
+        );
+        assert_eq!(c.placement.policy, PlacementPolicy::FirstTouch);
+        assert_eq!(assumptions().len(), 6);
+    }
+
+    #[test]
+    fn striped_placement_is_read_and_unknown_policies_are_rejected() {
+        let striped = SHIM_64_TOML.replace(
+            "page_bytes = 4096",
+            "page_bytes = 4096\npolicy = \"striped\"",
+        );
+        assert_eq!(
+            Chip::from_toml(&striped, "x.toml")
+                .unwrap()
+                .placement
+                .policy,
+            PlacementPolicy::Striped
+        );
+        let bad = SHIM_64_TOML.replace(
+            "page_bytes = 4096",
+            "page_bytes = 4096\npolicy = \"random\"",
+        );
+        let e = Chip::from_toml(&bad, "x.toml").unwrap_err().to_string();
+        assert!(e.contains("x.toml") && e.contains("policy"), "{e}");
     }
 
     #[test]

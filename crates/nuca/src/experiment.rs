@@ -55,22 +55,44 @@ impl BenchResult {
     }
 }
 
-/// Generates the traces of `bench` and simulates them under every scheme, in exact time
-/// order (`skew` = 0) or with threads allowed `skew` cycles apart (see [`Sim::with_skew`]);
-/// with `save`, also writes the traces to `save/<benchmark>/thread-<i>.trace`.
+/// How the traces are simulated, beyond the chip.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Options {
+    /// Cycles simulated threads may run apart (0 = exact time order; see
+    /// [`Sim::with_skew`]).
+    pub skew: u64,
+    /// Accesses to each thread's own stack frame inserted per traced access (the
+    /// controlled variant of [`crate::trace::with_stack_accesses`]; 0 = none).
+    pub stack_per_access: f64,
+    /// Consecutive stack accesses per insertion (1 = spread evenly).
+    pub stack_burst: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            skew: 0,
+            stack_per_access: 0.0,
+            stack_burst: 1,
+        }
+    }
+}
+
+/// Generates the traces of `bench` and simulates them under every scheme; with `save`,
+/// also writes the (unmodified) traces to `save/<benchmark>/thread-<i>.trace`.
 pub fn run_benchmark(
     chip: &Chip,
     bench: Benchmark,
     threads: usize,
     size: usize,
-    skew: u64,
+    options: Options,
     save: Option<&std::path::Path>,
 ) -> Result<BenchResult> {
     let traces = bench.generate(threads, size)?;
     if let Some(dir) = save {
         crate::trace::save_traces(&dir.join(bench.name()), &traces)?;
     }
-    simulate_all(chip, bench.name(), &traces, size, skew)
+    simulate_all(chip, bench.name(), &traces, size, options)
 }
 
 /// Simulates one set of per-thread traces (e.g. read with [`crate::trace::load_traces`])
@@ -80,8 +102,20 @@ pub fn simulate_all(
     name: &str,
     traces: &[crate::Trace],
     size: usize,
-    skew: u64,
+    options: Options,
 ) -> Result<BenchResult> {
+    let padded;
+    let traces = if options.stack_per_access > 0.0 {
+        padded = crate::trace::with_stack_accesses(
+            traces,
+            options.stack_per_access,
+            options.stack_burst,
+        )?;
+        &padded[..]
+    } else {
+        traces
+    };
+    let skew = options.skew;
     let program = Program::new(traces, chip.placement.page_bytes)?;
     let mut stats = Vec::new();
     let mut top_migrating_sites = Vec::new();
@@ -362,7 +396,7 @@ mod tests {
         let chip = Chip::shim_64().with_cores(16).unwrap();
         let results: Vec<_> = Benchmark::ALL
             .iter()
-            .map(|&b| run_benchmark(&chip, b, 16, b.tiny_size(), 0, None).unwrap())
+            .map(|&b| run_benchmark(&chip, b, 16, b.tiny_size(), Options::default(), None).unwrap())
             .collect();
         let sums = summarise(&results);
         let remote = sums[0];

@@ -9,7 +9,8 @@
 //! - [`sim`]: the simulator;
 //! - [`issue_order`]: which simulated thread issues next (exact time order);
 //! - [`kernels`]: instrumented multithreaded kernels producing traces;
-//! - [`experiment`], [`plot`]: the paper's evaluation.
+//! - [`experiment`], [`plot`]: the paper's evaluation;
+//! - [`reproduce`]: the evaluation judged against the paper's claims.
 
 pub mod chip;
 pub mod experiment;
@@ -17,6 +18,7 @@ pub mod issue_order;
 pub mod kernels;
 pub mod plot;
 pub mod predictor;
+pub mod reproduce;
 pub mod sim;
 pub mod trace;
 

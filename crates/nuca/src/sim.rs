@@ -17,7 +17,7 @@
 //! slowest other thread, trading exact ordering within Q cycles for fewer switches.
 //! Nothing is allocated per access.
 
-use crate::chip::Chip;
+use crate::chip::{Chip, PlacementPolicy};
 use crate::issue_order::{self, IssueOrder, IDLE};
 use crate::predictor::{Entry, MigratoryBits};
 use crate::trace::Trace;
@@ -80,7 +80,8 @@ pub struct Program {
     ops: Vec<Op>,
     /// Thread t's accesses are `ops[starts[t]..starts[t + 1]]`.
     starts: Vec<usize>,
-    pages: usize,
+    /// The virtual page number of each dense page.
+    page_numbers: Vec<u64>,
     /// The PC of each access site.
     pcs: Vec<u32>,
 }
@@ -93,6 +94,7 @@ impl Program {
         let mut pages: HashMap<u64, u32> = HashMap::new();
         let mut sites: HashMap<u32, u32> = HashMap::new();
         let mut pcs = Vec::new();
+        let mut page_numbers = Vec::new();
         let mut ops = Vec::with_capacity(traces.iter().map(Vec::len).sum());
         let mut starts = vec![0];
         for (t, trace) in traces.iter().enumerate() {
@@ -104,7 +106,10 @@ impl Program {
                     )));
                 }
                 let next = pages.len() as u32;
-                let page = *pages.entry(a.addr >> shift).or_insert(next);
+                let page = *pages.entry(a.addr >> shift).or_insert_with(|| {
+                    page_numbers.push(a.addr >> shift);
+                    next
+                });
                 let site = *sites.entry(a.pc).or_insert_with(|| {
                     pcs.push(a.pc);
                     pcs.len() as u32 - 1
@@ -120,7 +125,7 @@ impl Program {
         Ok(Program {
             ops,
             starts,
-            pages: pages.len(),
+            page_numbers,
             pcs,
         })
     }
@@ -293,7 +298,14 @@ impl<'p> Sim<'p> {
             threads,
             order: IssueOrder::new(program.threads()),
             tiles,
-            page_home: vec![UNMAPPED; program.pages],
+            page_home: match chip.placement.policy {
+                PlacementPolicy::FirstTouch => vec![UNMAPPED; program.page_numbers.len()],
+                PlacementPolicy::Striped => program
+                    .page_numbers
+                    .iter()
+                    .map(|&p| (p % chip.cores as u64) as u16)
+                    .collect(),
+            },
             bits: MigratoryBits::new(program.pcs.len()),
             dram_free: 0.0,
             dram_latency: chip.dram_latency_cycles(),

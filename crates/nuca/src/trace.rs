@@ -33,6 +33,71 @@ pub struct Access {
 /// The accesses of one thread, in program order.
 pub type Trace = Vec<Access>;
 
+/// The access site of the accesses [`with_stack_accesses`] inserts (no kernel line).
+pub const STACK_PC: u32 = u32::MAX;
+
+/// Where thread `t`'s simulated stack frame lives: one page per thread, high in the
+/// 48-bit address space, far from the kernels' arrays.
+pub fn stack_frame(t: usize) -> u64 {
+    0x7f00_0000_0000 - (t as u64 + 1) * 4096
+}
+
+/// `traces` with `per_access` accesses to each thread's own stack frame inserted per
+/// traced access, in bursts of `burst` consecutive ones (1 = spread evenly; a call's
+/// pushes and pops come in bursts), the first burst before the thread's first access,
+/// so first touch homes the frame at the thread's native core.
+///
+/// Why: Pin, which the paper used, records every load and store of the compiled code,
+/// including register spills and call frames on each thread's stack, while our
+/// kernels record only their data. This controlled variant asks how much such
+/// private traffic changes the core-miss rate and the gains; `per_access` is a swept
+/// parameter, not a measured property of SPLASH-2.
+pub fn with_stack_accesses(traces: &[Trace], per_access: f64, burst: u32) -> Result<Vec<Trace>> {
+    if !per_access.is_finite() || !(0.0..=16.0).contains(&per_access) {
+        return Err(Error::input(format!(
+            "stack accesses per traced access: {per_access} is outside 0–16"
+        )));
+    }
+    if !(1..=1024).contains(&burst) {
+        return Err(Error::input(format!(
+            "stack burst: {burst} is outside 1–1024"
+        )));
+    }
+    let burst_f = burst as f64;
+    Ok(traces
+        .iter()
+        .enumerate()
+        .map(|(t, trace)| {
+            let frame = stack_frame(t);
+            let mut out =
+                Vec::with_capacity(trace.len() + (trace.len() as f64 * per_access) as usize + 1);
+            let mut due = if per_access > 0.0 { burst_f } else { 0.0 };
+            let mut k = 0u64;
+            let mut stack = |out: &mut Trace| {
+                // Eight words of one frame, alternately read and written.
+                out.push(Access {
+                    addr: frame + 8 * (k % 8),
+                    pc: STACK_PC,
+                    gap: 0,
+                    write: k % 2 == 1,
+                });
+                k += 1;
+            };
+            for a in trace {
+                while due >= burst_f {
+                    for _ in 0..burst {
+                        stack(&mut out);
+                    }
+                    due -= burst_f;
+                }
+                out.push(*a);
+                due += per_access;
+            }
+            out
+        })
+        .collect())
+}
+
 /// Writes a trace in the binary format.
 pub fn write_trace(w: &mut impl Write, trace: &[Access]) -> std::io::Result<()> {
     let mut buf = Vec::with_capacity(16 + trace.len() * RECORD_BYTES);
@@ -177,5 +242,34 @@ mod tests {
         ];
         save_traces(dir.path(), &traces).unwrap();
         assert_eq!(load_traces(dir.path()).unwrap(), traces);
+    }
+
+    #[test]
+    fn stack_accesses_are_inserted_in_bursts_at_the_given_rate() {
+        let data = |i: u64| Access {
+            addr: 0x1000 + 8 * i,
+            pc: 7,
+            gap: 3,
+            write: false,
+        };
+        let traces = vec![(0..8).map(data).collect::<Trace>(), vec![data(0)]];
+        let out = with_stack_accesses(&traces, 0.5, 2).unwrap();
+        let kinds: String = out[0]
+            .iter()
+            .map(|a| if a.pc == STACK_PC { 's' } else { 'd' })
+            .collect();
+        // A burst first, then one burst of 2 per 4 data accesses.
+        assert_eq!(kinds, "ssddddssdddd");
+        assert!(out[0]
+            .iter()
+            .filter(|a| a.pc == STACK_PC)
+            .all(|a| a.addr & !0xfff == stack_frame(0) && a.gap == 0));
+        assert_eq!(out[1][0].addr & !0xfff, stack_frame(1));
+        assert_eq!(with_stack_accesses(&traces, 0.0, 1).unwrap(), traces);
+        let e = with_stack_accesses(&traces, f64::NAN, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("0–16"), "{e}");
+        assert!(with_stack_accesses(&traces, 1.0, 0).is_err());
     }
 }

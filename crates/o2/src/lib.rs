@@ -9,6 +9,8 @@
 //! - [`packing`]: greedy first-fit cache packing; [`rebalance`]: runtime monitoring.
 //! - [`capacity`]: cache bytes per core, from the machine model or given explicitly.
 //! - [`ffi`]: the C ABI (`include/hetsched_o2.h`).
+//! - [`sim`]: the paper's evaluation on a simulated machine; [`reproduce`]: it judged
+//!   against the paper's claims.
 
 mod async_mailbox;
 pub mod bench;
@@ -21,7 +23,10 @@ mod mailbox;
 pub mod on_async;
 pub mod packing;
 pub mod pin;
+#[cfg(feature = "plot")]
+pub mod plot;
 pub mod rebalance;
+pub mod reproduce;
 pub mod runtime;
 pub mod sim;
 pub mod stats;

@@ -44,6 +44,36 @@ use std::collections::BinaryHeap;
 
 const LINE: u64 = 64;
 
+hetsched_repro::assumptions! { "coretime";
+    /// Memory bandwidth of each chip's node, GB/s. The paper does not give it; the
+    /// default is a dual-channel DDR2-667 controller's peak (10.6 GB/s), the memory these
+    /// Opteron platforms shipped with. The 2–3× gain above 2 MB depends on it: swept by
+    /// `hetsched experiment coretime-sim --mem-gbps` and in `reproduce`.
+    pub const MEM_GBPS: f64 = 10.6;
+    /// Misses in flight during a directory scan (memory-level parallelism). The paper
+    /// does not say how far a scan's misses overlap; 8 is the L1 data cache's miss
+    /// buffers on these chips.
+    pub const MLP: f64 = 8.0;
+    /// Cycles between two monitoring periods of CORETIME's runtime rebalancing (1 ms at
+    /// 2 GHz). The paper says only "periodically".
+    pub const MONITOR_PERIOD_CYCLES: f64 = 2_000_000.0;
+    /// A core is "rarely idle" when it is idle less than this share of a period. The
+    /// paper gives no threshold.
+    pub const RARELY_IDLE: f64 = 0.10;
+    /// A core "often loads from DRAM" when its lookups fetch more than this many lines
+    /// from memory per lookup in a period (a 1000-entry directory is 500 lines). The
+    /// paper gives no threshold.
+    pub const OFTEN_DRAM_LINES_PER_LOOKUP: f64 = 50.0;
+    /// Monitoring periods at the start of a run whose counters only fill the caches: no
+    /// decision is taken from them (cold misses would make every directory look
+    /// expensive to fetch, and CORETIME never takes an assignment back). The paper does
+    /// not say how CORETIME starts.
+    pub const WARMUP_PERIODS: u32 = 1;
+    /// The "portion" of a hot core's objects a period moves to the best other core.
+    /// The paper does not say how much; the live runtime moves a quarter too.
+    pub const MOVED_PORTION: f64 = 0.25;
+}
+
 /// The simulated machine and workload parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimMachine {
@@ -96,9 +126,9 @@ impl SimMachine {
             mem_near_cycles: 127.0,
             mem_far_cycles: 336.0,
             migration_cycles: 2000.0,
-            mlp: 8.0,
+            mlp: MLP,
             ghz: 2.0,
-            mem_gbps: 10.6,
+            mem_gbps: MEM_GBPS,
         }
     }
 
@@ -297,7 +327,16 @@ impl Sim<'_> {
 /// Which scheduler a simulated run uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SimMode {
+    /// Every lookup runs on its thread's core.
     Threads,
+    /// O² placed once, from the counters of a first thread-based phase, and never
+    /// moved (the model before runtime rebalancing; kept to show its effect).
+    O2Once,
+    /// O² with CORETIME's runtime monitoring: starting from an empty table, every
+    /// [`MONITOR_PERIOD_CYCLES`] the objects that were expensive to fetch are packed
+    /// into the room left, and a portion of the objects of each core that is rarely
+    /// idle or often loads from DRAM moves to the core with the most idle cycles and
+    /// the fewest DRAM loads.
     O2,
 }
 
@@ -318,9 +357,11 @@ pub struct SimConfig {
 pub struct SimRun {
     pub lookups_per_s: f64,
     pub cycles_per_lookup: f64,
-    /// Directories placed on a core (O² only).
+    /// Directories placed on a core at the end (O² only).
     pub assigned: usize,
     pub delegated: f64,
+    /// Directories the runtime rebalancing moved between cores (O² only).
+    pub moved: usize,
 }
 
 /// One size of the sweep.
@@ -329,7 +370,10 @@ pub struct SimPoint {
     pub total_bytes: u64,
     pub dirs: usize,
     pub threads: SimRun,
+    /// O² with runtime monitoring and rebalancing (CORETIME).
     pub o2: SimRun,
+    /// O² placed once and never moved.
+    pub o2_once: SimRun,
 }
 
 /// A delegated lookup on its way to its owner.
@@ -358,6 +402,40 @@ struct Engine<'a> {
     ops: Vec<u64>,
     fetch: Vec<f64>,
     busy: Vec<f64>,
+    /// CORETIME's runtime monitoring, when on.
+    monitor: Option<Monitor>,
+}
+
+/// The counters of one monitoring period and what the monitoring did so far.
+struct Monitor {
+    start: f64,
+    /// Per directory: lookups, fetch cycles, busy cycles this period.
+    ops: Vec<u64>,
+    fetch: Vec<f64>,
+    busy: Vec<f64>,
+    /// Per core: busy cycles, lookups run, lines loaded from memory this period.
+    core_busy: Vec<f64>,
+    core_lookups: Vec<u64>,
+    core_mem: Vec<u64>,
+    moved: usize,
+    /// Periods completed so far.
+    periods: u32,
+}
+
+impl Monitor {
+    fn new(dirs: usize, cores: usize, start: f64) -> Self {
+        Monitor {
+            start,
+            ops: vec![0; dirs],
+            fetch: vec![0.0; dirs],
+            busy: vec![0.0; dirs],
+            core_busy: vec![0.0; cores],
+            core_lookups: vec![0; cores],
+            core_mem: vec![0; cores],
+            moved: 0,
+            periods: 0,
+        }
+    }
 }
 
 impl<'a> Engine<'a> {
@@ -388,6 +466,7 @@ impl<'a> Engine<'a> {
             ops: vec![0; dirs],
             fetch: vec![0.0; dirs],
             busy: vec![0.0; dirs],
+            monitor: None,
         }
     }
 
@@ -442,6 +521,17 @@ impl<'a> Engine<'a> {
             self.ops[d] += 1;
             self.fetch[d] += fetch;
             self.busy[d] += end - begin;
+            if let Some(mon) = &mut self.monitor {
+                mon.ops[d] += 1;
+                mon.fetch[d] += fetch;
+                mon.busy[d] += end - begin;
+                mon.core_busy[core] += end - begin;
+                mon.core_lookups[core] += 1;
+                mon.core_mem[core] += mem_lines;
+                if now - mon.start >= MONITOR_PERIOD_CYCLES {
+                    self.monitor_period(now);
+                }
+            }
             // The thread issues its next lookup once the answer is back.
             self.events.push(Reverse(((end + hop).to_bits(), t)));
         }
@@ -456,26 +546,15 @@ impl<'a> Engine<'a> {
 
     /// CORETIME's placement from the counters of the phase just run.
     fn place(&mut self, elapsed: f64) -> usize {
+        let (ops, fetch, busy) = (self.ops.clone(), self.fetch.clone(), self.busy.clone());
+        let mut bins = self.bins(&busy, elapsed);
+        self.pack_expensive(&ops, &fetch, &busy, elapsed, &mut bins)
+    }
+
+    /// Each core's room: its cache (L2 + its share of the chip's L3) less the
+    /// directories it owns, and the load of those directories.
+    fn bins(&self, busy: &[f64], elapsed: f64) -> Vec<Bin> {
         let m = self.sim.m;
-        let bytes = self.sim.layout.stride;
-        let mut items = Vec::new();
-        let mut total_load = 0.0;
-        for d in 0..self.dirs {
-            let load = self.busy[d] / elapsed.max(1.0);
-            total_load += load;
-            if self.ops[d] == 0 {
-                continue;
-            }
-            let fetch = self.fetch[d] / self.ops[d] as f64;
-            if fetch > m.migration_cycles {
-                items.push(Item {
-                    object: d as u32,
-                    bytes,
-                    load,
-                    benefit: fetch * self.ops[d] as f64,
-                });
-            }
-        }
         let per_core = m.l2.size_bytes + m.l3.size_bytes / m.cores_per_chip as u64;
         let mut bins = vec![
             Bin {
@@ -484,12 +563,112 @@ impl<'a> Engine<'a> {
             };
             m.cores()
         ];
+        for (d, owner) in self.owner.iter().enumerate() {
+            if let Some(c) = *owner {
+                bins[c].free_bytes = bins[c].free_bytes.saturating_sub(self.sim.layout.stride);
+                bins[c].load += busy[d] / elapsed.max(1.0);
+            }
+        }
+        bins
+    }
+
+    /// Packs the unassigned directories whose fetch cycles per lookup exceed a
+    /// migration (CORETIME's "expensive to fetch") into `bins`, first fit; returns how
+    /// many were placed.
+    fn pack_expensive(
+        &mut self,
+        ops: &[u64],
+        fetch: &[f64],
+        busy: &[f64],
+        elapsed: f64,
+        bins: &mut [Bin],
+    ) -> usize {
+        let m = self.sim.m;
+        let mut items = Vec::new();
+        let mut total_load = 0.0;
+        for d in 0..self.dirs {
+            let load = busy[d] / elapsed.max(1.0);
+            total_load += load;
+            if ops[d] == 0 || self.owner[d].is_some() {
+                continue;
+            }
+            let per_lookup = fetch[d] / ops[d] as f64;
+            if per_lookup > m.migration_cycles {
+                items.push(Item {
+                    object: d as u32,
+                    bytes: self.sim.layout.stride,
+                    load,
+                    benefit: fetch[d],
+                });
+            }
+        }
         let cap = load_cap(total_load, m.cores(), 0.15, &items);
-        let placed = pack(&items, &mut bins, cap);
+        let placed = pack(&items, bins, cap);
         for &(d, c) in &placed {
             self.owner[d as usize] = Some(c);
         }
         placed.len()
+    }
+
+    /// One monitoring period of CORETIME's runtime, ending at `now`: place what was
+    /// expensive to fetch, then move a portion of the directories of every core that
+    /// was rarely idle or often loaded from DRAM to the core with the most idle cycles
+    /// and the fewest DRAM loads, where they fit.
+    fn monitor_period(&mut self, now: f64) {
+        let Some(mon) = self.monitor.take() else {
+            return;
+        };
+        let cores = self.sim.m.cores();
+        let mut next = Monitor::new(self.dirs, cores, now);
+        next.moved = mon.moved;
+        next.periods = mon.periods + 1;
+        if mon.periods < WARMUP_PERIODS {
+            self.monitor = Some(next);
+            return;
+        }
+        let period = (now - mon.start).max(1.0);
+        let mut bins = self.bins(&mon.busy, period);
+        self.pack_expensive(&mon.ops, &mon.fetch, &mon.busy, period, &mut bins);
+        let idle: Vec<f64> = (0..cores)
+            .map(|c| (1.0 - mon.core_busy[c] / period).clamp(0.0, 1.0))
+            .collect();
+        let dram: Vec<f64> = (0..cores)
+            .map(|c| mon.core_mem[c] as f64 / mon.core_lookups[c].max(1) as f64)
+            .collect();
+        let hot = |c: usize| idle[c] < RARELY_IDLE || dram[c] > OFTEN_DRAM_LINES_PER_LOOKUP;
+        let stride = self.sim.layout.stride;
+        let mut moved = 0;
+        for from in (0..cores).filter(|&c| hot(c)) {
+            // The best other core: fewest DRAM lines per lookup, then most idle.
+            let Some(to) = (0..cores)
+                .filter(|&c| !hot(c) && bins[c].free_bytes >= stride)
+                .min_by(|&a, &b| {
+                    dram[a]
+                        .total_cmp(&dram[b])
+                        .then(idle[b].total_cmp(&idle[a]))
+                })
+            else {
+                break;
+            };
+            let mine: Vec<usize> = (0..self.dirs)
+                .filter(|&d| self.owner[d] == Some(from))
+                .collect();
+            let portion = (mine.len() as f64 * MOVED_PORTION).ceil() as usize;
+            for &d in mine.iter().take(portion) {
+                if bins[to].free_bytes < stride {
+                    break;
+                }
+                let load = mon.busy[d] / period;
+                self.owner[d] = Some(to);
+                bins[from].free_bytes += stride;
+                bins[from].load -= load;
+                bins[to].free_bytes -= stride;
+                bins[to].load += load;
+                moved += 1;
+            }
+        }
+        next.moved += moved;
+        self.monitor = Some(next);
     }
 }
 
@@ -507,11 +686,19 @@ pub fn simulate(cfg: &SimConfig, dirs: usize, mode: SimMode) -> Result<SimRun> {
         ));
     }
     let mut e = Engine::new(&cfg.machine, dirs, cfg.per_dir, cfg.seed);
-    let (elapsed, _) = e.run(cfg.warmup_lookups);
-    let mut assigned = 0;
     if mode == SimMode::O2 {
-        assigned = e.place(elapsed);
-        e.run(cfg.warmup_lookups);
+        e.monitor = Some(Monitor::new(dirs, cfg.machine.cores(), 0.0));
+    }
+    let (elapsed, _) = e.run(cfg.warmup_lookups);
+    match mode {
+        SimMode::Threads => {}
+        SimMode::O2Once => {
+            e.place(elapsed);
+            e.run(cfg.warmup_lookups);
+        }
+        SimMode::O2 => {
+            e.run(cfg.warmup_lookups);
+        }
     }
     e.reset_counters();
     let (elapsed, delegated) = e.run(cfg.measured_lookups);
@@ -519,8 +706,9 @@ pub fn simulate(cfg: &SimConfig, dirs: usize, mode: SimMode) -> Result<SimRun> {
     Ok(SimRun {
         lookups_per_s: n / (elapsed / (cfg.machine.ghz * 1e9)),
         cycles_per_lookup: e.busy.iter().sum::<f64>() / n,
-        assigned,
+        assigned: e.owner.iter().filter(|o| o.is_some()).count(),
         delegated: delegated as f64 / n,
+        moved: e.monitor.as_ref().map_or(0, |m| m.moved),
     })
 }
 
@@ -534,6 +722,7 @@ pub fn sweep(cfg: &SimConfig, mut progress: impl FnMut(&SimPoint)) -> Result<Vec
             dirs,
             threads: simulate(cfg, dirs, SimMode::Threads)?,
             o2: simulate(cfg, dirs, SimMode::O2)?,
+            o2_once: simulate(cfg, dirs, SimMode::O2Once)?,
         };
         progress(&p);
         out.push(p);
@@ -625,6 +814,46 @@ mod tests {
             e.core_free[1..].iter().all(|&t| t == 0.0),
             "callers' cores stay free"
         );
+    }
+
+    #[test]
+    fn monitoring_moves_a_portion_off_a_rarely_idle_core() {
+        let m = small();
+        let dirs = 8;
+        let mut e = Engine::new(&m, dirs, 1000, 3);
+        // Every directory on core 0: core 0 serves all four threads' lookups.
+        e.owner = vec![Some(0); dirs];
+        e.monitor = Some(Monitor::new(dirs, m.cores(), 0.0));
+        // Enough lookups for the warm-up period and at least one decision.
+        while e.monitor.as_ref().unwrap().periods < WARMUP_PERIODS + 1 {
+            e.run(100);
+        }
+        let on_zero = e.owner.iter().filter(|&&o| o == Some(0)).count();
+        let moved = e.monitor.as_ref().unwrap().moved;
+        // A quarter of core 0's eight directories (rounded up) left in the first
+        // decision; all stay assigned.
+        assert!(moved >= 2, "moved {moved}");
+        assert_eq!(on_zero, dirs - moved, "{:?}", e.owner);
+        assert!(e.owner.iter().all(Option::is_some));
+    }
+
+    #[test]
+    fn monitoring_decides_nothing_in_its_warm_up_period() {
+        let m = small();
+        let mut e = Engine::new(&m, 160, 1000, 4);
+        e.monitor = Some(Monitor::new(160, m.cores(), 0.0));
+        while e.monitor.as_ref().unwrap().periods < WARMUP_PERIODS {
+            e.run(50);
+        }
+        assert!(
+            e.owner.iter().all(Option::is_none),
+            "cold misses decided nothing"
+        );
+        while e.monitor.as_ref().unwrap().periods < WARMUP_PERIODS + 1 {
+            e.run(50);
+        }
+        // 5 MB on a 4-core, 2-chip machine: directories are expensive to fetch.
+        assert!(e.owner.iter().any(Option::is_some));
     }
 
     #[test]

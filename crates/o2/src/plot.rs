@@ -1,5 +1,6 @@
-//! Line plots of the O² experiment curves (PNG through plotters). Kept out of the
-//! hetsched-o2 library so its C static library does not pull in freetype.
+//! Line plots of the O² experiment curves (PNG through plotters). Behind the `plot`
+//! feature, off by default, so the C static library does not pull in freetype; the
+//! CLI turns it on.
 
 use hetsched_core::{Error, Result};
 use plotters::prelude::*;
@@ -26,7 +27,13 @@ impl<'a> Series<'a> {
     }
 }
 
-const COLORS: [RGBColor; 4] = [BLUE, RED, RGBColor(0, 140, 0), RGBColor(160, 0, 160)];
+const COLORS: [RGBColor; 5] = [
+    BLUE,
+    RED,
+    RGBColor(0, 140, 0),
+    RGBColor(160, 0, 160),
+    RGBColor(230, 130, 0),
+];
 
 /// Draws `series` against a log2 x axis (data sizes) into `path`.
 pub fn log2_x_lines(
