@@ -240,12 +240,6 @@ pub fn claims(results: &[BenchResult]) -> Vec<Claim> {
     out
 }
 
-fn table(header: &[&str], rows: Vec<Vec<String>>) -> Table {
-    Table {
-        header: header.iter().map(|h| h.to_string()).collect(),
-        rows,
-    }
-}
 
 /// The paper's Figures 4–8 beside ours (images relative to the output folder).
 pub fn figures(results: &[BenchResult]) -> Vec<Figure> {
@@ -300,14 +294,14 @@ pub fn figures(results: &[BenchResult]) -> Vec<Figure> {
             id: "fig4",
             title: "Core-miss rate, remote-only vs hybrid θ = 3".into(),
             images: vec![images("fig4_core_miss.png")],
-            paper_numbers: table(
+            paper_numbers: Table::new(
                 &["benchmark", "remote-only", "hybrid θ=3"],
                 vec![
                     vec!["radix".into(), "43 %".into(), "7.9 %".into()],
                     vec!["mean".into(), "29 %".into(), "18 %".into()],
                 ],
             ),
-            ours: table(&["benchmark", "remote-only", "hybrid θ=3"], fig4),
+            ours: Table::new(&["benchmark", "remote-only", "hybrid θ=3"], fig4),
             note: "The paper gives per-benchmark values only as bars (radix in the text).".into(),
         },
         Figure {
@@ -315,7 +309,7 @@ pub fn figures(results: &[BenchResult]) -> Vec<Figure> {
             id: "fig5",
             title: "Average memory latency of the hybrid (θ = 3) normalised to remote-only".into(),
             images: vec![images("fig5_latency.png")],
-            paper_numbers: table(
+            paper_numbers: Table::new(
                 &["benchmark", "hybrid / remote-only"],
                 vec![
                     vec!["best".into(), "1 / 2.3 = 0.435".into()],
@@ -326,7 +320,7 @@ pub fn figures(results: &[BenchResult]) -> Vec<Figure> {
                     ],
                 ],
             ),
-            ours: table(&["benchmark", "hybrid / remote-only"], fig5),
+            ours: Table::new(&["benchmark", "hybrid / remote-only"], fig5),
             note: "The paper names neither its best nor its worst benchmark.".into(),
         },
         Figure {
@@ -334,14 +328,14 @@ pub fn figures(results: &[BenchResult]) -> Vec<Figure> {
             id: "fig6",
             title: "Core misses handled by remote accesses and by migrations (θ = 3)".into(),
             images: vec![images("fig6_breakdown.png")],
-            paper_numbers: table(
+            paper_numbers: Table::new(
                 &["benchmark", "remote accesses", "migrations"],
                 vec![
                     vec!["radix".into(), "≈ 7.9 %".into(), "< 0.01 %".into()],
                     vec!["mean".into(), "≈ 15 %".into(), "3 %".into()],
                 ],
             ),
-            ours: table(&["benchmark", "remote accesses", "migrations"], fig6),
+            ours: Table::new(&["benchmark", "remote accesses", "migrations"], fig6),
             note:
                 "The paper's mean remote-access rate is its 18 % core misses less 3 % migrations."
                     .into(),
@@ -354,7 +348,7 @@ pub fn figures(results: &[BenchResult]) -> Vec<Figure> {
                 images("fig7_theta_breakdown.png"),
                 images("fig8_theta_latency.png"),
             ],
-            paper_numbers: table(
+            paper_numbers: Table::new(
                 &["θ", "core-miss rate", "migration rate", "gain"],
                 vec![
                     vec![
@@ -367,7 +361,7 @@ pub fn figures(results: &[BenchResult]) -> Vec<Figure> {
                     vec!["5".into(), "".into(), "< θ = 3's".into(), "15 %".into()],
                 ],
             ),
-            ours: table(
+            ours: Table::new(
                 &["θ", "core-miss rate", "migration rate", "gain"],
                 theta_rows(&|m| vec![pct(m.core_miss), pct(m.migration), pct(m.gain)]),
             ),

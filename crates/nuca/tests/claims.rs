@@ -1,47 +1,51 @@
-//! One test per claim of Shim et al., judged by `reproduce::claims` on one shared run of
-//! the 16 benchmarks at test scale (tiny sizes, 16 threads on a 4 × 4 Table I chip).
+//! One test per claim of Shim et al., judged by `reproduce::reproduce` at its quick scale
+//! (the 16 benchmarks at tiny sizes, 16 threads on a 4 × 4 Table I chip), once for all
+//! of this binary's tests.
 //! Each test pins the verdict — the paper's statement where we hold it, our documented
 //! different result where we do not — so a change in either direction is noticed.
 
-use hetsched_nuca::experiment::{run_benchmark, BenchResult, Options};
-use hetsched_nuca::kernels::Benchmark;
-use hetsched_nuca::reproduce::claims;
-use hetsched_nuca::Chip;
-use hetsched_repro::{Claim, Verdict};
+use hetsched_repro::{assert_verdict, judged_once, Judged, Verdict};
+use std::path::Path;
 use std::sync::OnceLock;
 
-fn results() -> &'static [BenchResult] {
-    static RESULTS: OnceLock<Vec<BenchResult>> = OnceLock::new();
-    RESULTS.get_or_init(|| {
-        let chip = Chip::shim_64().with_cores(16).unwrap();
-        Benchmark::ALL
-            .iter()
-            .map(|&b| run_benchmark(&chip, b, 16, b.tiny_size(), Options::default(), None).unwrap())
-            .collect()
+/// The verdicts of one quick reproduction (the scale of `hetsched reproduce --quick`),
+/// shared by every test of this binary, across nextest's processes too.
+fn judged() -> &'static [Judged] {
+    static J: OnceLock<Vec<Judged>> = OnceLock::new();
+    J.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        judged_once(dir, || {
+            let out = dir.join("shim-reproduce");
+            let r = hetsched_nuca::reproduce::reproduce(&out, true).expect("the runs succeed");
+            assert_eq!(r.paper, "shim");
+            for f in &r.figures {
+                assert!(
+                    !f.ours.rows.is_empty() && !f.paper_numbers.rows.is_empty(),
+                    "{}",
+                    f.id
+                );
+                for image in &f.images {
+                    let png = std::fs::read(out.join(image)).expect("the figure is written");
+                    assert!(png.starts_with(b"\x89PNG"), "{}", image.display());
+                }
+            }
+            assert!(r.assumptions.iter().any(|a| a.name == "FREQUENCY_GHZ"));
+            r.claims
+        })
+        .expect("the verdicts are stored")
     })
 }
 
-fn judged(id: &str) -> Claim {
-    claims(results())
-        .into_iter()
-        .find(|c| c.id == id)
-        .unwrap_or_else(|| panic!("no claim {id}"))
-}
-
 fn pinned(id: &str, verdict: Verdict) {
-    let c = judged(id);
-    assert_eq!(c.verdict, verdict, "{c:#?}");
-    assert_eq!(
-        c.explanation.is_empty(),
-        verdict == Verdict::Holds,
-        "{c:#?}"
-    );
-    assert!(!c.ours.is_empty() && !c.tolerance.is_empty());
+    assert_verdict(judged(), id, verdict);
+    let c = judged().iter().find(|c| c.id == id).unwrap();
+    assert_eq!(c.explanation.is_empty(), verdict == Verdict::Holds, "{}", c.claim);
+    assert!(!c.ours.is_empty(), "{}", c.claim);
 }
 
 #[test]
 fn every_claim_is_pinned_here() {
-    let ids: Vec<&str> = claims(results()).iter().map(|c| c.id).collect();
+    let ids: Vec<&str> = judged().iter().map(|c| c.id.as_str()).collect();
     assert_eq!(
         ids,
         [
@@ -101,29 +105,4 @@ fn theta_2_migrates_more_at_about_the_same_core_miss_rate() {
 #[test]
 fn radix_needs_more_migrations_than_the_papers() {
     pinned("radix-few-migrations", Verdict::DoesNotHold);
-}
-
-#[test]
-fn quick_reproduction_writes_its_figures_and_reports_the_same_verdicts() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = hetsched_nuca::reproduce::reproduce(dir.path(), true).unwrap();
-    assert_eq!(r.paper, "shim");
-    for f in &r.figures {
-        assert!(
-            !f.ours.rows.is_empty() && !f.paper_numbers.rows.is_empty(),
-            "{}",
-            f.id
-        );
-        for image in &f.images {
-            let png = std::fs::read(dir.path().join(image)).unwrap();
-            assert!(png.starts_with(b"\x89PNG"), "{}", image.display());
-        }
-    }
-    let here: Vec<(&str, Verdict)> = claims(results())
-        .iter()
-        .map(|c| (c.id, c.verdict))
-        .collect();
-    let there: Vec<(&str, Verdict)> = r.claims.iter().map(|c| (c.id, c.verdict)).collect();
-    assert_eq!(here, there);
-    assert!(r.assumptions.iter().any(|a| a.name == "FREQUENCY_GHZ"));
 }

@@ -187,12 +187,6 @@ pub fn claims(points: &[SimPoint]) -> Vec<Claim> {
     out
 }
 
-fn table(header: &[&str], rows: Vec<Vec<String>>) -> Table {
-    Table {
-        header: header.iter().map(|h| h.to_string()).collect(),
-        rows,
-    }
-}
 
 /// O²/thread-based at each size for one memory bandwidth (GB/s per node, 0 = unlimited).
 pub type BandwidthRow = (f64, Vec<(u64, f64)>);
@@ -266,7 +260,7 @@ pub fn figures(points: &[SimPoint], bandwidth: &[BandwidthRow]) -> Vec<Figure> {
                     directory data"
                 .into(),
             images: vec!["coretime-sim.png".into()],
-            paper_numbers: table(
+            paper_numbers: Table::new(
                 &["data", "O² / thread-based"],
                 vec![
                     vec!["≈ 512 KB – 2 MB".into(), "≈ 1 (both good)".into()],
@@ -274,7 +268,7 @@ pub fn figures(points: &[SimPoint], bandwidth: &[BandwidthRow]) -> Vec<Figure> {
                     vec!["> 16 MB".into(), "O² falls (DRAM)".into()],
                 ],
             ),
-            ours: table(
+            ours: Table::new(
                 &[
                     "data",
                     "threads M/s",
@@ -298,11 +292,11 @@ pub fn figures(points: &[SimPoint], bandwidth: &[BandwidthRow]) -> Vec<Figure> {
                     does not give it)"
                 .into(),
             images: vec!["coretime-bandwidth.png".into()],
-            paper_numbers: table(
+            paper_numbers: Table::new(
                 &["data", "O² / thread-based"],
                 vec![vec!["clearly > 2 MB".into(), "2–3×".into()]],
             ),
-            ours: table(
+            ours: Table::new(
                 &header.iter().map(String::as_str).collect::<Vec<_>>(),
                 bw_rows,
             ),

@@ -1,35 +1,44 @@
-//! One test per claim of the CORETIME paper, judged by `reproduce::claims` on one shared
-//! simulated sweep at test scale (the paper's 16-core machine, 1–32 MB, fewer lookups
-//! than `hetsched experiment coretime-sim`). Each test pins the verdict, so a change in
-//! either direction is noticed.
+//! One test per claim of the CORETIME paper, judged by `reproduce::reproduce` at its quick
+//! scale (the scale of `hetsched reproduce --quick`: the paper's 16-core machine, 1–32
+//! MB, fewer lookups than `hetsched experiment coretime-sim`), once for all of this
+//! binary's tests, across nextest's processes too. Each test pins the verdict, so a
+//! change in either direction is noticed.
 
-use hetsched_o2::reproduce::{claims, config, sizes};
-use hetsched_o2::sim::{sweep, SimPoint, MEM_GBPS};
-use hetsched_repro::{Claim, Verdict};
+use hetsched_repro::{assert_verdict, judged_once, Judged, Verdict};
+use std::path::Path;
 use std::sync::OnceLock;
 
-fn points() -> &'static [SimPoint] {
-    static POINTS: OnceLock<Vec<SimPoint>> = OnceLock::new();
-    POINTS.get_or_init(|| sweep(&config(sizes(true), MEM_GBPS, true), |_| {}).unwrap())
+fn judged() -> &'static [Judged] {
+    static J: OnceLock<Vec<Judged>> = OnceLock::new();
+    J.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        judged_once(dir, || {
+            let out = dir.join("o2-reproduce");
+            let r = hetsched_o2::reproduce::reproduce(&out, true).expect("the sweep runs");
+            for f in &r.figures {
+                assert!(!f.ours.rows.is_empty(), "{}", f.id);
+                for img in &f.images {
+                    let png = std::fs::read(out.join(img)).expect("the figure is written");
+                    assert!(png.starts_with(b"\x89PNG"), "{}", img.display());
+                }
+            }
+            assert!(r.assumptions.iter().any(|a| a.name == "MEM_GBPS"));
+            r.claims
+        })
+        .expect("the verdicts are stored")
+    })
 }
 
-fn pinned(id: &str, verdict: Verdict) -> Claim {
-    let c = claims(points())
-        .into_iter()
-        .find(|c| c.id == id)
-        .unwrap_or_else(|| panic!("no claim {id}"));
-    assert_eq!(c.verdict, verdict, "{c:#?}");
-    assert_eq!(
-        c.explanation.is_empty(),
-        verdict == Verdict::Holds,
-        "{c:#?}"
-    );
+fn pinned(id: &str, verdict: Verdict) -> &'static Judged {
+    assert_verdict(judged(), id, verdict);
+    let c = judged().iter().find(|c| c.id == id).unwrap();
+    assert_eq!(c.explanation.is_empty(), verdict == Verdict::Holds, "{}", c.claim);
     c
 }
 
 #[test]
 fn every_claim_is_pinned_here() {
-    let ids: Vec<&str> = claims(points()).iter().map(|c| c.id).collect();
+    let ids: Vec<&str> = judged().iter().map(|c| c.id.as_str()).collect();
     assert_eq!(
         ids,
         [

@@ -101,6 +101,15 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
 }
 
+impl Table {
+    pub fn new(header: &[&str], rows: Vec<Vec<String>>) -> Table {
+        Table {
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows,
+        }
+    }
+}
+
 /// One figure or table of the paper beside our reproduction of it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Figure {
@@ -197,12 +206,14 @@ pub fn trim_doc(doc: &str) -> String {
         .join(" ")
 }
 
-/// A claim's verdict as its claim test reads it: the id, the verdict, and the claim in
-/// full for the failure message.
+/// A claim's verdict as its claim test reads it: the id, the verdict, our value and the
+/// explanation (which tests may check too), and the claim in full for the failure message.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Judged {
     pub id: String,
     pub verdict: Verdict,
+    pub ours: String,
+    pub explanation: String,
     pub claim: String,
 }
 
@@ -211,6 +222,8 @@ impl From<&Claim> for Judged {
         Judged {
             id: c.id.to_string(),
             verdict: c.verdict,
+            ours: c.ours.clone(),
+            explanation: c.explanation.clone(),
             claim: format!("{c:#?}"),
         }
     }
