@@ -12,29 +12,69 @@
 //! submitted before it), which is the order of the per-task CSV and of the metrics'
 //! sums.
 
+use crate::id_map::{IdMap, Vacant};
 use crate::machine::UnitType;
 use crate::policy::UnitId;
 use crate::record::{Event, EventKind, Metrics, Stats, TaskOutcome};
 use crate::task::{QueueId, TaskId};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
-/// One submitted task whose outcome has not been handed out yet.
+/// A submitted task whose outcome has not been handed out yet, as its `Submit` told it:
+/// 32 bytes, all that a task that has not started needs (a million tasks waiting at once
+/// must fit in a few tens of MiB).
 struct Pending {
-    outcome: TaskOutcome,
+    task: TaskId,
+    arrival_ns: u64,
+    ideal_ns: u64,
+    /// Its type, an index in `OutcomeStream::kinds`.
+    kind: u32,
+    /// What happened to it since (an index in `OutcomeStream::since`), or [`NONE`]
+    /// while nothing did.
+    since: u32,
+}
+
+/// No index.
+const NONE: u32 = u32::MAX;
+
+/// What happened to a submitted task after its `Submit`: kept only for tasks that have
+/// started, moved or ended.
+#[derive(Clone, Copy, Default)]
+struct Since {
+    first_start_ns: Option<u64>,
+    end_ns: Option<u64>,
+    run_ns: u64,
     /// Start of its current run segment.
     seg_start: Option<u64>,
+    runs: u32,
+    migrations: u32,
+    unit: Option<UnitId>,
+    rejected: bool,
     ended: bool,
 }
 
 /// Task outcomes from a stream of events, handed out in submission order once final.
+///
+/// A task is found by its id without a hash map while ids follow submission order (as
+/// engines assign them): the task submitted `i`-th is at `pending[i - base]` when its
+/// id is `offset + i`; tasks whose ids do not follow go to `live`.
 #[derive(Default)]
 pub struct OutcomeStream {
-    /// Submission index of each live task.
+    /// Submission index of each live task whose id does not follow submission order.
     live: FxHashMap<TaskId, u64>,
+    /// `Some(offset)` once a task was submitted: ids that follow are `offset + index`.
+    offset: Option<u64>,
     /// Outcomes from submission index `base` on.
     pending: VecDeque<Pending>,
     base: u64,
+    /// Task types, each once (`last_kind`: the index of the latest one met).
+    kinds: Vec<Arc<str>>,
+    kind_index: FxHashMap<Arc<str>, u32>,
+    last_kind: u32,
+    /// Slots of [`Since`] in use (by a pending task) or free (listed in `free`).
+    since: Vec<Since>,
+    free: Vec<u32>,
 }
 
 impl OutcomeStream {
@@ -42,62 +82,137 @@ impl OutcomeStream {
     #[inline]
     pub fn push(&mut self, e: &Event, out: &mut impl FnMut(TaskOutcome)) {
         if let EventKind::Submit { ideal_ns, kind } = &e.kind {
-            self.live
-                .insert(e.task, self.base + self.pending.len() as u64);
-            self.pending.push_back(Pending {
-                outcome: TaskOutcome {
-                    task: e.task,
-                    kind: kind.to_string(),
-                    arrival_ns: e.t_ns,
-                    first_start_ns: None,
-                    end_ns: None,
-                    run_ns: 0,
-                    ideal_ns: *ideal_ns,
-                    runs: 0,
-                    migrations: 0,
-                    unit: None,
-                    rejected: false,
-                },
-                seg_start: None,
-                ended: false,
-            });
+            self.submit(e, *ideal_ns, kind);
             return;
         }
-        let Some(&i) = self.live.get(&e.task) else {
+        let Some(i) = self.find(e.task) else {
             return;
         };
         let p = &mut self.pending[(i - self.base) as usize];
-        let o = &mut p.outcome;
+        if p.since == NONE {
+            p.since = match self.free.pop() {
+                Some(s) => {
+                    self.since[s as usize] = Since::default();
+                    s
+                }
+                None => {
+                    self.since.push(Since::default());
+                    (self.since.len() - 1) as u32
+                }
+            };
+        }
+        let o = &mut self.since[p.since as usize];
         match &e.kind {
             EventKind::Start { .. } => {
                 o.first_start_ns.get_or_insert(e.t_ns);
                 o.runs += 1;
-                p.seg_start = Some(e.t_ns);
+                o.seg_start = Some(e.t_ns);
             }
             EventKind::Stop { .. } => {
-                o.run_ns += e.t_ns - p.seg_start.take().unwrap_or(e.t_ns);
+                o.run_ns += e.t_ns - o.seg_start.take().unwrap_or(e.t_ns);
             }
             EventKind::Complete { unit } => {
-                o.run_ns += e.t_ns - p.seg_start.take().unwrap_or(e.t_ns);
+                o.run_ns += e.t_ns - o.seg_start.take().unwrap_or(e.t_ns);
                 o.end_ns = Some(e.t_ns);
                 o.unit = Some(*unit);
-                p.ended = true;
+                o.ended = true;
             }
             EventKind::Migrate { .. } => o.migrations += 1,
             EventKind::Reject { .. } => {
                 o.end_ns = Some(e.t_ns);
                 o.rejected = true;
-                p.ended = true;
+                o.ended = true;
             }
             EventKind::Submit { .. } | EventKind::Enqueue { .. } => {}
         }
-        if p.ended {
-            self.live.remove(&e.task);
-            while self.pending.front().is_some_and(|p| p.ended) {
+        if o.ended {
+            if !self.live.is_empty() {
+                self.live.remove(&e.task);
+            }
+            while let Some(p) = self.pending.front() {
+                if p.since == NONE || !self.since[p.since as usize].ended {
+                    break;
+                }
                 let p = self.pending.pop_front().expect("a front entry");
                 self.base += 1;
-                out(p.outcome);
+                out(self.outcome(p));
             }
+        }
+    }
+
+    /// A submitted task: its pending entry.
+    #[inline]
+    fn submit(&mut self, e: &Event, ideal_ns: u64, kind: &Arc<str>) {
+        let index = self.base + self.pending.len() as u64;
+        let offset = *self.offset.get_or_insert(e.task.wrapping_sub(index));
+        if e.task == offset.wrapping_add(index) {
+            if !self.live.is_empty() {
+                self.live.remove(&e.task);
+            }
+        } else {
+            self.live.insert(e.task, index);
+        }
+        let kind = self.kind(kind);
+        self.pending.push_back(Pending {
+            task: e.task,
+            arrival_ns: e.t_ns,
+            ideal_ns,
+            kind,
+            since: NONE,
+        });
+    }
+
+    /// The index of a task type in `kinds` (added if new).
+    #[inline]
+    fn kind(&mut self, kind: &Arc<str>) -> u32 {
+        match self.kinds.get(self.last_kind as usize) {
+            Some(last) if Arc::ptr_eq(last, kind) || **last == **kind => self.last_kind,
+            _ => {
+                let next = self.kinds.len() as u32;
+                let i = *self.kind_index.entry(kind.clone()).or_insert(next);
+                if i == next {
+                    self.kinds.push(kind.clone());
+                }
+                self.last_kind = i;
+                i
+            }
+        }
+    }
+
+    /// The submission index of a live task (submitted, not ended).
+    #[inline]
+    fn find(&self, task: TaskId) -> Option<u64> {
+        if !self.live.is_empty() {
+            if let Some(&i) = self.live.get(&task) {
+                return Some(i);
+            }
+        }
+        let i = task.wrapping_sub(self.offset?);
+        let p = self.pending.get(i.wrapping_sub(self.base) as usize)?;
+        let ended = p.since != NONE && self.since[p.since as usize].ended;
+        (p.task == task && !ended).then_some(i)
+    }
+
+    /// The outcome of a pending task, whose `Since` slot (if any) is freed.
+    fn outcome(&mut self, p: Pending) -> TaskOutcome {
+        let since = if p.since == NONE {
+            Since::default()
+        } else {
+            self.free.push(p.since);
+            self.since[p.since as usize]
+        };
+        TaskOutcome {
+            task: p.task,
+            kind: self.kinds[p.kind as usize].to_string(),
+            arrival_ns: p.arrival_ns,
+            first_start_ns: since.first_start_ns,
+            end_ns: since.end_ns,
+            run_ns: since.run_ns,
+            ideal_ns: p.ideal_ns,
+            runs: since.runs,
+            migrations: since.migrations,
+            unit: since.unit,
+            rejected: since.rejected,
         }
     }
 
@@ -106,7 +221,9 @@ impl OutcomeStream {
     pub fn finish(&mut self, out: &mut impl FnMut(TaskOutcome)) {
         self.live.clear();
         self.base += self.pending.len() as u64;
-        self.pending.drain(..).for_each(|p| out(p.outcome));
+        while let Some(p) = self.pending.pop_front() {
+            out(self.outcome(p));
+        }
     }
 }
 
@@ -225,13 +342,20 @@ impl MetricsBuilder {
     }
 }
 
-/// A task's state as the invariant checks follow it.
-#[derive(Clone, Copy, PartialEq)]
+/// A task's state as the invariant checks follow it: one byte per live task (where it
+/// runs is in `Checker::on_unit`).
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum St {
     New,
     Queued,
-    Running(UnitId),
+    Running,
     Ended,
+    /// Not a state: no task by that id ([`Vacant`]).
+    Absent,
+}
+
+impl Vacant for St {
+    const VACANT: St = St::Absent;
 }
 
 /// The run record's invariants, checked event by event: time never goes back; every
@@ -239,7 +363,7 @@ enum St {
 /// afterwards; a unit runs one task at a time; a task runs on one unit at a time; only
 /// queued tasks start.
 pub struct Checker {
-    state: FxHashMap<TaskId, St>,
+    state: IdMap<St>,
     /// Keep ended tasks (to name a late event "after the task ended", and to catch an
     /// id submitted again), or forget them so that memory follows the live tasks (a
     /// late event is then caught as one for a task that is not queued or running).
@@ -252,7 +376,7 @@ pub struct Checker {
 impl Checker {
     pub fn new(units: usize, keep_ended: bool) -> Checker {
         Checker {
-            state: FxHashMap::default(),
+            state: IdMap::default(),
             keep_ended,
             on_unit: vec![None; units],
             last: 0,
@@ -270,7 +394,7 @@ impl Checker {
             return fail("time went backwards");
         }
         self.last = e.t_ns;
-        let st = self.state.get(&e.task).copied();
+        let st = self.state.get(e.task);
         if st == Some(St::Ended) {
             return fail("event after the task ended");
         }
@@ -297,10 +421,10 @@ impl Checker {
                     return fail("unit already runs a task");
                 }
                 on_unit[*unit as usize] = Some(e.task);
-                St::Running(*unit)
+                St::Running
             }
             EventKind::Stop { unit } | EventKind::Complete { unit } => {
-                if st != Some(St::Running(*unit)) || on_unit[*unit as usize] != Some(e.task) {
+                if st != Some(St::Running) || on_unit.get(*unit as usize) != Some(&Some(e.task)) {
                     return fail("stopped where it was not running");
                 }
                 on_unit[*unit as usize] = None;
@@ -324,7 +448,7 @@ impl Checker {
             }
         };
         if next == St::Ended && !self.keep_ended {
-            self.state.remove(&e.task);
+            self.state.remove(e.task);
         } else {
             self.state.insert(e.task, next);
         }
