@@ -22,10 +22,10 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// A submitted task whose outcome has not been handed out yet, as its `Submit` told it:
-/// 32 bytes, all that a task that has not started needs (a million tasks waiting at once
-/// must fit in a few tens of MiB).
+/// 24 bytes, all that a task that has not started needs (a million tasks waiting at once
+/// must fit in a few tens of MiB). Its id follows from its submission index (see
+/// [`OutcomeStream`]).
 struct Pending {
-    task: TaskId,
     arrival_ns: u64,
     ideal_ns: u64,
     /// Its type, an index in `OutcomeStream::kinds`.
@@ -57,12 +57,15 @@ struct Since {
 /// Task outcomes from a stream of events, handed out in submission order once final.
 ///
 /// A task is found by its id without a hash map while ids follow submission order (as
-/// engines assign them): the task submitted `i`-th is at `pending[i - base]` when its
-/// id is `offset + i`; tasks whose ids do not follow go to `live`.
+/// engines assign them): the task submitted `i`-th is at `pending[i - base]`, and its
+/// id is `offset + i` unless it is a stray (an id that does not follow), whose id and
+/// index are in two small hash maps.
 #[derive(Default)]
 pub struct OutcomeStream {
-    /// Submission index of each live task whose id does not follow submission order.
+    /// Submission index of each live stray.
     live: FxHashMap<TaskId, u64>,
+    /// The id of each pending stray, by submission index.
+    strays: FxHashMap<u64, TaskId>,
     /// `Some(offset)` once a task was submitted: ids that follow are `offset + index`.
     offset: Option<u64>,
     /// Outcomes from submission index `base` on.
@@ -135,7 +138,7 @@ impl OutcomeStream {
                 }
                 let p = self.pending.pop_front().expect("a front entry");
                 self.base += 1;
-                out(self.outcome(p));
+                out(self.outcome(self.base - 1, p));
             }
         }
     }
@@ -151,10 +154,10 @@ impl OutcomeStream {
             }
         } else {
             self.live.insert(e.task, index);
+            self.strays.insert(index, e.task);
         }
         let kind = self.kind(kind);
         self.pending.push_back(Pending {
-            task: e.task,
             arrival_ns: e.t_ns,
             ideal_ns,
             kind,
@@ -190,11 +193,21 @@ impl OutcomeStream {
         let i = task.wrapping_sub(self.offset?);
         let p = self.pending.get(i.wrapping_sub(self.base) as usize)?;
         let ended = p.since != NONE && self.since[p.since as usize].ended;
-        (p.task == task && !ended).then_some(i)
+        let stray = !self.strays.is_empty() && self.strays.contains_key(&i);
+        (!ended && !stray).then_some(i)
     }
 
-    /// The outcome of a pending task, whose `Since` slot (if any) is freed.
-    fn outcome(&mut self, p: Pending) -> TaskOutcome {
+    /// The outcome of the pending task of submission index `index`, whose `Since` slot
+    /// (if any) is freed.
+    fn outcome(&mut self, index: u64, p: Pending) -> TaskOutcome {
+        let stray = match self.strays.is_empty() {
+            true => None,
+            false => self.strays.remove(&index),
+        };
+        let task = stray.unwrap_or_else(|| {
+            let offset = self.offset.expect("a task was submitted");
+            offset.wrapping_add(index)
+        });
         let since = if p.since == NONE {
             Since::default()
         } else {
@@ -202,7 +215,7 @@ impl OutcomeStream {
             self.since[p.since as usize]
         };
         TaskOutcome {
-            task: p.task,
+            task,
             kind: self.kinds[p.kind as usize].to_string(),
             arrival_ns: p.arrival_ns,
             first_start_ns: since.first_start_ns,
@@ -220,9 +233,9 @@ impl OutcomeStream {
     /// them), in submission order.
     pub fn finish(&mut self, out: &mut impl FnMut(TaskOutcome)) {
         self.live.clear();
-        self.base += self.pending.len() as u64;
         while let Some(p) = self.pending.pop_front() {
-            out(self.outcome(p));
+            self.base += 1;
+            out(self.outcome(self.base - 1, p));
         }
     }
 }
@@ -453,5 +466,77 @@ impl Checker {
             self.state.insert(e.task, next);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(t_ns: u64, task: TaskId, kind: EventKind) -> Event {
+        Event { t_ns, task, kind }
+    }
+
+    /// Ids in submission order and strays (an id out of order, one used again after it
+    /// ended) come out with their own ids, types and times, in submission order.
+    #[test]
+    fn outcomes_follow_submission_order_with_stray_ids() {
+        let (a, b): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("b"));
+        let submit = |t, id, kind: &Arc<str>| {
+            let kind = kind.clone();
+            event(t, id, EventKind::Submit { ideal_ns: 7, kind })
+        };
+        let start = |t, id, unit| {
+            event(
+                t,
+                id,
+                EventKind::Start {
+                    unit,
+                    from: QueueId::Central,
+                },
+            )
+        };
+        let complete = |t, id, unit| event(t, id, EventKind::Complete { unit });
+        let events = [
+            submit(0, 10, &a),
+            submit(0, 11, &b),
+            submit(1, 5, &a),
+            submit(1, 12, &b),
+            start(2, 12, 0),
+            start(2, 5, 1),
+            complete(3, 12, 0),
+            // A late event for an ended task changes nothing.
+            complete(4, 12, 0),
+            complete(5, 5, 1),
+            start(6, 10, 0),
+            complete(8, 10, 0),
+            // Id 10 again, after it ended: a stray.
+            submit(9, 10, &b),
+        ];
+        let mut stream = OutcomeStream::default();
+        let mut out = Vec::new();
+        for e in &events {
+            stream.push(e, &mut |o| out.push(o));
+        }
+        assert_eq!(out.len(), 1, "task 11 has not ended: 5 and 12 wait for it");
+        stream.finish(&mut |o| out.push(o));
+        let got: Vec<(TaskId, &str, u64, Option<u64>, Option<u64>, u64)> = out
+            .iter()
+            .map(|o| {
+                let times = (o.arrival_ns, o.first_start_ns, o.end_ns, o.run_ns);
+                (o.task, &*o.kind, times.0, times.1, times.2, times.3)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (10, "a", 0, Some(6), Some(8), 2),
+                (11, "b", 0, None, None, 0),
+                (5, "a", 1, Some(2), Some(5), 3),
+                (12, "b", 1, Some(2), Some(3), 1),
+                (10, "b", 9, None, None, 0),
+            ]
+        );
+        assert!(out.iter().all(|o| o.ideal_ns == 7 && !o.rejected));
     }
 }
