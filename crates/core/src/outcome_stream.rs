@@ -84,9 +84,11 @@ impl OutcomeStream {
     /// Takes one event; `out` receives the outcomes it made final, in submission order.
     #[inline]
     pub fn push(&mut self, e: &Event, out: &mut impl FnMut(TaskOutcome)) {
-        if let EventKind::Submit { ideal_ns, kind } = &e.kind {
-            self.submit(e, *ideal_ns, kind);
-            return;
+        match &e.kind {
+            EventKind::Submit { ideal_ns, kind } => return self.submit(e, *ideal_ns, kind),
+            // Waiting changes nothing in an outcome: a queued task keeps no `Since`.
+            EventKind::Enqueue { .. } => return,
+            _ => {}
         }
         let Some(i) = self.find(e.task) else {
             return;
@@ -126,7 +128,7 @@ impl OutcomeStream {
                 o.rejected = true;
                 o.ended = true;
             }
-            EventKind::Submit { .. } | EventKind::Enqueue { .. } => {}
+            EventKind::Submit { .. } | EventKind::Enqueue { .. } => unreachable!("handled above"),
         }
         if o.ended {
             if !self.live.is_empty() {
