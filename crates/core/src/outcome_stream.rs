@@ -142,6 +142,12 @@ impl OutcomeStream {
                 self.base += 1;
                 out(self.outcome(self.base - 1, p));
             }
+            // Memory follows the pending tasks down too (a million that waited at once
+            // must not stay allocated while the metrics grow).
+            let (len, cap) = (self.pending.len(), self.pending.capacity());
+            if cap > 1024 && len < cap / 4 {
+                self.pending.shrink_to(2 * len);
+            }
         }
     }
 
