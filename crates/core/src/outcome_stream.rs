@@ -528,21 +528,24 @@ mod tests {
         }
         assert_eq!(out.len(), 1, "task 11 has not ended: 5 and 12 wait for it");
         stream.finish(&mut |o| out.push(o));
-        let got: Vec<(TaskId, &str, u64, Option<u64>, Option<u64>, u64)> = out
+        let got: Vec<String> = out
             .iter()
             .map(|o| {
-                let times = (o.arrival_ns, o.first_start_ns, o.end_ns, o.run_ns);
-                (o.task, &*o.kind, times.0, times.1, times.2, times.3)
+                let (start, end) = (o.first_start_ns, o.end_ns);
+                format!(
+                    "{} {} {} {start:?} {end:?} {}",
+                    o.task, o.kind, o.arrival_ns, o.run_ns
+                )
             })
             .collect();
         assert_eq!(
             got,
             [
-                (10, "a", 0, Some(6), Some(8), 2),
-                (11, "b", 0, None, None, 0),
-                (5, "a", 1, Some(2), Some(5), 3),
-                (12, "b", 1, Some(2), Some(3), 1),
-                (10, "b", 9, None, None, 0),
+                "10 a 0 Some(6) Some(8) 2",
+                "11 b 0 None None 0",
+                "5 a 1 Some(2) Some(5) 3",
+                "12 b 1 Some(2) Some(3) 1",
+                "10 b 9 None None 0",
             ]
         );
         assert!(out.iter().all(|o| o.ideal_ns == 7 && !o.rejected));
