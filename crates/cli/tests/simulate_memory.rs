@@ -5,9 +5,10 @@
 //! of the 1M-task runs are in docs/simulator.md. One test in its own binary: the
 //! children's peak memory (`RUSAGE_CHILDREN`) is this test's alone.
 
+mod common;
+
 use nix::sys::resource::{getrusage, UsageWho};
 use std::path::Path;
-use std::process::Command;
 
 /// Bytes per waiting task, all included, that the test allows. Measured
 /// (docs/simulator.md): about 167 at 201,000 tasks in a release build, 173 in a debug
@@ -38,19 +39,10 @@ fn simulate_waiting(dir: &Path, tasks: u64) -> f64 {
         ),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_hetsched"))
-        .arg("simulate")
-        .arg(&scenario)
-        .arg("--summary")
-        .arg("--out")
-        .arg(dir.join(format!("out{tasks}")))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out_dir = dir.join(format!("out{tasks}"));
+    let (scenario, out_dir) = (scenario.to_str().unwrap(), out_dir.to_str().unwrap());
+    let out = common::hetsched(&["simulate", scenario, "--summary", "--out", out_dir]);
+    assert!(out.status.success(), "{out:?}");
     children_peak()
 }
 
