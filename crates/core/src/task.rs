@@ -88,15 +88,10 @@ pub struct TaskClass {
 
 thread_local! {
     /// The class of [`Task::cpu`] tasks, shared rather than allocated per task.
-    static CPU_CLASS: Arc<TaskClass> = Arc::new(TaskClass::cpu());
-}
-
-impl TaskClass {
-    /// CPU-only tasks of type "task" with nothing else known.
-    pub fn cpu() -> TaskClass {
+    static CPU_CLASS: Arc<TaskClass> = {
         let mut affinity = Affinity::default();
         affinity.set(UnitType::Cpu, 1.0);
-        TaskClass {
+        Arc::new(TaskClass {
             kind: Arc::from("task"),
             affinity,
             bytes_in: 0,
@@ -106,7 +101,15 @@ impl TaskClass {
             weight: 1024,
             checkpoint_ns: PerUnitType::default(),
             signature: None,
-        }
+        })
+    };
+}
+
+impl TaskClass {
+    /// CPU-only tasks of type "task" with nothing else known (a copy of [`Task::cpu`]'s
+    /// class, to build another from).
+    pub fn cpu() -> TaskClass {
+        CPU_CLASS.with(|c| TaskClass::clone(c))
     }
 }
 
