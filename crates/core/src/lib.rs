@@ -3,6 +3,7 @@
 pub mod cpu_list;
 pub mod engine_core;
 pub mod error;
+pub mod id_map;
 pub mod machine;
 pub mod ns;
 pub mod outcome_stream;

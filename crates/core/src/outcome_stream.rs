@@ -12,92 +12,228 @@
 //! submitted before it), which is the order of the per-task CSV and of the metrics'
 //! sums.
 
+use crate::id_map::{IdMap, Vacant};
 use crate::machine::UnitType;
 use crate::policy::UnitId;
 use crate::record::{Event, EventKind, Metrics, Stats, TaskOutcome};
 use crate::task::{QueueId, TaskId};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
-/// One submitted task whose outcome has not been handed out yet.
+/// A submitted task whose outcome has not been handed out yet, as its `Submit` told it:
+/// 24 bytes, all that a task that has not started needs (a million tasks waiting at once
+/// must fit in a few tens of MiB). Its id follows from its submission index (see
+/// [`OutcomeStream`]).
 struct Pending {
-    outcome: TaskOutcome,
+    arrival_ns: u64,
+    ideal_ns: u64,
+    /// Its type, an index in `OutcomeStream::kinds`.
+    kind: u32,
+    /// What happened to it since (an index in `OutcomeStream::since`), or [`NONE`]
+    /// while nothing did.
+    since: u32,
+}
+
+/// No index.
+const NONE: u32 = u32::MAX;
+
+/// What happened to a submitted task after its `Submit`: kept only for tasks that have
+/// started, moved or ended.
+#[derive(Clone, Copy, Default)]
+struct Since {
+    first_start_ns: Option<u64>,
+    end_ns: Option<u64>,
+    run_ns: u64,
     /// Start of its current run segment.
     seg_start: Option<u64>,
+    runs: u32,
+    migrations: u32,
+    unit: Option<UnitId>,
+    rejected: bool,
     ended: bool,
 }
 
 /// Task outcomes from a stream of events, handed out in submission order once final.
+///
+/// A task is found by its id without a hash map while ids follow submission order (as
+/// engines assign them): the task submitted `i`-th is at `pending[i - base]`, and its
+/// id is `offset + i` unless it is a stray (an id that does not follow), whose id and
+/// index are in two small hash maps.
 #[derive(Default)]
 pub struct OutcomeStream {
-    /// Submission index of each live task.
+    /// Submission index of each live stray.
     live: FxHashMap<TaskId, u64>,
+    /// The id of each pending stray, by submission index.
+    strays: FxHashMap<u64, TaskId>,
+    /// `Some(offset)` once a task was submitted: ids that follow are `offset + index`.
+    offset: Option<u64>,
     /// Outcomes from submission index `base` on.
     pending: VecDeque<Pending>,
     base: u64,
+    /// Task types, each once (`last_kind`: the index of the latest one met).
+    kinds: Vec<Arc<str>>,
+    kind_index: FxHashMap<Arc<str>, u32>,
+    last_kind: u32,
+    /// Slots of [`Since`] in use (by a pending task) or free (listed in `free`).
+    since: Vec<Since>,
+    free: Vec<u32>,
 }
 
 impl OutcomeStream {
     /// Takes one event; `out` receives the outcomes it made final, in submission order.
     #[inline]
     pub fn push(&mut self, e: &Event, out: &mut impl FnMut(TaskOutcome)) {
-        if let EventKind::Submit { ideal_ns, kind } = &e.kind {
-            self.live
-                .insert(e.task, self.base + self.pending.len() as u64);
-            self.pending.push_back(Pending {
-                outcome: TaskOutcome {
-                    task: e.task,
-                    kind: kind.clone(),
-                    arrival_ns: e.t_ns,
-                    first_start_ns: None,
-                    end_ns: None,
-                    run_ns: 0,
-                    ideal_ns: *ideal_ns,
-                    runs: 0,
-                    migrations: 0,
-                    unit: None,
-                    rejected: false,
-                },
-                seg_start: None,
-                ended: false,
-            });
-            return;
+        match &e.kind {
+            EventKind::Submit { ideal_ns, kind } => return self.submit(e, *ideal_ns, kind),
+            // Waiting changes nothing in an outcome: a queued task keeps no `Since`.
+            EventKind::Enqueue { .. } => return,
+            _ => {}
         }
-        let Some(&i) = self.live.get(&e.task) else {
+        let Some(i) = self.find(e.task) else {
             return;
         };
         let p = &mut self.pending[(i - self.base) as usize];
-        let o = &mut p.outcome;
+        if p.since == NONE {
+            p.since = match self.free.pop() {
+                Some(s) => {
+                    self.since[s as usize] = Since::default();
+                    s
+                }
+                None => {
+                    self.since.push(Since::default());
+                    (self.since.len() - 1) as u32
+                }
+            };
+        }
+        let o = &mut self.since[p.since as usize];
         match &e.kind {
             EventKind::Start { .. } => {
                 o.first_start_ns.get_or_insert(e.t_ns);
                 o.runs += 1;
-                p.seg_start = Some(e.t_ns);
+                o.seg_start = Some(e.t_ns);
             }
             EventKind::Stop { .. } => {
-                o.run_ns += e.t_ns - p.seg_start.take().unwrap_or(e.t_ns);
+                o.run_ns += e.t_ns - o.seg_start.take().unwrap_or(e.t_ns);
             }
             EventKind::Complete { unit } => {
-                o.run_ns += e.t_ns - p.seg_start.take().unwrap_or(e.t_ns);
+                o.run_ns += e.t_ns - o.seg_start.take().unwrap_or(e.t_ns);
                 o.end_ns = Some(e.t_ns);
                 o.unit = Some(*unit);
-                p.ended = true;
+                o.ended = true;
             }
             EventKind::Migrate { .. } => o.migrations += 1,
             EventKind::Reject { .. } => {
                 o.end_ns = Some(e.t_ns);
                 o.rejected = true;
-                p.ended = true;
+                o.ended = true;
             }
-            EventKind::Submit { .. } | EventKind::Enqueue { .. } => {}
+            EventKind::Submit { .. } | EventKind::Enqueue { .. } => unreachable!("handled above"),
         }
-        if p.ended {
-            self.live.remove(&e.task);
-            while self.pending.front().is_some_and(|p| p.ended) {
+        if o.ended {
+            if !self.live.is_empty() {
+                self.live.remove(&e.task);
+            }
+            while let Some(p) = self.pending.front() {
+                if p.since == NONE || !self.since[p.since as usize].ended {
+                    break;
+                }
                 let p = self.pending.pop_front().expect("a front entry");
                 self.base += 1;
-                out(p.outcome);
+                out(self.outcome(self.base - 1, p));
             }
+            // Memory follows the pending tasks down too (a million that waited at once
+            // must not stay allocated while the metrics grow).
+            let (len, cap) = (self.pending.len(), self.pending.capacity());
+            if cap > 1024 && len < cap / 4 {
+                self.pending.shrink_to(2 * len);
+            }
+        }
+    }
+
+    /// A submitted task: its pending entry.
+    #[inline]
+    fn submit(&mut self, e: &Event, ideal_ns: u64, kind: &Arc<str>) {
+        let index = self.base + self.pending.len() as u64;
+        let offset = *self.offset.get_or_insert(e.task.wrapping_sub(index));
+        if e.task == offset.wrapping_add(index) {
+            if !self.live.is_empty() {
+                self.live.remove(&e.task);
+            }
+        } else {
+            self.live.insert(e.task, index);
+            self.strays.insert(index, e.task);
+        }
+        let kind = self.kind(kind);
+        self.pending.push_back(Pending {
+            arrival_ns: e.t_ns,
+            ideal_ns,
+            kind,
+            since: NONE,
+        });
+    }
+
+    /// The index of a task type in `kinds` (added if new).
+    #[inline]
+    fn kind(&mut self, kind: &Arc<str>) -> u32 {
+        match self.kinds.get(self.last_kind as usize) {
+            Some(last) if Arc::ptr_eq(last, kind) || **last == **kind => self.last_kind,
+            _ => {
+                let next = self.kinds.len() as u32;
+                let i = *self.kind_index.entry(kind.clone()).or_insert(next);
+                if i == next {
+                    self.kinds.push(kind.clone());
+                }
+                self.last_kind = i;
+                i
+            }
+        }
+    }
+
+    /// The submission index of a live task (submitted, not ended).
+    #[inline]
+    fn find(&self, task: TaskId) -> Option<u64> {
+        if !self.live.is_empty() {
+            if let Some(&i) = self.live.get(&task) {
+                return Some(i);
+            }
+        }
+        let i = task.wrapping_sub(self.offset?);
+        let p = self.pending.get(i.wrapping_sub(self.base) as usize)?;
+        let ended = p.since != NONE && self.since[p.since as usize].ended;
+        let stray = !self.strays.is_empty() && self.strays.contains_key(&i);
+        (!ended && !stray).then_some(i)
+    }
+
+    /// The outcome of the pending task of submission index `index`, whose `Since` slot
+    /// (if any) is freed.
+    fn outcome(&mut self, index: u64, p: Pending) -> TaskOutcome {
+        let stray = match self.strays.is_empty() {
+            true => None,
+            false => self.strays.remove(&index),
+        };
+        let task = stray.unwrap_or_else(|| {
+            let offset = self.offset.expect("a task was submitted");
+            offset.wrapping_add(index)
+        });
+        let since = if p.since == NONE {
+            Since::default()
+        } else {
+            self.free.push(p.since);
+            self.since[p.since as usize]
+        };
+        TaskOutcome {
+            task,
+            kind: self.kinds[p.kind as usize].clone(),
+            arrival_ns: p.arrival_ns,
+            first_start_ns: since.first_start_ns,
+            end_ns: since.end_ns,
+            run_ns: since.run_ns,
+            ideal_ns: p.ideal_ns,
+            runs: since.runs,
+            migrations: since.migrations,
+            unit: since.unit,
+            rejected: since.rejected,
         }
     }
 
@@ -105,8 +241,10 @@ impl OutcomeStream {
     /// them), in submission order.
     pub fn finish(&mut self, out: &mut impl FnMut(TaskOutcome)) {
         self.live.clear();
-        self.base += self.pending.len() as u64;
-        self.pending.drain(..).for_each(|p| out(p.outcome));
+        while let Some(p) = self.pending.pop_front() {
+            self.base += 1;
+            out(self.outcome(self.base - 1, p));
+        }
     }
 }
 
@@ -225,13 +363,20 @@ impl MetricsBuilder {
     }
 }
 
-/// A task's state as the invariant checks follow it.
-#[derive(Clone, Copy, PartialEq)]
+/// A task's state as the invariant checks follow it: one byte per live task (where it
+/// runs is in `Checker::on_unit`).
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum St {
     New,
     Queued,
-    Running(UnitId),
+    Running,
     Ended,
+    /// Not a state: no task by that id ([`Vacant`]).
+    Absent,
+}
+
+impl Vacant for St {
+    const VACANT: St = St::Absent;
 }
 
 /// The run record's invariants, checked event by event: time never goes back; every
@@ -239,7 +384,7 @@ enum St {
 /// afterwards; a unit runs one task at a time; a task runs on one unit at a time; only
 /// queued tasks start.
 pub struct Checker {
-    state: FxHashMap<TaskId, St>,
+    state: IdMap<St>,
     /// Keep ended tasks (to name a late event "after the task ended", and to catch an
     /// id submitted again), or forget them so that memory follows the live tasks (a
     /// late event is then caught as one for a task that is not queued or running).
@@ -252,7 +397,7 @@ pub struct Checker {
 impl Checker {
     pub fn new(units: usize, keep_ended: bool) -> Checker {
         Checker {
-            state: FxHashMap::default(),
+            state: IdMap::default(),
             keep_ended,
             on_unit: vec![None; units],
             last: 0,
@@ -270,7 +415,7 @@ impl Checker {
             return fail("time went backwards");
         }
         self.last = e.t_ns;
-        let st = self.state.get(&e.task).copied();
+        let st = self.state.get(e.task);
         if st == Some(St::Ended) {
             return fail("event after the task ended");
         }
@@ -297,10 +442,10 @@ impl Checker {
                     return fail("unit already runs a task");
                 }
                 on_unit[*unit as usize] = Some(e.task);
-                St::Running(*unit)
+                St::Running
             }
             EventKind::Stop { unit } | EventKind::Complete { unit } => {
-                if st != Some(St::Running(*unit)) || on_unit[*unit as usize] != Some(e.task) {
+                if st != Some(St::Running) || on_unit.get(*unit as usize) != Some(&Some(e.task)) {
                     return fail("stopped where it was not running");
                 }
                 on_unit[*unit as usize] = None;
@@ -324,10 +469,85 @@ impl Checker {
             }
         };
         if next == St::Ended && !self.keep_ended {
-            self.state.remove(&e.task);
+            self.state.remove(e.task);
         } else {
             self.state.insert(e.task, next);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(t_ns: u64, task: TaskId, kind: EventKind) -> Event {
+        Event { t_ns, task, kind }
+    }
+
+    /// Ids in submission order and strays (an id out of order, one used again after it
+    /// ended) come out with their own ids, types and times, in submission order.
+    #[test]
+    fn outcomes_follow_submission_order_with_stray_ids() {
+        let (a, b): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("b"));
+        let submit = |t, id, kind: &Arc<str>| {
+            let kind = kind.clone();
+            event(t, id, EventKind::Submit { ideal_ns: 7, kind })
+        };
+        let start = |t, id, unit| {
+            event(
+                t,
+                id,
+                EventKind::Start {
+                    unit,
+                    from: QueueId::Central,
+                },
+            )
+        };
+        let complete = |t, id, unit| event(t, id, EventKind::Complete { unit });
+        let events = [
+            submit(0, 10, &a),
+            submit(0, 11, &b),
+            submit(1, 5, &a),
+            submit(1, 12, &b),
+            start(2, 12, 0),
+            start(2, 5, 1),
+            complete(3, 12, 0),
+            // A late event for an ended task changes nothing.
+            complete(4, 12, 0),
+            complete(5, 5, 1),
+            start(6, 10, 0),
+            complete(8, 10, 0),
+            // Id 10 again, after it ended: a stray.
+            submit(9, 10, &b),
+        ];
+        let mut stream = OutcomeStream::default();
+        let mut out = Vec::new();
+        for e in &events {
+            stream.push(e, &mut |o| out.push(o));
+        }
+        assert_eq!(out.len(), 1, "task 11 has not ended: 5 and 12 wait for it");
+        stream.finish(&mut |o| out.push(o));
+        let got: Vec<String> = out
+            .iter()
+            .map(|o| {
+                let (start, end) = (o.first_start_ns, o.end_ns);
+                format!(
+                    "{} {} {} {start:?} {end:?} {}",
+                    o.task, o.kind, o.arrival_ns, o.run_ns
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "10 a 0 Some(6) Some(8) 2",
+                "11 b 0 None None 0",
+                "5 a 1 Some(2) Some(5) 3",
+                "12 b 1 Some(2) Some(3) 1",
+                "10 b 9 None None 0",
+            ]
+        );
+        assert!(out.iter().all(|o| o.ideal_ns == 7 && !o.rejected));
     }
 }

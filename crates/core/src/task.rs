@@ -39,10 +39,30 @@ impl Affinity {
     }
 }
 
-/// A task's meta info.
+/// A task's meta info: its own (id, arrival, memory home) and what it shares with the
+/// tasks of its class, which it dereferences to (`task.affinity`, `task.kind`...).
+///
+/// Why shared: the tasks of one type from one source (a scenario's task or generator
+/// entry, a client's codelet) carry the same meta info, about 150 bytes of it; held
+/// once behind an [`Arc`], a waiting task costs 32 bytes of it, so that a million
+/// waiting tasks fit in tens of MiB. Writing a class field through a task
+/// (`task.affinity = ...`) gives that task a class of its own first (copy on write), so
+/// the sharing is never visible.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     pub id: TaskId,
+    /// Arrival time in nanoseconds since the start of the run.
+    pub arrival_ns: u64,
+    /// NUMA node holding the task's memory, if known (an engine moves it when the
+    /// pages move).
+    pub numa_home: Option<u32>,
+    #[serde(flatten)]
+    pub class: Arc<TaskClass>,
+}
+
+/// The meta info the tasks of one class share (see [`Task`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskClass {
     /// Task type (codelet) name; performance models learn per type. Shared, not
     /// copied: every record of a task names its type.
     pub kind: Arc<str>,
@@ -50,8 +70,6 @@ pub struct Task {
     /// Bytes copied to an accelerator before a run there / back after completion.
     pub bytes_in: u64,
     pub bytes_out: u64,
-    /// NUMA node holding the task's memory, if known.
-    pub numa_home: Option<u32>,
     /// The accelerator unit holding the task's data, if any.
     pub device_home: Option<u32>,
     /// The I/O device the task reads or writes (index in `Machine::io_devices`), if
@@ -60,8 +78,6 @@ pub struct Task {
     pub io_device: Option<u32>,
     /// CFS-style weight (1024 = nice 0).
     pub weight: u32,
-    /// Arrival time in nanoseconds since the start of the run.
-    pub arrival_ns: u64,
     /// Checkpoint interval per unit type in ns (0 = none): where an accelerator run may
     /// be interrupted.
     pub checkpoint_ns: PerUnitType<u64>,
@@ -71,30 +87,64 @@ pub struct Task {
 }
 
 thread_local! {
-    /// The type name of [`Task::cpu`] tasks, shared rather than allocated per task.
-    static DEFAULT_KIND: Arc<str> = Arc::from("task");
-}
-
-impl Task {
-    /// A CPU-only task of type "task" with nothing else known.
-    #[inline]
-    pub fn cpu(id: TaskId, arrival_ns: u64) -> Task {
+    /// The class of [`Task::cpu`] tasks, shared rather than allocated per task.
+    static CPU_CLASS: Arc<TaskClass> = {
         let mut affinity = Affinity::default();
         affinity.set(UnitType::Cpu, 1.0);
-        Task {
-            id,
-            kind: DEFAULT_KIND.with(Arc::clone),
+        Arc::new(TaskClass {
+            kind: Arc::from("task"),
             affinity,
             bytes_in: 0,
             bytes_out: 0,
-            numa_home: None,
             device_home: None,
             io_device: None,
             weight: 1024,
-            arrival_ns,
             checkpoint_ns: PerUnitType::default(),
             signature: None,
+        })
+    };
+}
+
+impl TaskClass {
+    /// CPU-only tasks of type "task" with nothing else known (a copy of [`Task::cpu`]'s
+    /// class, to build another from).
+    pub fn cpu() -> TaskClass {
+        CPU_CLASS.with(|c| TaskClass::clone(c))
+    }
+}
+
+impl Task {
+    /// A task of `class`, without a memory home.
+    #[inline]
+    pub fn new(id: TaskId, arrival_ns: u64, class: Arc<TaskClass>) -> Task {
+        Task {
+            id,
+            arrival_ns,
+            numa_home: None,
+            class,
         }
+    }
+
+    /// A CPU-only task of type "task" with nothing else known.
+    #[inline]
+    pub fn cpu(id: TaskId, arrival_ns: u64) -> Task {
+        Task::new(id, arrival_ns, CPU_CLASS.with(Arc::clone))
+    }
+}
+
+impl std::ops::Deref for Task {
+    type Target = TaskClass;
+    #[inline]
+    fn deref(&self) -> &TaskClass {
+        &self.class
+    }
+}
+
+/// Copy on write: the task's class becomes its own before it changes.
+impl std::ops::DerefMut for Task {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut TaskClass {
+        Arc::make_mut(&mut self.class)
     }
 }
 

@@ -1,20 +1,10 @@
 //! The live tasks of an engine: a slab of [`TaskEntry`]s (dense slots reused through a
-//! free list) and an index from [`TaskId`] to slot.
-//!
-//! Task ids are assigned in arrival order, so the index is mostly a window: slot numbers
-//! of the consecutive ids from the oldest indexed live task on, one look-up being an
-//! array access. Ids that fall out of the window (a task living long while many newer
-//! ones finished, or ids out of order) go to a small hash map instead. The window is
-//! kept within a constant factor of the number of live tasks, so memory grows with live
-//! tasks, not with finished ones.
+//! free list) and an index from [`TaskId`] to slot ([`IdMap`]: mostly a window over
+//! consecutive ids), so that memory grows with live tasks, not with finished ones.
 
+use crate::id_map::IdMap;
 use crate::task::{Placement, QueueId, TaskEntry, TaskId};
-use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
 use std::ops::Index;
-
-/// No slot (a finished id inside the window).
-const NONE: u32 = u32::MAX;
 
 /// A slot holding a staged task (see [`TaskStore::stage`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,37 +35,25 @@ pub struct TaskStore {
     /// task's slot is not, yet; a freed one holds its last task's entry until reused).
     slots: Vec<Slot>,
     free: Vec<u32>,
-    /// `window[i]`: the slot of task `base + i`, or `NONE`.
-    window: VecDeque<u32>,
-    base: TaskId,
-    /// Slots of live tasks whose ids are outside the window.
-    overflow: FxHashMap<TaskId, u32>,
-    len: usize,
+    /// The slot of each live task.
+    index: IdMap<u32>,
 }
 
 impl TaskStore {
     /// Number of live tasks.
     #[inline]
     pub fn len(&self) -> usize {
-        self.len
+        self.index.len()
     }
 
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.index.is_empty()
     }
 
     #[inline]
     fn slot(&self, id: TaskId) -> Option<u32> {
-        let i = id.wrapping_sub(self.base);
-        if i < self.window.len() as u64 {
-            let s = self.window[i as usize];
-            (s != NONE).then_some(s)
-        } else if self.overflow.is_empty() {
-            None
-        } else {
-            self.overflow.get(&id).copied()
-        }
+        self.index.get(id)
     }
 
     /// The slot of a live task: unique among live tasks, reused once it ends, and below
@@ -122,8 +100,7 @@ impl TaskStore {
         }
         let s = self.free_slot(id);
         self.slots[s as usize].entry = Some(entry);
-        self.len += 1;
-        self.index(id, s);
+        self.index.insert(id, s);
         None
     }
 
@@ -193,60 +170,13 @@ impl TaskStore {
     pub fn admit(&mut self, s: Staged) {
         let id = self.slots[s.0 as usize].id;
         debug_assert!(!self.contains_key(&id), "task {id} is live already");
-        self.len += 1;
-        self.index(id, s.0);
+        self.index.insert(id, s.0);
     }
 
     /// Drops a staged task that never became live.
     pub fn unstage(&mut self, s: Staged) {
         self.slots[s.0 as usize].entry = None;
         self.free.push(s.0);
-    }
-
-    /// Records that `id` lives in slot `s`.
-    #[inline]
-    fn index(&mut self, id: TaskId, s: u32) {
-        if self.window.is_empty() {
-            self.base = id;
-        }
-        let Some(i) = id.checked_sub(self.base) else {
-            self.overflow.insert(id, s);
-            return;
-        };
-        if i < self.window.len() as u64 {
-            self.window[i as usize] = s;
-            return;
-        }
-        // Bounded by live tasks: beyond that, older ids move out to the hash map.
-        let limit = 8 * self.len as u64 + 64;
-        if i >= limit {
-            self.spill_all();
-            self.base = id;
-            self.window.push_back(s);
-            return;
-        }
-        self.window.resize(i as usize, NONE);
-        self.window.push_back(s);
-        while self.window.len() as u64 > limit {
-            self.pop_front();
-        }
-    }
-
-    /// Moves every windowed id to the hash map (the window restarts elsewhere).
-    fn spill_all(&mut self) {
-        while !self.window.is_empty() {
-            self.pop_front();
-        }
-    }
-
-    /// Drops the oldest id from the window, moving its slot to the hash map if live.
-    fn pop_front(&mut self) {
-        if let Some(s) = self.window.pop_front() {
-            if s != NONE {
-                self.overflow.insert(self.base, s);
-            }
-            self.base += 1;
-        }
     }
 
     /// Removes a live task and returns its entry.
@@ -259,22 +189,7 @@ impl TaskStore {
     /// Forgets where `id` lives and frees its slot (whose entry the caller clears).
     #[inline]
     fn unindex(&mut self, id: &TaskId) -> Option<u32> {
-        let i = id.wrapping_sub(self.base);
-        let s = if i < self.window.len() as u64 {
-            let s = std::mem::replace(&mut self.window[i as usize], NONE);
-            if s == NONE {
-                return None;
-            }
-            // Finished ids at the front leave the window.
-            while self.window.front() == Some(&NONE) {
-                self.window.pop_front();
-                self.base += 1;
-            }
-            s
-        } else {
-            self.overflow.remove(id)?
-        };
-        self.len -= 1;
+        let s = self.index.remove(*id)?;
         self.free.push(s);
         Some(s)
     }
@@ -298,7 +213,7 @@ impl TaskStore {
 
     /// Slab slots (used or free) plus index entries: what memory is proportional to.
     pub fn footprint(&self) -> usize {
-        self.slots.len() + self.window.len() + self.overflow.len()
+        self.slots.len() + self.index.footprint()
     }
 }
 
@@ -316,7 +231,6 @@ impl Index<&TaskId> for TaskStore {
 mod tests {
     use super::*;
     use crate::task::{Placement, QueueId, Task};
-    use std::collections::BTreeMap;
 
     fn entry(id: TaskId) -> TaskEntry {
         TaskEntry {
@@ -325,50 +239,6 @@ mod tests {
             runs: 0,
             run_ns: id,
         }
-    }
-
-    /// Random inserts and removes (ids mostly increasing, some far out, some reused)
-    /// agree with a map.
-    #[test]
-    fn behaves_like_a_map() {
-        let mut store = TaskStore::default();
-        let mut map = BTreeMap::new();
-        let mut x: u64 = 12345;
-        let mut next = 0;
-        for _ in 0..50_000 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let r = x >> 33;
-            let id = match r % 10 {
-                0..=3 => {
-                    next += 1 + r % 3;
-                    next
-                }
-                4 => r % 1_000_000_000,
-                _ => *map
-                    .keys()
-                    .nth((r as usize / 10) % map.len().max(1))
-                    .unwrap_or(&0),
-            };
-            if r % 10 <= 4 {
-                assert_eq!(store.insert(id, entry(id)), map.insert(id, entry(id)));
-            } else {
-                assert_eq!(store.remove(&id), map.remove(&id));
-            }
-            assert_eq!(store.len(), map.len());
-            let probe = r % (next + 2);
-            assert_eq!(store.get(&probe), map.get(&probe));
-        }
-        let mut all: Vec<TaskId> = store
-            .iter()
-            .map(|(&id, e)| {
-                assert_eq!(e.run_ns, id);
-                id
-            })
-            .collect();
-        all.sort_unstable();
-        assert_eq!(all, map.keys().copied().collect::<Vec<_>>());
     }
 
     /// Staged tasks are invisible until admitted; unstaged ones free their slot.

@@ -40,7 +40,7 @@ use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host, Memor
 use hetsched_core::machine::{Accelerator, Machine, Unit, UnitType};
 use hetsched_core::policy::{CheckpointDecision, Policy, Sample, UnitId};
 use hetsched_core::record::{Event, Record};
-use hetsched_core::task::{Affinity, PerUnitType, Placement, QueueId, Task, TaskId};
+use hetsched_core::task::{Affinity, PerUnitType, Placement, QueueId, Task, TaskClass, TaskId};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -389,12 +389,11 @@ impl Arbiter {
                 m.pids.insert(id, pid);
             }
         }
-        let task = Task {
+        let class = TaskClass {
             kind: meta.kind.as_str().into(),
             affinity,
             bytes_in: meta.memory_to_copy,
             bytes_out: meta.bytes_out,
-            numa_home: meta.numa_home,
             checkpoint_ns,
             weight: meta.weight.max(1),
             // An I/O device the machine lists by that name (`hetsched run --device`).
@@ -406,7 +405,11 @@ impl Arbiter {
                     .map(|i| i as u32)
             }),
             signature: meta.signature.as_ref().map(|s| s.to_json().into()),
-            ..Task::cpu(id, self.core.now())
+            ..TaskClass::cpu()
+        };
+        let task = Task {
+            numa_home: meta.numa_home,
+            ..Task::new(id, self.core.now(), Arc::new(class))
         };
         self.live.state.insert(
             id,

@@ -22,7 +22,7 @@
 use crate::programs::{program, signature, Program};
 use hetsched_core::machine::Machine;
 use hetsched_core::record::{Event, EventKind, Recorder};
-use hetsched_core::task::{Task, TaskId};
+use hetsched_core::task::{Task, TaskClass, TaskId};
 use hetsched_core::{Error, Result};
 use hetsched_sim::{machine_from_toml, run, Config, SimTask, Workload};
 use rand::seq::SliceRandom;
@@ -239,11 +239,12 @@ impl Loop {
         let (prog, sig) = &self.instances[instance];
         let id = self.next_id;
         self.next_id += 1;
-        let meta = Task {
+        let class = TaskClass {
             kind: prog.name.into(),
             signature: Some(sig.clone()),
-            ..Task::cpu(id, t_ns)
+            ..TaskClass::cpu()
         };
+        let meta = Task::new(id, t_ns, Arc::new(class));
         let model = Workload {
             work_s: self.t_ref_s,
             elasticity: Some(prog.elasticity),

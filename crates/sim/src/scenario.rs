@@ -241,7 +241,7 @@ pub mod limits {
     pub const MAX_COUNT: u64 = 1_000_000_000_000;
     /// Engine events (arrivals, run ends, ticks) a run may take unless `end.max_events`
     /// or `--max-events` says otherwise. A burst of arrivals keeps each task live (about
-    /// 500 bytes with its record): 10^6 events bound a run to about 0.5 GB.
+    /// 150 bytes with its record): 10^6 events bound a run to about 150 MB.
     pub const DEFAULT_MAX_EVENTS: u64 = 1_000_000;
     /// The largest event limit one may ask for.
     pub const MAX_EVENTS: u64 = 1_000_000_000_000;
