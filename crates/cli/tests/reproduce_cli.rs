@@ -40,7 +40,7 @@ fn an_unknown_paper_is_bad_input_naming_the_accepted_ones() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("--only") && err.contains("beisel, shelepov, ding, akram"),
+        err.contains("--only") && err.contains("beisel, shelepov, ding, akram, shim, coretime"),
         "{err}"
     );
 }

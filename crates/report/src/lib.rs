@@ -52,6 +52,14 @@ pub const EXPERIMENTS: &[Experiment] = &[
         paper: "akram",
         run: |out, quick| shown(hetsched_akram::reproduce::reproduce(out, quick)),
     },
+    Experiment {
+        paper: "shim",
+        run: |out, quick| shown(hetsched_nuca::reproduce::reproduce(out, quick)),
+    },
+    Experiment {
+        paper: "coretime",
+        run: |out, quick| shown(hetsched_o2::reproduce::reproduce(out, quick)),
+    },
 ];
 
 /// One experiment's part of the report.
@@ -101,8 +109,9 @@ impl std::fmt::Display for Counts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} claims: {} hold, {} partly, {} do not hold",
+            "{} claim{}: {} hold, {} partly, {} do not hold",
             self.total(),
+            if self.total() == 1 { "" } else { "s" },
             self.holds,
             self.partly,
             self.does_not_hold
@@ -341,7 +350,7 @@ mod tests {
         let e = select(Some("nope")).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(
-            e.to_string().contains("beisel, shelepov, ding, akram"),
+            e.to_string().contains("beisel, shelepov, ding, akram, shim, coretime"),
             "{e}"
         );
     }
