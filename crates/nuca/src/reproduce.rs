@@ -50,21 +50,9 @@ fn claim(
     verdict: Verdict,
     explanation: &str,
 ) -> Claim {
-    Claim {
-        paper: PAPER,
-        id,
-        source,
-        statement: statement.into(),
-        paper_value,
-        ours,
-        tolerance: tolerance.into(),
-        verdict,
-        explanation: if verdict == Verdict::Holds {
-            String::new()
-        } else {
-            explanation.into()
-        },
-    }
+    Claim::new(PAPER, id, source, statement)
+        .measured(&paper_value, ours, tolerance)
+        .judged(verdict, explanation)
 }
 
 const WHY_BASELINE: &str =
@@ -239,7 +227,6 @@ pub fn claims(results: &[BenchResult]) -> Vec<Claim> {
     }
     out
 }
-
 
 /// The paper's Figures 4–8 beside ours (images relative to the output folder).
 pub fn figures(results: &[BenchResult]) -> Vec<Figure> {

@@ -39,7 +39,12 @@ fn judged() -> &'static [Judged] {
 fn pinned(id: &str, verdict: Verdict) {
     assert_verdict(judged(), id, verdict);
     let c = judged().iter().find(|c| c.id == id).unwrap();
-    assert_eq!(c.explanation.is_empty(), verdict == Verdict::Holds, "{}", c.claim);
+    assert_eq!(
+        c.explanation.is_empty(),
+        verdict == Verdict::Holds,
+        "{}",
+        c.claim
+    );
     assert!(!c.ours.is_empty(), "{}", c.claim);
 }
 

@@ -58,21 +58,14 @@ fn claim(
     verdict: Verdict,
     explanation: &str,
 ) -> Claim {
-    Claim {
-        paper: PAPER,
+    Claim::new(
+        PAPER,
         id,
-        source: "§Preliminary evidence (directory lookups)",
-        statement: statement.into(),
-        paper_value: paper_value.into(),
-        ours,
-        tolerance: tolerance.into(),
-        verdict,
-        explanation: if verdict == Verdict::Holds {
-            String::new()
-        } else {
-            explanation.into()
-        },
-    }
+        "§Preliminary evidence (directory lookups)",
+        statement,
+    )
+    .measured(paper_value, ours, tolerance)
+    .judged(verdict, explanation)
 }
 
 /// Judges the paper's claims from a sweep of total directory sizes (needs sizes in
@@ -186,7 +179,6 @@ pub fn claims(points: &[SimPoint]) -> Vec<Claim> {
     }
     out
 }
-
 
 /// O²/thread-based at each size for one memory bandwidth (GB/s per node, 0 = unlimited).
 pub type BandwidthRow = (f64, Vec<(u64, f64)>);

@@ -32,7 +32,12 @@ fn judged() -> &'static [Judged] {
 fn pinned(id: &str, verdict: Verdict) -> &'static Judged {
     assert_verdict(judged(), id, verdict);
     let c = judged().iter().find(|c| c.id == id).unwrap();
-    assert_eq!(c.explanation.is_empty(), verdict == Verdict::Holds, "{}", c.claim);
+    assert_eq!(
+        c.explanation.is_empty(),
+        verdict == Verdict::Holds,
+        "{}",
+        c.claim
+    );
     c
 }
 

@@ -350,7 +350,8 @@ mod tests {
         let e = select(Some("nope")).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(
-            e.to_string().contains("beisel, shelepov, ding, akram, shim, coretime"),
+            e.to_string()
+                .contains("beisel, shelepov, ding, akram, shim, coretime"),
             "{e}"
         );
     }

@@ -92,6 +92,31 @@ impl Claim {
             explanation: String::new(),
         }
     }
+
+    /// The claim with the paper's value, ours and the tolerance.
+    pub fn measured(self, paper_value: &str, ours: String, tolerance: &str) -> Claim {
+        Claim {
+            paper_value: paper_value.into(),
+            ours,
+            tolerance: tolerance.into(),
+            ..self
+        }
+    }
+
+    /// The claim with its verdict; `explanation` (why ours differs) is kept only where
+    /// the verdict is not `Holds`.
+    pub fn judged(self, verdict: Verdict, explanation: &str) -> Claim {
+        let explanation = if verdict == Verdict::Holds {
+            String::new()
+        } else {
+            explanation.into()
+        };
+        Claim {
+            verdict,
+            explanation,
+            ..self
+        }
+    }
 }
 
 /// A table of numbers: the paper's (transcribed from its text, figures or tables) or ours.
