@@ -18,16 +18,9 @@ fn judged() -> &'static [Judged] {
             let out = dir.join("shim-reproduce");
             let r = hetsched_nuca::reproduce::reproduce(&out, true).expect("the runs succeed");
             assert_eq!(r.paper, "shim");
+            assert_eq!(r.missing_figure_parts(&out), Vec::<String>::new());
             for f in &r.figures {
-                assert!(
-                    !f.ours.rows.is_empty() && !f.paper_numbers.rows.is_empty(),
-                    "{}",
-                    f.id
-                );
-                for image in &f.images {
-                    let png = std::fs::read(out.join(image)).expect("the figure is written");
-                    assert!(png.starts_with(b"\x89PNG"), "{}", image.display());
-                }
+                assert!(!f.paper_numbers.rows.is_empty(), "{}", f.id);
             }
             assert!(r.assumptions.iter().any(|a| a.name == "FREQUENCY_GHZ"));
             r.claims

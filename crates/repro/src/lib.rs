@@ -168,6 +168,26 @@ pub struct Reproduction {
     pub assumptions: Vec<Assumption>,
 }
 
+impl Reproduction {
+    /// What is missing of this reproduction's figures once written under `out`: a figure
+    /// without our numbers, or an image that is not a PNG there (empty when complete).
+    pub fn missing_figure_parts(&self, out: &std::path::Path) -> Vec<String> {
+        let mut missing = Vec::new();
+        for f in &self.figures {
+            if f.ours.rows.is_empty() {
+                missing.push(format!("{}: no numbers of ours", f.id));
+            }
+            for image in &f.images {
+                let png = std::fs::read(out.join(image)).unwrap_or_default();
+                if !png.starts_with(b"\x89PNG") {
+                    missing.push(format!("{}: {} is not a PNG", f.id, image.display()));
+                }
+            }
+        }
+        missing
+    }
+}
+
 /// A value the reproduction assumes that the paper does not state.
 #[derive(Clone, Debug, Serialize)]
 pub struct Assumption {
@@ -304,6 +324,43 @@ pub fn judged_once(dir: &Path, judge: impl FnOnce() -> Vec<Claim>) -> std::io::R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn missing_figure_parts_names_empty_tables_and_images_that_are_not_pngs() {
+        let dir = std::env::temp_dir().join(format!("repro-figs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("good.png"), b"\x89PNG\r\n\x1a\n").unwrap();
+        std::fs::write(dir.join("bad.png"), b"<svg/>").unwrap();
+        let figure = |id, rows: Vec<Vec<String>>, images: &[&str]| Figure {
+            paper: "test",
+            id,
+            title: String::new(),
+            images: images.iter().map(std::path::PathBuf::from).collect(),
+            paper_numbers: Table::default(),
+            ours: Table::new(&["x"], rows),
+            note: String::new(),
+        };
+        let r = Reproduction {
+            paper: "test",
+            reference: String::new(),
+            commands: vec![],
+            figures: vec![
+                figure("ok", vec![vec!["1".into()]], &["good.png"]),
+                figure("empty", vec![], &["good.png", "bad.png", "absent.png"]),
+            ],
+            claims: vec![],
+            assumptions: vec![],
+        };
+        assert_eq!(
+            r.missing_figure_parts(&dir),
+            [
+                "empty: no numbers of ours",
+                "empty: bad.png is not a PNG",
+                "empty: absent.png is not a PNG"
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     mod declared {
         crate::assumptions! { "test";
