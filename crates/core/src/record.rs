@@ -127,7 +127,7 @@ impl Stats {
     /// The statistics of nanosecond values, in seconds: the same as [`Stats::of`] on
     /// `ns as f64 * 1e-9` (that map keeps the order, so integers sort instead of floats).
     pub fn of_ns(values: &mut [u64]) -> Stats {
-        radix_sort(values);
+        values.sort_unstable();
         Stats::of_sorted(values.len(), |i| values[i] as f64 * 1e-9)
     }
 
@@ -152,50 +152,6 @@ impl Stats {
             median,
             p95: at(rank - 1),
         }
-    }
-}
-
-/// Sorts ascending a byte at a time from the least significant one (LSD radix sort),
-/// skipping the bytes that all values share. Why: a run's durations in nanoseconds have
-/// few distinct high bytes, so a million of them sort in about four linear passes (and
-/// one counting pass), where a comparison sort made the end of a 1M-task run's
-/// metrics cost about a tenth of its simulation. Short inputs use the library's sort.
-fn radix_sort(values: &mut [u64]) {
-    if values.len() < 1024 {
-        values.sort_unstable();
-        return;
-    }
-    let mut counts = [[0usize; 256]; 8];
-    for &v in values.iter() {
-        for (byte, count) in counts.iter_mut().enumerate() {
-            count[(v >> (8 * byte)) as u8 as usize] += 1;
-        }
-    }
-    let mut scratch = vec![0u64; values.len()];
-    let mut in_scratch = false;
-    for (byte, count) in counts.iter_mut().enumerate() {
-        if count.contains(&values.len()) {
-            continue; // every value has the same byte here
-        }
-        // Each byte value's first position in the output.
-        let mut at = 0;
-        for n in count.iter_mut() {
-            at += std::mem::replace(n, at);
-        }
-        let (from, to): (&[u64], &mut [u64]) = if in_scratch {
-            (&scratch, values)
-        } else {
-            (values, &mut scratch)
-        };
-        for &v in from {
-            let d = (v >> (8 * byte)) as u8 as usize;
-            to[count[d]] = v;
-            count[d] += 1;
-        }
-        in_scratch = !in_scratch;
-    }
-    if in_scratch {
-        values.copy_from_slice(&scratch);
     }
 }
 
@@ -266,13 +222,13 @@ impl Record {
 
 #[cfg(test)]
 mod tests {
-    use super::{radix_sort, Stats};
+    use super::Stats;
 
     /// Integer nanoseconds give the statistics, bit for bit, of their values in seconds.
     #[test]
     fn stats_of_ns_equal_stats_of_seconds() {
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        for n in [0usize, 1, 2, 3, 10, 11, 1000, 1001, 1024, 5001, 100_000] {
+        for n in [0usize, 1, 2, 3, 10, 11, 1000, 1001] {
             let mut ns: Vec<u64> = (0..n)
                 .map(|_| {
                     x ^= x << 13;
@@ -287,39 +243,6 @@ mod tests {
             for (p, q) in [(a.mean, b.mean), (a.median, b.median), (a.p95, b.p95)] {
                 assert_eq!(p.to_bits(), q.to_bits(), "n = {n}");
             }
-        }
-    }
-
-    /// The radix sort sorts like the library's, over the whole range of 64 bits, with
-    /// bytes shared by all values (skipped) and repeats.
-    #[test]
-    fn radix_sort_sorts() {
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        for (n, shift) in [
-            (1023usize, 0u32),
-            (1024, 0),
-            (4096, 40),
-            (50_000, 0),
-            (50_000, 52),
-            (70_001, 20),
-        ] {
-            let mut v: Vec<u64> = (0..n)
-                .map(|i| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    // Some repeats, some values sharing the high and the low bytes.
-                    match i % 7 {
-                        0 => 42,
-                        1 => (x >> shift) << 16 | 0xABCD,
-                        _ => x >> shift,
-                    }
-                })
-                .collect();
-            let mut expected = v.clone();
-            expected.sort_unstable();
-            radix_sort(&mut v);
-            assert_eq!(v, expected, "n = {n}, shift = {shift}");
         }
     }
 }
