@@ -125,10 +125,7 @@ fn seconds(out: &mut Vec<u8>, ns: Option<u64>) {
         Some(ns) if ns < 1_000_000_000_000_000 => {
             // At most six integer digits, the point and nine decimals.
             let (mut int, mut frac) = ((ns / NS_PER_S) as u32, (ns % NS_PER_S) as u32);
-            let digits = 1 + [10, 100, 1_000, 10_000, 100_000]
-                .iter()
-                .filter(|&&p| int >= p)
-                .count();
+            let digits = int.checked_ilog10().map_or(1, |l| l as usize + 1);
             let mut text = [b'.'; 16];
             for d in text[..digits].iter_mut().rev() {
                 *d = b'0' + (int % 10) as u8;
