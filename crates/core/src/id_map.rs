@@ -70,6 +70,20 @@ impl<V: Vacant> IdMap<V> {
         }
     }
 
+    /// The value of `id`, to change in place (not to `V::VACANT`: use `remove`).
+    #[inline]
+    pub fn get_mut(&mut self, id: TaskId) -> Option<&mut V> {
+        let i = id.wrapping_sub(self.base);
+        if i < self.window.len() as u64 {
+            let v = &mut self.window[i as usize];
+            (*v != V::VACANT).then_some(v)
+        } else if self.overflow.is_empty() {
+            None
+        } else {
+            self.overflow.get_mut(&id)
+        }
+    }
+
     /// Sets the value of `id` (not `V::VACANT`); returns the one it replaces.
     #[inline]
     pub fn insert(&mut self, id: TaskId, v: V) -> Option<V> {
@@ -80,6 +94,14 @@ impl<V: Vacant> IdMap<V> {
             if old != V::VACANT {
                 return Some(old);
             }
+            self.len += 1;
+            return None;
+        }
+        // The usual case: the id just past the window (ids come in order), within its
+        // bound (below), none held outside it.
+        if i == self.window.len() as u64 && i < 8 * self.len as u64 + 64 && self.overflow.is_empty()
+        {
+            self.window.push_back(v);
             self.len += 1;
             return None;
         }
@@ -192,6 +214,9 @@ mod tests {
             assert_eq!(ids.len(), map.len());
             let probe = r % (next + 2);
             assert_eq!(ids.get(probe), map.get(&probe).copied());
+            if let (Some(v), Some(w)) = (ids.get_mut(probe), map.get_mut(&probe)) {
+                (*v, *w) = (step, step);
+            }
         }
     }
 }

@@ -405,7 +405,9 @@ impl Checker {
         }
     }
 
-    /// Checks the next event.
+    /// Checks the next event. Each event looks its task up once: a submit inserts its
+    /// state, an end removes it (unless ended tasks are kept), anything else changes it
+    /// in place. After a violation the state is unspecified (checking stops there).
     #[inline]
     pub fn push(&mut self, e: &Event) -> Result<(), String> {
         let i = self.index;
@@ -415,19 +417,32 @@ impl Checker {
             return fail("time went backwards");
         }
         self.last = e.t_ns;
-        let st = self.state.get(e.task);
+        let ends = matches!(
+            e.kind,
+            EventKind::Complete { .. } | EventKind::Reject { .. }
+        );
+        // The task's state, and where to write its next one (none once removed).
+        let (st, slot) = match e.kind {
+            EventKind::Submit { .. } => {
+                return match self.state.insert(e.task, St::New) {
+                    None => Ok(()),
+                    Some(St::Ended) => fail("event after the task ended"),
+                    Some(_) => fail("submitted twice"),
+                };
+            }
+            _ if ends && !self.keep_ended => (self.state.remove(e.task), None),
+            _ => {
+                let slot = self.state.get_mut(e.task);
+                (slot.as_deref().copied(), slot)
+            }
+        };
         if st == Some(St::Ended) {
             return fail("event after the task ended");
         }
         let on_unit = &mut self.on_unit;
         let unit_ok = |u: UnitId| (u as usize) < on_unit.len();
         let next = match &e.kind {
-            EventKind::Submit { .. } => {
-                if st.is_some() {
-                    return fail("submitted twice");
-                }
-                St::New
-            }
+            EventKind::Submit { .. } => unreachable!("handled above"),
             EventKind::Enqueue { .. } => {
                 if !matches!(st, Some(St::New) | Some(St::Queued)) {
                     return fail("enqueued while not new or yielded");
@@ -449,7 +464,7 @@ impl Checker {
                     return fail("stopped where it was not running");
                 }
                 on_unit[*unit as usize] = None;
-                if matches!(e.kind, EventKind::Complete { .. }) {
+                if ends {
                     St::Ended
                 } else {
                     St::Queued
@@ -468,10 +483,8 @@ impl Checker {
                 St::Ended
             }
         };
-        if next == St::Ended && !self.keep_ended {
-            self.state.remove(e.task);
-        } else {
-            self.state.insert(e.task, next);
+        if let Some(slot) = slot {
+            *slot = next;
         }
         Ok(())
     }
@@ -483,6 +496,133 @@ mod tests {
 
     fn event(t_ns: u64, task: TaskId, kind: EventKind) -> Event {
         Event { t_ns, task, kind }
+    }
+
+    /// Each invariant's violation is caught with its message, keeping ended tasks or
+    /// not, and a valid run (with a yield and a migration) passes.
+    #[test]
+    fn checker_catches_each_violation() {
+        use crate::task::Placement;
+        use EventKind::*;
+        type Events = Vec<(u64, TaskId, EventKind)>;
+        let submit = || Submit {
+            ideal_ns: 1,
+            kind: Arc::from("t"),
+        };
+        let enqueue = || Enqueue {
+            queue: QueueId::Central,
+        };
+        let start = |unit| Start {
+            unit,
+            from: QueueId::Central,
+        };
+        let reject = || Reject { reason: "x".into() };
+        let queued = |task| vec![(0, task, submit()), (0, task, enqueue())];
+        let running = |task, unit| [queued(task), vec![(0, task, start(unit))]].concat();
+        let then = |events: Events, e| [events, vec![e]].concat();
+        let check = |keep_ended: bool, events: &Events| {
+            let mut c = Checker::new(2, keep_ended);
+            events
+                .iter()
+                .try_for_each(|(t, task, kind)| c.push(&event(*t, *task, kind.clone())))
+        };
+        let valid = [
+            running(1, 0),
+            vec![(2, 1, Stop { unit: 0 })],
+            vec![(
+                2,
+                1,
+                Migrate {
+                    from: Placement::Queued(QueueId::Central),
+                    to: 1,
+                },
+            )],
+            vec![(3, 1, start(1)), (4, 1, Complete { unit: 1 })],
+            vec![(4, 2, submit()), (4, 2, reject())],
+        ]
+        .concat();
+        for keep in [false, true] {
+            assert_eq!(check(keep, &valid), Ok(()));
+        }
+        let ended = || vec![(0, 1, submit()), (0, 1, reject())];
+        let migrate = Migrate {
+            from: Placement::Running(0),
+            to: 1,
+        };
+        let cases = [
+            (
+                false,
+                vec![(2, 1, submit()), (1, 2, submit())],
+                "event 1 (t=1 ns, task 2): time went backwards",
+            ),
+            (
+                false,
+                then(vec![(0, 1, submit())], (0, 1, submit())),
+                "submitted twice",
+            ),
+            (
+                true,
+                then(ended(), (1, 1, submit())),
+                "event 2 (t=1 ns, task 1): event after the task ended",
+            ),
+            (
+                true,
+                then(ended(), (1, 1, enqueue())),
+                "event after the task ended",
+            ),
+            (
+                false,
+                then(ended(), (1, 1, enqueue())),
+                "enqueued while not new or yielded",
+            ),
+            (
+                false,
+                vec![(0, 1, enqueue())],
+                "enqueued while not new or yielded",
+            ),
+            (
+                false,
+                then(vec![(0, 1, submit())], (0, 1, start(0))),
+                "started while not queued",
+            ),
+            (
+                false,
+                then(queued(1), (0, 1, start(2))),
+                "started while not queued",
+            ),
+            (
+                false,
+                [running(1, 0), running(2, 0)].concat(),
+                "unit already runs a task",
+            ),
+            (
+                false,
+                then(queued(1), (0, 1, Complete { unit: 0 })),
+                "stopped where it was not running",
+            ),
+            (
+                false,
+                then(running(1, 0), (0, 1, Stop { unit: 1 })),
+                "stopped where it was not running",
+            ),
+            (
+                false,
+                then(running(1, 0), (0, 1, migrate)),
+                "migrated while not queued (stop first)",
+            ),
+            (
+                false,
+                then(running(1, 0), (0, 1, reject())),
+                "rejected while running",
+            ),
+        ];
+        for (keep, events, message) in cases {
+            let err = check(keep, &events).expect_err(message);
+            assert!(
+                err.ends_with(message),
+                "{err:?} should end with {message:?}"
+            );
+        }
     }
 
     /// Ids in submission order and strays (an id out of order, one used again after it

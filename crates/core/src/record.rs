@@ -100,12 +100,14 @@ pub struct TaskOutcome {
 }
 
 impl TaskOutcome {
+    #[inline]
     pub fn turnaround_ns(&self) -> Option<u64> {
         self.end_ns
             .filter(|_| !self.rejected)
             .map(|e| e - self.arrival_ns)
     }
     /// Time spent not running between arrival and completion.
+    #[inline]
     pub fn wait_ns(&self) -> Option<u64> {
         self.turnaround_ns().map(|t| t - self.run_ns)
     }

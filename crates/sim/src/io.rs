@@ -170,18 +170,23 @@ impl IoModel {
                 memory[node.os_index as usize] = b;
             }
         }
-        let package_of = |node: u32| {
-            let cpu = machine.numa_node(node)?.cpus.first().copied()?;
-            machine
-                .packages
-                .iter()
-                .find(|p| p.cpus.contains(&cpu))
-                .map(|p| p.os_index)
-        };
+        // Each node's package, found once (a 64-node machine has 4,096 node pairs).
+        let packages: Vec<Option<u32>> = machine
+            .numa_nodes
+            .iter()
+            .map(|node| {
+                let cpu = node.cpus.first().copied()?;
+                machine
+                    .packages
+                    .iter()
+                    .find(|p| p.cpus.contains(&cpu))
+                    .map(|p| p.os_index)
+            })
+            .collect();
         let mut ratio = vec![vec![1.0; n]; n];
         let mut link = vec![vec![f64::INFINITY; n]; n];
-        for a in &machine.numa_nodes {
-            for b in &machine.numa_nodes {
+        for (a, &pa) in machine.numa_nodes.iter().zip(&packages) {
+            for (b, &pb) in machine.numa_nodes.iter().zip(&packages) {
                 let (i, j) = (a.os_index as usize, b.os_index as usize);
                 if i == j {
                     continue;
@@ -191,7 +196,6 @@ impl IoModel {
                     .as_ref()
                     .and_then(|d| d.between(a.os_index, b.os_index))
                     .map_or(params.remote_ratio, |d| d as f64 / 10.0);
-                let (pa, pb) = (package_of(a.os_index), package_of(b.os_index));
                 if let Some(l) = machine.links.iter().find(|l| {
                     Some(l.between.0) == pa && Some(l.between.1) == pb
                         || Some(l.between.0) == pb && Some(l.between.1) == pa
