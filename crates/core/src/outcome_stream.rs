@@ -21,18 +21,18 @@ use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// A submitted task whose outcome has not been handed out yet, as its `Submit` told it:
-/// 24 bytes, all that a task that has not started needs (a million tasks waiting at once
-/// must fit in a few tens of MiB). Its id follows from its submission index (see
-/// [`OutcomeStream`]).
-struct Pending {
+/// Submitted tasks whose outcomes have not been handed out yet, as their `Submit`s told
+/// them, in runs of equal (arrival, ideal time, type): the stream reads them only at the
+/// front (when an outcome becomes final, in submission order) and adds at the back, so a
+/// burst of equal submissions (a million tasks waiting at once) costs one run, and a
+/// pending task four bytes (its `since`).
+struct Submits {
     arrival_ns: u64,
     ideal_ns: u64,
     /// Its type, an index in `OutcomeStream::kinds`.
     kind: u32,
-    /// What happened to it since (an index in `OutcomeStream::since`), or [`NONE`]
-    /// while nothing did.
-    since: u32,
+    /// Tasks in the run (at least one).
+    count: u32,
 }
 
 /// No index.
@@ -57,7 +57,8 @@ struct Since {
 /// Task outcomes from a stream of events, handed out in submission order once final.
 ///
 /// A task is found by its id without a hash map while ids follow submission order (as
-/// engines assign them): the task submitted `i`-th is at `pending[i - base]`, and its
+/// engines assign them): the task submitted `i`-th is at `pending[i - base]` (what
+/// happened to it since: an index in `since`, or [`NONE`] while nothing did), and its
 /// id is `offset + i` unless it is a stray (an id that does not follow), whose id and
 /// index are in two small hash maps.
 #[derive(Default)]
@@ -68,8 +69,10 @@ pub struct OutcomeStream {
     strays: FxHashMap<u64, TaskId>,
     /// `Some(offset)` once a task was submitted: ids that follow are `offset + index`.
     offset: Option<u64>,
-    /// Outcomes from submission index `base` on.
-    pending: VecDeque<Pending>,
+    /// Outcomes from submission index `base` on: what happened since, and the
+    /// submissions in runs.
+    pending: VecDeque<u32>,
+    submits: VecDeque<Submits>,
     base: u64,
     /// Task types, each once (`last_kind`: the index of the latest one met).
     kinds: Vec<Arc<str>>,
@@ -94,8 +97,8 @@ impl OutcomeStream {
             return;
         };
         let p = &mut self.pending[(i - self.base) as usize];
-        if p.since == NONE {
-            p.since = match self.free.pop() {
+        if *p == NONE {
+            *p = match self.free.pop() {
                 Some(s) => {
                     self.since[s as usize] = Since::default();
                     s
@@ -106,7 +109,7 @@ impl OutcomeStream {
                 }
             };
         }
-        let o = &mut self.since[p.since as usize];
+        let o = &mut self.since[*p as usize];
         match &e.kind {
             EventKind::Start { .. } => {
                 o.first_start_ns.get_or_insert(e.t_ns);
@@ -134,20 +137,16 @@ impl OutcomeStream {
             if !self.live.is_empty() {
                 self.live.remove(&e.task);
             }
-            while let Some(p) = self.pending.front() {
-                if p.since == NONE || !self.since[p.since as usize].ended {
+            while let Some(&p) = self.pending.front() {
+                if p == NONE || !self.since[p as usize].ended {
                     break;
                 }
-                let p = self.pending.pop_front().expect("a front entry");
-                self.base += 1;
-                out(self.outcome(self.base - 1, p));
+                out(self.pop_front());
             }
             // Memory follows the pending tasks down too (a million that waited at once
             // must not stay allocated while the metrics grow).
-            let (len, cap) = (self.pending.len(), self.pending.capacity());
-            if cap > 1024 && len < cap / 4 {
-                self.pending.shrink_to(2 * len);
-            }
+            crate::id_map::shrink(&mut self.pending);
+            crate::id_map::shrink(&mut self.submits);
         }
     }
 
@@ -165,12 +164,21 @@ impl OutcomeStream {
             self.strays.insert(index, e.task);
         }
         let kind = self.kind(kind);
-        self.pending.push_back(Pending {
-            arrival_ns: e.t_ns,
-            ideal_ns,
-            kind,
-            since: NONE,
-        });
+        self.pending.push_back(NONE);
+        match self.submits.back_mut() {
+            Some(s)
+                if (s.arrival_ns, s.ideal_ns, s.kind) == (e.t_ns, ideal_ns, kind)
+                    && s.count < u32::MAX =>
+            {
+                s.count += 1
+            }
+            _ => self.submits.push_back(Submits {
+                arrival_ns: e.t_ns,
+                ideal_ns,
+                kind,
+                count: 1,
+            }),
+        }
     }
 
     /// The index of a task type in `kinds` (added if new).
@@ -199,15 +207,27 @@ impl OutcomeStream {
             }
         }
         let i = task.wrapping_sub(self.offset?);
-        let p = self.pending.get(i.wrapping_sub(self.base) as usize)?;
-        let ended = p.since != NONE && self.since[p.since as usize].ended;
+        let &p = self.pending.get(i.wrapping_sub(self.base) as usize)?;
+        let ended = p != NONE && self.since[p as usize].ended;
         let stray = !self.strays.is_empty() && self.strays.contains_key(&i);
         (!ended && !stray).then_some(i)
     }
 
-    /// The outcome of the pending task of submission index `index`, whose `Since` slot
-    /// (if any) is freed.
-    fn outcome(&mut self, index: u64, p: Pending) -> TaskOutcome {
+    /// The outcome of the first pending task, which leaves the stream (its `Since` slot,
+    /// if any, is freed).
+    fn pop_front(&mut self) -> TaskOutcome {
+        let index = self.base;
+        self.base += 1;
+        let p = self.pending.pop_front().expect("a pending task");
+        let s = self
+            .submits
+            .front_mut()
+            .expect("a submission per pending task");
+        let (arrival_ns, ideal_ns, kind) = (s.arrival_ns, s.ideal_ns, s.kind);
+        s.count -= 1;
+        if s.count == 0 {
+            self.submits.pop_front();
+        }
         let stray = match self.strays.is_empty() {
             true => None,
             false => self.strays.remove(&index),
@@ -216,20 +236,20 @@ impl OutcomeStream {
             let offset = self.offset.expect("a task was submitted");
             offset.wrapping_add(index)
         });
-        let since = if p.since == NONE {
+        let since = if p == NONE {
             Since::default()
         } else {
-            self.free.push(p.since);
-            self.since[p.since as usize]
+            self.free.push(p);
+            self.since[p as usize]
         };
         TaskOutcome {
             task,
-            kind: self.kinds[p.kind as usize].clone(),
-            arrival_ns: p.arrival_ns,
+            kind: self.kinds[kind as usize].clone(),
+            arrival_ns,
             first_start_ns: since.first_start_ns,
             end_ns: since.end_ns,
             run_ns: since.run_ns,
-            ideal_ns: p.ideal_ns,
+            ideal_ns,
             runs: since.runs,
             migrations: since.migrations,
             unit: since.unit,
@@ -241,9 +261,8 @@ impl OutcomeStream {
     /// them), in submission order.
     pub fn finish(&mut self, out: &mut impl FnMut(TaskOutcome)) {
         self.live.clear();
-        while let Some(p) = self.pending.pop_front() {
-            self.base += 1;
-            out(self.outcome(self.base - 1, p));
+        while !self.pending.is_empty() {
+            out(self.pop_front());
         }
     }
 }

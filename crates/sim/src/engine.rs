@@ -30,9 +30,11 @@ use hetsched_core::machine::{Machine, UnitType};
 use hetsched_core::ns::round_u64;
 use hetsched_core::policy::{CheckpointDecision, Policy, Running, UnitId};
 use hetsched_core::record::{Event, Recorder};
+use hetsched_core::slab::Slab;
 use hetsched_core::task::{Task, TaskId};
 use hetsched_core::task_store::Staged;
 use hetsched_core::{Error, Result};
+use std::ops::{Index, IndexMut};
 use std::sync::Arc;
 
 /// Engine settings that are not the policy's business.
@@ -156,11 +158,31 @@ impl Model {
     }
 }
 
+/// Each live (or staged) task's model, by task store slot, in chunks freed as the
+/// store's are (a slot's model is released when its task ends).
+#[derive(Default)]
+struct Models(Slab<Option<Model>>);
+
+impl Index<usize> for Models {
+    type Output = Model;
+
+    #[inline]
+    fn index(&self, slot: usize) -> &Model {
+        self.0.get(slot).as_ref().expect("a live task's model")
+    }
+}
+
+impl IndexMut<usize> for Models {
+    #[inline]
+    fn index_mut(&mut self, slot: usize) -> &mut Model {
+        self.0.get_mut(slot).as_mut().expect("a live task's model")
+    }
+}
+
 /// The simulator's side of the engine: what the core does not keep.
 struct Sim<'a, R: Recorder + ?Sized> {
     machine: &'a Machine,
-    /// Each live (or staged) task's model, by task store slot.
-    models: Vec<Model>,
+    models: Models,
     /// The model parameters of the latest staged task.
     last_params: Option<Arc<Workload>>,
     speed: SpeedModel,
@@ -214,7 +236,7 @@ where
     let mut core = EngineCore::new(machine.clone(), policy);
     let mut sim = Sim {
         machine,
-        models: Vec::new(),
+        models: Models::default(),
         last_params: None,
         speed: SpeedModel::new(machine),
         config,
@@ -413,6 +435,13 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         }
     }
 
+    /// Its model goes.
+    #[inline]
+    fn ended(&mut self, core: &EngineCore, task: TaskId) {
+        let slot = core.tasks().slot_of(&task).expect("a live task");
+        self.models.0.release(slot);
+    }
+
     /// Credits the work done in the segment cut short.
     fn preempting(&mut self, core: &mut EngineCore, u: UnitId, task: TaskId) {
         let seg = self.segs[u as usize];
@@ -494,11 +523,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             remaining_ns: 0,
             params,
         };
-        match self.models.get_mut(staged.slot()) {
-            Some(m) => *m = model,
-            // Slots are dense: a new one is the next.
-            None => self.models.resize(staged.slot() + 1, model),
-        }
+        *self.models.0.take(staged.slot()) = Some(model);
         staged
     }
 
@@ -524,7 +549,12 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         }
         match core.arrive(policy, self, staged, ideal.unwrap_or(0))? {
             Arrival::Queued(_) => {}
-            Arrival::Unrunnable | Arrival::Rejected(_) => self.summary.rejected += 1,
+            Arrival::Rejected(_) => self.summary.rejected += 1,
+            // Never admitted, so never `ended`.
+            Arrival::Unrunnable => {
+                self.summary.rejected += 1;
+                self.models.0.release(staged.slot());
+            }
         }
         Ok(())
     }
