@@ -3,7 +3,7 @@
 //! slot ([`IdMap`]: mostly a window over consecutive ids), so that memory grows with live
 //! tasks, not with finished ones.
 //!
-//! A slot is its entry alone (56 bytes; its id is the task's): a million waiting tasks
+//! A slot is its entry alone (48 bytes; its id is the task's): a million waiting tasks
 //! are mostly slots.
 
 use crate::id_map::IdMap;
@@ -108,24 +108,16 @@ impl TaskStore {
     #[inline]
     pub fn stage(&mut self, task: crate::task::Task) -> Staged {
         let s = self.free_slot();
-        let (placement, runs, run_ns) = (Placement::Queued(QueueId::Central), 0, 0);
         match self.slots.get_mut(s as usize) {
             // Field by field over the previous task's entry: the task is copied once,
             // straight in (a whole new entry went through temporaries on the stack).
             Some(e) => {
                 e.task = task;
-                e.placement = placement;
-                e.runs = runs;
-                e.run_ns = run_ns;
+                e.set_placement(Placement::Queued(QueueId::Central));
+                e.runs = 0;
+                e.run_ns = 0;
             }
-            fresh => {
-                *fresh = Some(TaskEntry {
-                    task,
-                    placement,
-                    runs,
-                    run_ns,
-                })
-            }
+            fresh => *fresh = Some(TaskEntry::new(task)),
         }
         Staged(s)
     }
@@ -225,15 +217,12 @@ impl Index<&TaskId> for TaskStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::task::{Placement, QueueId, Task};
+    use crate::task::Task;
 
     fn entry(id: TaskId) -> TaskEntry {
-        TaskEntry {
-            task: Task::cpu(id, id),
-            placement: Placement::Queued(QueueId::Central),
-            runs: 0,
-            run_ns: id,
-        }
+        let mut e = TaskEntry::new(Task::cpu(id, id));
+        e.run_ns = id;
+        e
     }
 
     /// Staged tasks are invisible until admitted; unstaged ones free their slot.
