@@ -24,8 +24,7 @@ use std::sync::Arc;
 /// Submitted tasks whose outcomes have not been handed out yet, as their `Submit`s told
 /// them, in runs of equal (arrival, ideal time, type): the stream reads them only at the
 /// front (when an outcome becomes final, in submission order) and adds at the back, so a
-/// burst of equal submissions (a million tasks waiting at once) costs one run, and a
-/// pending task four bytes (its `since`).
+/// burst of equal submissions (a million tasks waiting at once) costs one run.
 struct Submits {
     arrival_ns: u64,
     ideal_ns: u64,
@@ -57,10 +56,12 @@ struct Since {
 /// Task outcomes from a stream of events, handed out in submission order once final.
 ///
 /// A task is found by its id without a hash map while ids follow submission order (as
-/// engines assign them): the task submitted `i`-th is at `pending[i - base]` (what
-/// happened to it since: an index in `since`, or [`NONE`] while nothing did), and its
-/// id is `offset + i` unless it is a stray (an id that does not follow), whose id and
-/// index are in two small hash maps.
+/// engines assign them): what happened to the task submitted `i`-th since is at
+/// `pending[i - base]` (an index in `since`, or [`NONE`] while nothing did; past the
+/// end of `pending`, nothing did yet: tasks start roughly in submission order, so the
+/// tasks waiting behind the latest one that started cost nothing there), and its id is
+/// `offset + i` unless it is a stray (an id that does not follow), whose id and index
+/// are in two small hash maps.
 #[derive(Default)]
 pub struct OutcomeStream {
     /// Submission index of each live stray.
@@ -69,11 +70,12 @@ pub struct OutcomeStream {
     strays: FxHashMap<u64, TaskId>,
     /// `Some(offset)` once a task was submitted: ids that follow are `offset + index`.
     offset: Option<u64>,
-    /// Outcomes from submission index `base` on: what happened since, and the
-    /// submissions in runs.
+    /// Outcomes from submission index `base` to `next` (excluded): what happened since,
+    /// and the submissions in runs.
     pending: VecDeque<u32>,
     submits: VecDeque<Submits>,
     base: u64,
+    next: u64,
     /// Task types, each once (`last_kind`: the index of the latest one met).
     kinds: Vec<Arc<str>>,
     kind_index: FxHashMap<Arc<str>, u32>,
@@ -96,7 +98,11 @@ impl OutcomeStream {
         let Some(i) = self.find(e.task) else {
             return;
         };
-        let p = &mut self.pending[(i - self.base) as usize];
+        let at = (i - self.base) as usize;
+        if at >= self.pending.len() {
+            self.pending.resize(at + 1, NONE);
+        }
+        let p = &mut self.pending[at];
         if *p == NONE {
             *p = match self.free.pop() {
                 Some(s) => {
@@ -153,7 +159,8 @@ impl OutcomeStream {
     /// A submitted task: its pending entry.
     #[inline]
     fn submit(&mut self, e: &Event, ideal_ns: u64, kind: &Arc<str>) {
-        let index = self.base + self.pending.len() as u64;
+        let index = self.next;
+        self.next += 1;
         let offset = *self.offset.get_or_insert(e.task.wrapping_sub(index));
         if e.task == offset.wrapping_add(index) {
             if !self.live.is_empty() {
@@ -164,7 +171,6 @@ impl OutcomeStream {
             self.strays.insert(index, e.task);
         }
         let kind = self.kind(kind);
-        self.pending.push_back(NONE);
         match self.submits.back_mut() {
             Some(s)
                 if (s.arrival_ns, s.ideal_ns, s.kind) == (e.t_ns, ideal_ns, kind)
@@ -207,7 +213,11 @@ impl OutcomeStream {
             }
         }
         let i = task.wrapping_sub(self.offset?);
-        let &p = self.pending.get(i.wrapping_sub(self.base) as usize)?;
+        let at = i.wrapping_sub(self.base);
+        if at >= self.next - self.base {
+            return None;
+        }
+        let p = self.pending.get(at as usize).copied().unwrap_or(NONE);
         let ended = p != NONE && self.since[p as usize].ended;
         let stray = !self.strays.is_empty() && self.strays.contains_key(&i);
         (!ended && !stray).then_some(i)
@@ -218,7 +228,7 @@ impl OutcomeStream {
     fn pop_front(&mut self) -> TaskOutcome {
         let index = self.base;
         self.base += 1;
-        let p = self.pending.pop_front().expect("a pending task");
+        let p = self.pending.pop_front().unwrap_or(NONE);
         let s = self
             .submits
             .front_mut()
@@ -261,7 +271,7 @@ impl OutcomeStream {
     /// them), in submission order.
     pub fn finish(&mut self, out: &mut impl FnMut(TaskOutcome)) {
         self.live.clear();
-        while !self.pending.is_empty() {
+        while self.base < self.next {
             out(self.pop_front());
         }
     }

@@ -134,15 +134,13 @@ impl Default for Segment {
     }
 }
 
-/// The workload model of the task in one task store slot: its work, its reference
-/// nanoseconds of work still to do (integer, so that runs are exact; a running task's
-/// count lives in its unit's segment and is written back when it leaves the unit), and
-/// the rest of its model, shared with the task staged before it when they are equal
-/// (24 bytes a waiting task instead of 128: see `Sim::stage`).
+/// The workload model of the task in one task store slot: its work and the rest of its
+/// model, shared with the task staged before it when they are equal (16 bytes a waiting
+/// task instead of 128: see `Sim::stage`). What a task that started has still to do is
+/// beside it (`Sim::remaining`).
 #[derive(Clone, Debug)]
 struct Model {
     work_s: f64,
-    remaining_ns: u64,
     /// The model without its work (`work_s` 0).
     params: Arc<Workload>,
 }
@@ -183,6 +181,11 @@ impl IndexMut<usize> for Models {
 struct Sim<'a, R: Recorder + ?Sized> {
     machine: &'a Machine,
     models: Models,
+    /// The reference nanoseconds of work still to do of each task that started, by
+    /// task store slot (integer, so that runs are exact; a running task's count lives
+    /// in its unit's segment and is written back when it leaves the unit). A task that
+    /// never ran has all its work to do: a million waiting tasks cost nothing here.
+    remaining: Slab<u64>,
     /// The model parameters of the latest staged task.
     last_params: Option<Arc<Workload>>,
     speed: SpeedModel,
@@ -237,6 +240,7 @@ where
     let mut sim = Sim {
         machine,
         models: Models::default(),
+        remaining: Slab::default(),
         last_params: None,
         speed: SpeedModel::new(machine),
         config,
@@ -381,6 +385,14 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         let moved = self.follow_memory(core, policy, u, task, slot);
         let e = core.tasks().at_slot(slot);
         let model = &self.models[slot];
+        let remaining = match e.runs {
+            1 => {
+                let all = model.workload().work_ns();
+                *self.remaining.take(slot) = all;
+                all
+            }
+            _ => *self.remaining.get(slot),
+        };
         let copy_in = self.speed.copy_in_ns(&e.task, u).saturating_add(moved);
         let seg = &mut self.segs[u as usize];
         seg.slot = slot as u32;
@@ -391,7 +403,7 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
             &e.task,
             &model.params,
         );
-        seg.remaining_ns = model.remaining_ns;
+        seg.remaining_ns = remaining;
         let stream = Self::io_stream(self.machine, u, &e.task, &model.params);
         if let Some((device, node)) = stream {
             self.io.start(u, device, node);
@@ -424,7 +436,7 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         let seg = &mut self.segs[u as usize];
         seg.run_end = 0;
         debug_assert_eq!(core.tasks().at_slot(seg.slot as usize).task.id, task);
-        self.models[seg.slot as usize].remaining_ns = seg.remaining_ns;
+        *self.remaining.get_mut(seg.slot as usize) = seg.remaining_ns;
         if let Some(n) = node {
             self.replan(core, None, |sim, v| {
                 sim.segs[v as usize].bandwidth_node == Some(n)
@@ -435,11 +447,14 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         }
     }
 
-    /// Its model goes.
+    /// Its model (and what it has still to do, if it started) goes.
     #[inline]
     fn ended(&mut self, core: &EngineCore, task: TaskId) {
         let slot = core.tasks().slot_of(&task).expect("a live task");
         self.models.0.release(slot);
+        if core.tasks().at_slot(slot).runs > 0 {
+            self.remaining.release(slot);
+        }
     }
 
     /// Credits the work done in the segment cut short.
@@ -518,11 +533,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             Some(last) if **last == params => Arc::clone(last),
             _ => self.last_params.insert(Arc::new(params)).clone(),
         };
-        let model = Model {
-            work_s,
-            remaining_ns: 0,
-            params,
-        };
+        let model = Model { work_s, params };
         *self.models.0.take(staged.slot()) = Some(model);
         staged
     }
@@ -539,11 +550,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             return Err(Error::input(format!("task id {id} is used twice")));
         }
         self.summary.submitted += 1;
-        let model = &mut self.models[staged.slot()];
-        let work = model.workload();
+        let work = self.models[staged.slot()].workload();
         let ideal = self.speed.ideal_ns(task, &work);
         if ideal.is_some() {
-            model.remaining_ns = work.work_ns();
             let live = core.tasks().len() + 1;
             self.summary.peak_live = self.summary.peak_live.max(live);
         }
