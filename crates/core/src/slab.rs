@@ -6,15 +6,18 @@
 //! run ends, while the run's other state (its metrics) grows; in chunks it goes back as
 //! the tasks go, and a full chunk costs nothing more than its values (no doubling).
 //! One emptied chunk is kept as a spare, so that a number of live tasks going back and
-//! forth across a chunk boundary does not free and allocate a chunk each time.
+//! forth across a chunk boundary does not free and allocate a chunk each time. A chunk
+//! is 128 to 256 KiB, which the system allocator (glibc's, at least) maps on its own:
+//! freed, it goes back to the system at once instead of leaving a hole in the heap that
+//! still counts as resident memory.
 //!
 //! The slab does not choose indices: its owner does (the task store through its free
 //! list; the simulator mirrors the store's slots) and tells it which are in use.
 
-/// Indices per chunk.
-const CHUNK: usize = 1 << 10;
+/// Bytes per chunk, at most (a power of two of values fills it more than half).
+const CHUNK_BYTES: usize = 256 << 10;
 
-type Chunk<T> = Box<[T; CHUNK]>;
+type Chunk<T> = Box<[T]>;
 
 /// Values by index (see the module documentation). An index's value stays (stale) after
 /// it is released until its chunk is freed or the index is taken again.
@@ -38,19 +41,24 @@ impl<T> Default for Slab<T> {
 }
 
 impl<T: Default> Slab<T> {
+    /// Values per chunk: `1 << SHIFT`.
+    const SIZE: usize = std::mem::size_of::<T>();
+    const SHIFT: u32 = (CHUNK_BYTES / (Self::SIZE + (Self::SIZE == 0) as usize)).ilog2();
+    const CHUNK: usize = 1 << Self::SHIFT;
+
     /// The value at index `i`, which is in use (or was, and its chunk is still held).
     #[inline]
     pub fn get(&self, i: usize) -> &T {
-        match &self.chunks[i / CHUNK] {
-            Some(c) => &c[i % CHUNK],
+        match &self.chunks[i >> Self::SHIFT] {
+            Some(c) => &c[i & (Self::CHUNK - 1)],
             None => panic!("slab index {i} is not in use"),
         }
     }
 
     #[inline]
     pub fn get_mut(&mut self, i: usize) -> &mut T {
-        match &mut self.chunks[i / CHUNK] {
-            Some(c) => &mut c[i % CHUNK],
+        match &mut self.chunks[i >> Self::SHIFT] {
+            Some(c) => &mut c[i & (Self::CHUNK - 1)],
             None => panic!("slab index {i} is not in use"),
         }
     }
@@ -60,26 +68,25 @@ impl<T: Default> Slab<T> {
     /// was freed since.
     #[inline]
     pub fn take(&mut self, i: usize) -> &mut T {
-        let c = i / CHUNK;
+        let c = i >> Self::SHIFT;
         if c >= self.chunks.len() {
             self.chunks.resize_with(c + 1, || None);
             self.used.resize(c + 1, 0);
         }
         self.used[c] += 1;
         let chunk = self.chunks[c].get_or_insert_with(|| {
-            self.spare.take().unwrap_or_else(|| {
-                let values: Box<[T]> = (0..CHUNK).map(|_| T::default()).collect();
-                values.try_into().ok().expect("CHUNK values")
-            })
+            self.spare
+                .take()
+                .unwrap_or_else(|| (0..Self::CHUNK).map(|_| T::default()).collect())
         });
-        &mut chunk[i % CHUNK]
+        &mut chunk[i & (Self::CHUNK - 1)]
     }
 
     /// Marks index `i` (in use) as free; its chunk goes once none of its indices is in
     /// use (kept as the spare, the previous spare freed).
     #[inline]
     pub fn release(&mut self, i: usize) {
-        let c = i / CHUNK;
+        let c = i >> Self::SHIFT;
         self.used[c] -= 1;
         if self.used[c] == 0 {
             self.spare = self.chunks[c].take();
@@ -90,7 +97,7 @@ impl<T: Default> Slab<T> {
     /// proportional to.
     pub fn footprint(&self) -> usize {
         let held = self.chunks.iter().filter(|c| c.is_some()).count();
-        (held + self.spare.is_some() as usize) * CHUNK
+        (held + self.spare.is_some() as usize) * Self::CHUNK
     }
 
     /// Indices in chunks held now, in order: those in use among them.
@@ -103,7 +110,7 @@ impl<T: Default> Slab<T> {
                 chunk
                     .iter()
                     .enumerate()
-                    .map(move |(i, v)| (c * CHUNK + i, v))
+                    .map(move |(i, v)| ((c << Self::SHIFT) + i, v))
             })
     }
 }
@@ -114,8 +121,11 @@ mod tests {
 
     /// Chunks are freed as their indices are released, one kept as the spare, and
     /// values survive release and take in a held chunk.
+    const CHUNK: usize = Slab::<u64>::CHUNK;
+
     #[test]
     fn chunks_follow_the_indices_in_use() {
+        assert_eq!(CHUNK * 8, CHUNK_BYTES);
         let mut slab = Slab::<u64>::default();
         for i in 0..10 * CHUNK {
             *slab.take(i) = i as u64;
@@ -140,7 +150,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "slab index 5 is not in use")]
     fn a_freed_chunk_is_not_read() {
-        let mut slab = Slab::<u8>::default();
+        let mut slab = Slab::<u64>::default();
         slab.take(5);
         slab.take(CHUNK);
         slab.release(CHUNK);

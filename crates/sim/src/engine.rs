@@ -34,8 +34,6 @@ use hetsched_core::slab::Slab;
 use hetsched_core::task::{Task, TaskId};
 use hetsched_core::task_store::Staged;
 use hetsched_core::{Error, Result};
-use std::ops::{Index, IndexMut};
-use std::sync::Arc;
 
 /// Engine settings that are not the policy's business.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -134,46 +132,94 @@ impl Default for Segment {
     }
 }
 
-/// The workload model of the task in one task store slot: its work and the rest of its
-/// model, shared with the task staged before it when they are equal (16 bytes a waiting
-/// task instead of 128: see `Sim::stage`). What a task that started has still to do is
-/// beside it (`Sim::remaining`).
-#[derive(Clone, Debug)]
+/// The workload model of the task in one task store slot: its work and a handle to the
+/// rest of its model (see [`Models`]). 12 bytes. What a task that started has still to
+/// do is beside it (`Sim::remaining`).
+#[derive(Clone, Copy, Default)]
+#[repr(C, packed(4))]
 struct Model {
     work_s: f64,
-    /// The model without its work (`work_s` 0).
-    params: Arc<Workload>,
-}
-
-impl Model {
-    /// The task's whole workload model.
-    #[inline]
-    fn workload(&self) -> Workload {
-        Workload {
-            work_s: self.work_s,
-            ..*self.params
-        }
-    }
+    params: u32,
 }
 
 /// Each live (or staged) task's model, by task store slot, in chunks freed as the
-/// store's are (a slot's model is released when its task ends).
+/// store's are (a slot's model is released when its task ends). The rest of a model
+/// (its parameters without the work) is shared with the task staged before it when they
+/// are equal, behind a four-byte handle: tasks come from a few templates (a scenario's
+/// entries, a benchmark's one kind), mostly in runs. 12 bytes a waiting task instead of
+/// 128.
 #[derive(Default)]
-struct Models(Slab<Option<Model>>);
-
-impl Index<usize> for Models {
-    type Output = Model;
-
-    #[inline]
-    fn index(&self, slot: usize) -> &Model {
-        self.0.get(slot).as_ref().expect("a live task's model")
-    }
+struct Models {
+    slots: Slab<Model>,
+    /// Parameters (`work_s` 0) by handle, with the number of models sharing them.
+    params: Vec<(Workload, u32)>,
+    /// Handles no model shares any more, to reuse.
+    free: Vec<u32>,
+    /// The handle of the latest staged task's parameters.
+    last: Option<u32>,
 }
 
-impl IndexMut<usize> for Models {
+impl Models {
+    /// Task store slot `slot` (not in use) takes the model `work`.
     #[inline]
-    fn index_mut(&mut self, slot: usize) -> &mut Model {
-        self.0.get_mut(slot).as_mut().expect("a live task's model")
+    fn stage(&mut self, slot: usize, work: &Workload) {
+        let params = Workload {
+            work_s: 0.0,
+            ..*work
+        };
+        let handle = match self.last {
+            Some(h) if self.params[h as usize].0 == params => {
+                self.params[h as usize].1 += 1;
+                h
+            }
+            _ => {
+                let h = match self.free.pop() {
+                    Some(h) => {
+                        self.params[h as usize] = (params, 1);
+                        h
+                    }
+                    None => {
+                        self.params.push((params, 1));
+                        (self.params.len() - 1) as u32
+                    }
+                };
+                *self.last.insert(h)
+            }
+        };
+        *self.slots.take(slot) = Model {
+            work_s: work.work_s,
+            params: handle,
+        };
+    }
+
+    /// The model of slot `slot` goes.
+    #[inline]
+    fn release(&mut self, slot: usize) {
+        let h = self.slots.get(slot).params;
+        self.slots.release(slot);
+        let shared = &mut self.params[h as usize].1;
+        *shared -= 1;
+        if *shared == 0 {
+            self.free.push(h);
+            if self.last == Some(h) {
+                self.last = None;
+            }
+        }
+    }
+
+    /// The parameters of the task in slot `slot` (`work_s` 0).
+    #[inline]
+    fn params(&self, slot: usize) -> &Workload {
+        &self.params[self.slots.get(slot).params as usize].0
+    }
+
+    /// The whole workload model of the task in slot `slot`.
+    #[inline]
+    fn workload(&self, slot: usize) -> Workload {
+        Workload {
+            work_s: self.slots.get(slot).work_s,
+            ..*self.params(slot)
+        }
     }
 }
 
@@ -186,8 +232,6 @@ struct Sim<'a, R: Recorder + ?Sized> {
     /// in its unit's segment and is written back when it leaves the unit). A task that
     /// never ran has all its work to do: a million waiting tasks cost nothing here.
     remaining: Slab<u64>,
-    /// The model parameters of the latest staged task.
-    last_params: Option<Arc<Workload>>,
     speed: SpeedModel,
     config: &'a Config,
     rec: &'a mut R,
@@ -241,7 +285,6 @@ where
         machine,
         models: Models::default(),
         remaining: Slab::default(),
-        last_params: None,
         speed: SpeedModel::new(machine),
         config,
         rec,
@@ -384,10 +427,9 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
     ) -> Result<(), ContractError> {
         let moved = self.follow_memory(core, policy, u, task, slot);
         let e = core.tasks().at_slot(slot);
-        let model = &self.models[slot];
         let remaining = match e.runs {
             1 => {
-                let all = model.workload().work_ns();
+                let all = self.models.workload(slot).work_ns();
                 *self.remaining.take(slot) = all;
                 all
             }
@@ -401,10 +443,10 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
             &self.node_bandwidth,
             u,
             &e.task,
-            &model.params,
+            self.models.params(slot),
         );
         seg.remaining_ns = remaining;
-        let stream = Self::io_stream(self.machine, u, &e.task, &model.params);
+        let stream = Self::io_stream(self.machine, u, &e.task, self.models.params(slot));
         if let Some((device, node)) = stream {
             self.io.start(u, device, node);
         }
@@ -451,7 +493,7 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
     #[inline]
     fn ended(&mut self, core: &EngineCore, task: TaskId) {
         let slot = core.tasks().slot_of(&task).expect("a live task");
-        self.models.0.release(slot);
+        self.models.release(slot);
         if core.tasks().at_slot(slot).runs > 0 {
             self.remaining.release(slot);
         }
@@ -473,7 +515,7 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
     /// and the unit's cycles. Sources stay empty: nothing is measured.
     fn measure(&mut self, _core: &EngineCore, sample: &mut hetsched_core::policy::Sample) {
         let seg = &self.segs[sample.unit as usize];
-        let work = &self.models[seg.slot as usize].params;
+        let work = self.models.params(seg.slot as usize);
         if work.instructions_per_s <= 0.0 || seg.factor <= 0.0 {
             return;
         }
@@ -490,8 +532,8 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
     /// The task's model value.
     fn memory_bound(&self, _core: &EngineCore, u: UnitId, _task: TaskId) -> Option<f64> {
         Some(
-            self.models[self.segs[u as usize].slot as usize]
-                .params
+            self.models
+                .params(self.segs[u as usize].slot as usize)
                 .memory_bound,
         )
     }
@@ -509,7 +551,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         task: TaskId,
         slot: usize,
     ) -> u64 {
-        let work = &self.models[slot].params;
+        let work = self.models.params(slot);
         match core.follow_memory(policy, u, task, slot, work.first_touch) {
             MemoryMove::Migrates(_) => hetsched_core::ns::ceil_u64(
                 work.memory_bytes.max(0.0) / PAGE_MIGRATION_BYTES_PER_S * 1e9,
@@ -524,17 +566,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     #[inline]
     fn stage(&mut self, core: &mut EngineCore, t: SimTask) -> Staged {
         let staged = core.tasks_mut().stage(t.meta);
-        let work_s = t.model.work_s;
-        let params = Workload {
-            work_s: 0.0,
-            ..t.model
-        };
-        let params = match &self.last_params {
-            Some(last) if **last == params => Arc::clone(last),
-            _ => self.last_params.insert(Arc::new(params)).clone(),
-        };
-        let model = Model { work_s, params };
-        *self.models.0.take(staged.slot()) = Some(model);
+        self.models.stage(staged.slot(), &t.model);
         staged
     }
 
@@ -550,7 +582,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             return Err(Error::input(format!("task id {id} is used twice")));
         }
         self.summary.submitted += 1;
-        let work = self.models[staged.slot()].workload();
+        let work = self.models.workload(staged.slot());
         let ideal = self.speed.ideal_ns(task, &work);
         if ideal.is_some() {
             let live = core.tasks().len() + 1;
@@ -562,7 +594,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             // Never admitted, so never `ended`.
             Arrival::Unrunnable => {
                 self.summary.rejected += 1;
-                self.models.0.release(staged.slot());
+                self.models.release(staged.slot());
             }
         }
         Ok(())
@@ -596,7 +628,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         let d = &mut self.node_demand[node as usize];
         let slot = self.segs[u as usize].slot as usize;
         debug_assert_eq!(core.tasks().at_slot(slot).task.id, task);
-        *d = (*d + sign * self.models[slot].params.mem_bandwidth).max(0.0);
+        *d = (*d + sign * self.models.params(slot).mem_bandwidth).max(0.0);
         Some(node)
     }
 
@@ -685,7 +717,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     #[inline]
     fn factor(&self, task: &Task, u: UnitId, seg: &Segment) -> f64 {
         let sigma = self.sigma(seg.bandwidth_node);
-        let model = &self.models[seg.slot as usize].params;
+        let model = self.models.params(seg.slot as usize);
         self.speed
             .ns_per_work_s_shared(task, model, u, sigma, self.io.factor(u))
             * 1e-9
@@ -771,7 +803,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         self.credit(core, u, task, seg.compute_ns);
         if seg.finishes {
             self.summary.completed += 1;
-            self.summary.work_completed_ns += self.models[seg.slot as usize].workload().work_ns();
+            self.summary.work_completed_ns += self.models.workload(seg.slot as usize).work_ns();
             return Ok(core.complete(policy, self, u)?);
         }
         if core.checkpoint(policy, self, u)? == CheckpointDecision::Continue {
