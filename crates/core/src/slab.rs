@@ -14,23 +14,24 @@
 //! The slab does not choose indices: its owner does (the task store through its free
 //! list; the simulator mirrors the store's slots) and tells it which are in use.
 
-/// Bytes per chunk, at most (a power of two of values fills it more than half).
+/// Bytes per chunk: `N` values take more than half of it (checked at compile time).
 const CHUNK_BYTES: usize = 256 << 10;
 
-type Chunk<T> = Box<[T]>;
+type Chunk<T, const N: usize> = Box<[T; N]>;
 
-/// Values by index (see the module documentation). An index's value stays (stale) after
-/// it is released until its chunk is freed or the index is taken again.
+/// Values by index, `N` (a power of two) to a chunk (see the module documentation). An
+/// index's value stays (stale) after it is released until its chunk is freed or the
+/// index is taken again.
 #[derive(Clone, Debug)]
-pub struct Slab<T> {
-    chunks: Vec<Option<Chunk<T>>>,
+pub struct Slab<T, const N: usize> {
+    chunks: Vec<Option<Chunk<T, N>>>,
     /// Indices in use, per chunk.
     used: Vec<u32>,
     /// A chunk that emptied, kept for the next one needed.
-    spare: Option<Chunk<T>>,
+    spare: Option<Chunk<T, N>>,
 }
 
-impl<T> Default for Slab<T> {
+impl<T, const N: usize> Default for Slab<T, N> {
     fn default() -> Self {
         Slab {
             chunks: Vec::new(),
@@ -40,25 +41,26 @@ impl<T> Default for Slab<T> {
     }
 }
 
-impl<T: Default> Slab<T> {
-    /// Values per chunk: `1 << SHIFT`.
-    const SIZE: usize = std::mem::size_of::<T>();
-    const SHIFT: u32 = (CHUNK_BYTES / (Self::SIZE + (Self::SIZE == 0) as usize)).ilog2();
-    const CHUNK: usize = 1 << Self::SHIFT;
+impl<T: Default, const N: usize> Slab<T, N> {
+    /// `N` fits: a power of two of values filling more than half a chunk.
+    const FITS: () = {
+        let bytes = N * std::mem::size_of::<T>();
+        assert!(N.is_power_of_two() && bytes <= CHUNK_BYTES && 2 * bytes > CHUNK_BYTES);
+    };
 
     /// The value at index `i`, which is in use (or was, and its chunk is still held).
     #[inline]
     pub fn get(&self, i: usize) -> &T {
-        match &self.chunks[i >> Self::SHIFT] {
-            Some(c) => &c[i & (Self::CHUNK - 1)],
+        match &self.chunks[i / N] {
+            Some(c) => &c[i % N],
             None => panic!("slab index {i} is not in use"),
         }
     }
 
     #[inline]
     pub fn get_mut(&mut self, i: usize) -> &mut T {
-        match &mut self.chunks[i >> Self::SHIFT] {
-            Some(c) => &mut c[i & (Self::CHUNK - 1)],
+        match &mut self.chunks[i / N] {
+            Some(c) => &mut c[i % N],
             None => panic!("slab index {i} is not in use"),
         }
     }
@@ -68,25 +70,27 @@ impl<T: Default> Slab<T> {
     /// was freed since.
     #[inline]
     pub fn take(&mut self, i: usize) -> &mut T {
-        let c = i >> Self::SHIFT;
+        let () = Self::FITS;
+        let c = i / N;
         if c >= self.chunks.len() {
             self.chunks.resize_with(c + 1, || None);
             self.used.resize(c + 1, 0);
         }
         self.used[c] += 1;
         let chunk = self.chunks[c].get_or_insert_with(|| {
-            self.spare
-                .take()
-                .unwrap_or_else(|| (0..Self::CHUNK).map(|_| T::default()).collect())
+            self.spare.take().unwrap_or_else(|| {
+                let values: Box<[T]> = (0..N).map(|_| T::default()).collect();
+                values.try_into().ok().expect("N values")
+            })
         });
-        &mut chunk[i & (Self::CHUNK - 1)]
+        &mut chunk[i % N]
     }
 
     /// Marks index `i` (in use) as free; its chunk goes once none of its indices is in
     /// use (kept as the spare, the previous spare freed).
     #[inline]
     pub fn release(&mut self, i: usize) {
-        let c = i >> Self::SHIFT;
+        let c = i / N;
         self.used[c] -= 1;
         if self.used[c] == 0 {
             self.spare = self.chunks[c].take();
@@ -97,7 +101,7 @@ impl<T: Default> Slab<T> {
     /// proportional to.
     pub fn footprint(&self) -> usize {
         let held = self.chunks.iter().filter(|c| c.is_some()).count();
-        (held + self.spare.is_some() as usize) * Self::CHUNK
+        (held + self.spare.is_some() as usize) * N
     }
 
     /// Indices in chunks held now, in order: those in use among them.
@@ -106,12 +110,7 @@ impl<T: Default> Slab<T> {
             .iter()
             .enumerate()
             .filter_map(|(c, chunk)| Some((c, chunk.as_ref()?)))
-            .flat_map(|(c, chunk)| {
-                chunk
-                    .iter()
-                    .enumerate()
-                    .map(move |(i, v)| ((c << Self::SHIFT) + i, v))
-            })
+            .flat_map(|(c, chunk)| chunk.iter().enumerate().map(move |(i, v)| (c * N + i, v)))
     }
 }
 
@@ -121,12 +120,11 @@ mod tests {
 
     /// Chunks are freed as their indices are released, one kept as the spare, and
     /// values survive release and take in a held chunk.
-    const CHUNK: usize = Slab::<u64>::CHUNK;
+    const CHUNK: usize = CHUNK_BYTES / 8;
 
     #[test]
     fn chunks_follow_the_indices_in_use() {
-        assert_eq!(CHUNK * 8, CHUNK_BYTES);
-        let mut slab = Slab::<u64>::default();
+        let mut slab = Slab::<u64, CHUNK>::default();
         for i in 0..10 * CHUNK {
             *slab.take(i) = i as u64;
         }
@@ -150,7 +148,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "slab index 5 is not in use")]
     fn a_freed_chunk_is_not_read() {
-        let mut slab = Slab::<u64>::default();
+        let mut slab = Slab::<u64, CHUNK>::default();
         slab.take(5);
         slab.take(CHUNK);
         slab.release(CHUNK);

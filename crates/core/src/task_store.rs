@@ -29,7 +29,7 @@ pub struct TaskStore {
     /// The slab: each slot's entry (`None` until the slot is first used). Only slots the
     /// index points to are live (a staged task's slot is not, yet); a freed one holds
     /// its last task's entry until it is reused or its chunk is freed.
-    slots: Slab<Option<TaskEntry>>,
+    slots: Slab<Option<TaskEntry>, 4096>,
     /// Slots freed, to reuse (a stack: the latest first), and the first slot never used.
     free: Vec<u32>,
     next: u32,

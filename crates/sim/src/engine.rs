@@ -150,7 +150,7 @@ struct Model {
 /// 128.
 #[derive(Default)]
 struct Models {
-    slots: Slab<Model>,
+    slots: Slab<Model, 16384>,
     /// Parameters (`work_s` 0) by handle, with the number of models sharing them.
     params: Vec<(Workload, u32)>,
     /// Handles no model shares any more, to reuse.
@@ -231,7 +231,7 @@ struct Sim<'a, R: Recorder + ?Sized> {
     /// task store slot (integer, so that runs are exact; a running task's count lives
     /// in its unit's segment and is written back when it leaves the unit). A task that
     /// never ran has all its work to do: a million waiting tasks cost nothing here.
-    remaining: Slab<u64>,
+    remaining: Slab<u64, 32768>,
     speed: SpeedModel,
     config: &'a Config,
     rec: &'a mut R,
