@@ -53,7 +53,7 @@ impl<T: Default, const N: usize> Slab<T, N> {
     pub fn get(&self, i: usize) -> &T {
         match &self.chunks[i / N] {
             Some(c) => &c[i % N],
-            None => panic!("slab index {i} is not in use"),
+            None => not_in_use(i),
         }
     }
 
@@ -61,7 +61,7 @@ impl<T: Default, const N: usize> Slab<T, N> {
     pub fn get_mut(&mut self, i: usize) -> &mut T {
         match &mut self.chunks[i / N] {
             Some(c) => &mut c[i % N],
-            None => panic!("slab index {i} is not in use"),
+            None => not_in_use(i),
         }
     }
 
@@ -72,18 +72,27 @@ impl<T: Default, const N: usize> Slab<T, N> {
     pub fn take(&mut self, i: usize) -> &mut T {
         let () = Self::FITS;
         let c = i / N;
+        if self.chunks.get(c).is_none_or(|chunk| chunk.is_none()) {
+            self.hold(c);
+        }
+        self.used[c] += 1;
+        match &mut self.chunks[c] {
+            Some(chunk) => &mut chunk[i % N],
+            None => not_in_use(i),
+        }
+    }
+
+    /// Holds chunk `c` (the spare, or a new one).
+    #[cold]
+    fn hold(&mut self, c: usize) {
         if c >= self.chunks.len() {
             self.chunks.resize_with(c + 1, || None);
             self.used.resize(c + 1, 0);
         }
-        self.used[c] += 1;
-        let chunk = self.chunks[c].get_or_insert_with(|| {
-            self.spare.take().unwrap_or_else(|| {
-                let values: Box<[T]> = (0..N).map(|_| T::default()).collect();
-                values.try_into().ok().expect("N values")
-            })
-        });
-        &mut chunk[i % N]
+        self.chunks[c] = Some(self.spare.take().unwrap_or_else(|| {
+            let values: Box<[T]> = (0..N).map(|_| T::default()).collect();
+            values.try_into().ok().expect("N values")
+        }));
     }
 
     /// Marks index `i` (in use) as free; its chunk goes once none of its indices is in
@@ -112,6 +121,12 @@ impl<T: Default, const N: usize> Slab<T, N> {
             .filter_map(|(c, chunk)| Some((c, chunk.as_ref()?)))
             .flat_map(|(c, chunk)| chunk.iter().enumerate().map(move |(i, v)| (c * N + i, v)))
     }
+}
+
+#[cold]
+#[inline(never)]
+fn not_in_use(i: usize) -> ! {
+    panic!("slab index {i} is not in use")
 }
 
 #[cfg(test)]
