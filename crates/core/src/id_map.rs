@@ -21,8 +21,14 @@ use std::collections::VecDeque;
 pub fn shrink<T>(q: &mut VecDeque<T>) {
     let (len, cap) = (q.len(), q.capacity());
     if cap > 1024 && len < cap / 4 {
-        q.shrink_to(2 * len);
+        halve(q);
     }
+}
+
+#[cold]
+#[inline(never)]
+fn halve<T>(q: &mut VecDeque<T>) {
+    q.shrink_to(2 * q.len());
 }
 
 /// A value type with one value that means "absent" (never stored as a value).

@@ -213,6 +213,18 @@ impl Models {
         &self.params[self.slots.get(slot).params as usize].0
     }
 
+    /// The work of the task in slot `slot` in reference nanoseconds
+    /// ([`Workload::work_ns`]).
+    #[inline]
+    fn work_ns(&self, slot: usize) -> u64 {
+        let work_s = self.slots.get(slot).work_s;
+        Workload {
+            work_s,
+            ..Workload::default()
+        }
+        .work_ns()
+    }
+
     /// The whole workload model of the task in slot `slot`.
     #[inline]
     fn workload(&self, slot: usize) -> Workload {
@@ -429,7 +441,7 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         let e = core.tasks().at_slot(slot);
         let remaining = match e.runs {
             1 => {
-                let all = self.models.workload(slot).work_ns();
+                let all = self.models.work_ns(slot);
                 *self.remaining.take(slot) = all;
                 all
             }
@@ -803,7 +815,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         self.credit(core, u, task, seg.compute_ns);
         if seg.finishes {
             self.summary.completed += 1;
-            self.summary.work_completed_ns += self.models.workload(seg.slot as usize).work_ns();
+            self.summary.work_completed_ns += self.models.work_ns(seg.slot as usize);
             return Ok(core.complete(policy, self, u)?);
         }
         if core.checkpoint(policy, self, u)? == CheckpointDecision::Continue {
