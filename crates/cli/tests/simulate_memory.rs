@@ -11,11 +11,11 @@ use nix::sys::resource::{getrusage, UsageWho};
 use std::path::Path;
 
 /// Bytes per waiting task, all included, that the test allows. Measured
-/// (docs/simulator.md): about 167 at 201,000 tasks in a release build, 173 in a debug
-/// one (vectors grown by doubling to 2^18 slots), 147 at 1M; about 600 before task
-/// classes were shared. The goal, a waiting task in at most 64 bytes of engine
-/// memory, is not met yet: this bound keeps what was gained.
-const MAX_BYTES_PER_TASK: f64 = 192.0;
+/// (docs/simulator.md): about 75 at 201,000 tasks in a release build, 74 at 1M; 167
+/// before a waiting task's slot, model and recorder state shrank (48 + 12 + 0 bytes),
+/// about 600 before task classes were shared. The bound leaves room for a debug build
+/// and for vectors grown by doubling (2^18 slots for 201,000 ids).
+const MAX_BYTES_PER_TASK: f64 = 96.0;
 
 /// Peak resident memory in bytes of the largest child so far.
 fn children_peak() -> f64 {

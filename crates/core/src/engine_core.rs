@@ -440,7 +440,7 @@ impl EngineCore {
         }
         let e = self.view.tasks.at_slot_mut(slot);
         debug_assert_eq!(e.task.id, task);
-        e.placement = Placement::Queued(q);
+        e.set_placement(Placement::Queued(q));
         self.emit(host, task, EventKind::Enqueue { queue: q });
         host.queued(self, task, q);
     }
@@ -466,7 +466,7 @@ impl EngineCore {
         // pick before this one may have started it: after a yield, its own unit's).
         let e = self.view.tasks.at_slot(slot);
         debug_assert_eq!(e.task.id, task);
-        if !matches!(e.placement, Placement::Queued(_)) {
+        if !matches!(e.placement(), Placement::Queued(_)) {
             return Ok(());
         }
         let affinity = e.task.affinity;
@@ -503,6 +503,7 @@ impl EngineCore {
         } else {
             queue.remove(i);
         }
+        crate::id_map::shrink(queue);
     }
 
     /// Takes `task` out of queue `q`; whether it was there.
@@ -611,7 +612,7 @@ impl EngineCore {
         from: QueueId,
     ) -> Result<(), ContractError> {
         let e = self.view.tasks.at_slot_mut(slot);
-        e.placement = Placement::Running(u);
+        e.set_placement(Placement::Running(u));
         e.runs += 1;
         self.view.running[u as usize] = Some(Running {
             task,
@@ -840,7 +841,7 @@ impl EngineCore {
         self.view.queues[to as usize].push_back(task);
         let e = self.view.tasks.at_slot_mut(slot);
         debug_assert_eq!(e.task.id, task);
-        e.placement = Placement::Queued(QueueId::Unit(to));
+        e.set_placement(Placement::Queued(QueueId::Unit(to)));
         host.queued(self, task, QueueId::Unit(to));
     }
 
@@ -915,7 +916,7 @@ impl EngineCore {
             return host.refuse(ContractError::NotLive { task });
         };
         let entry = self.view.tasks.at_slot(slot);
-        let placement = entry.placement;
+        let placement = entry.placement();
         if !self.fits(&entry.task.affinity, to) {
             return host.refuse(ContractError::Misplaced {
                 who: "tick",
@@ -965,7 +966,7 @@ impl EngineCore {
         let Some(entry) = self.view.tasks.get(&task) else {
             return Ok(());
         };
-        let (unit, freed) = match entry.placement {
+        let (unit, freed) = match entry.placement() {
             Placement::Running(u) => {
                 if self.view.running[u as usize].is_some_and(|r| r.task == task) {
                     self.vacate(host, u);

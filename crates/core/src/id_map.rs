@@ -14,6 +14,23 @@ use crate::task::TaskId;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
+/// Gives back most of a deque's memory once it has drained to a quarter of its
+/// capacity (halving what it holds): queues that held a million waiting tasks at once
+/// must not keep that memory while a run's other state grows.
+#[inline]
+pub fn shrink<T>(q: &mut VecDeque<T>) {
+    let (len, cap) = (q.len(), q.capacity());
+    if cap > 1024 && len < cap / 4 {
+        halve(q);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn halve<T>(q: &mut VecDeque<T>) {
+    q.shrink_to(2 * q.len());
+}
+
 /// A value type with one value that means "absent" (never stored as a value).
 pub trait Vacant: Copy + Eq {
     const VACANT: Self;
@@ -163,6 +180,7 @@ impl<V: Vacant> IdMap<V> {
                 self.window.pop_front();
                 self.base += 1;
             }
+            shrink(&mut self.window);
             v
         } else {
             self.overflow.remove(&id)?

@@ -21,18 +21,17 @@ use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// A submitted task whose outcome has not been handed out yet, as its `Submit` told it:
-/// 24 bytes, all that a task that has not started needs (a million tasks waiting at once
-/// must fit in a few tens of MiB). Its id follows from its submission index (see
-/// [`OutcomeStream`]).
-struct Pending {
+/// Submitted tasks whose outcomes have not been handed out yet, as their `Submit`s told
+/// them, in runs of equal (arrival, ideal time, type): the stream reads them only at the
+/// front (when an outcome becomes final, in submission order) and adds at the back, so a
+/// burst of equal submissions (a million tasks waiting at once) costs one run.
+struct Submits {
     arrival_ns: u64,
     ideal_ns: u64,
     /// Its type, an index in `OutcomeStream::kinds`.
     kind: u32,
-    /// What happened to it since (an index in `OutcomeStream::since`), or [`NONE`]
-    /// while nothing did.
-    since: u32,
+    /// Tasks in the run (at least one).
+    count: u32,
 }
 
 /// No index.
@@ -57,9 +56,12 @@ struct Since {
 /// Task outcomes from a stream of events, handed out in submission order once final.
 ///
 /// A task is found by its id without a hash map while ids follow submission order (as
-/// engines assign them): the task submitted `i`-th is at `pending[i - base]`, and its
-/// id is `offset + i` unless it is a stray (an id that does not follow), whose id and
-/// index are in two small hash maps.
+/// engines assign them): what happened to the task submitted `i`-th since is at
+/// `pending[i - base]` (an index in `since`, or [`NONE`] while nothing did; past the
+/// end of `pending`, nothing did yet: tasks start roughly in submission order, so the
+/// tasks waiting behind the latest one that started cost nothing there), and its id is
+/// `offset + i` unless it is a stray (an id that does not follow), whose id and index
+/// are in two small hash maps.
 #[derive(Default)]
 pub struct OutcomeStream {
     /// Submission index of each live stray.
@@ -68,9 +70,12 @@ pub struct OutcomeStream {
     strays: FxHashMap<u64, TaskId>,
     /// `Some(offset)` once a task was submitted: ids that follow are `offset + index`.
     offset: Option<u64>,
-    /// Outcomes from submission index `base` on.
-    pending: VecDeque<Pending>,
+    /// Outcomes from submission index `base` to `next` (excluded): what happened since,
+    /// and the submissions in runs.
+    pending: VecDeque<u32>,
+    submits: VecDeque<Submits>,
     base: u64,
+    next: u64,
     /// Task types, each once (`last_kind`: the index of the latest one met).
     kinds: Vec<Arc<str>>,
     kind_index: FxHashMap<Arc<str>, u32>,
@@ -93,9 +98,13 @@ impl OutcomeStream {
         let Some(i) = self.find(e.task) else {
             return;
         };
-        let p = &mut self.pending[(i - self.base) as usize];
-        if p.since == NONE {
-            p.since = match self.free.pop() {
+        let at = (i - self.base) as usize;
+        if at >= self.pending.len() {
+            self.pending.resize(at + 1, NONE);
+        }
+        let p = &mut self.pending[at];
+        if *p == NONE {
+            *p = match self.free.pop() {
                 Some(s) => {
                     self.since[s as usize] = Since::default();
                     s
@@ -106,7 +115,7 @@ impl OutcomeStream {
                 }
             };
         }
-        let o = &mut self.since[p.since as usize];
+        let o = &mut self.since[*p as usize];
         match &e.kind {
             EventKind::Start { .. } => {
                 o.first_start_ns.get_or_insert(e.t_ns);
@@ -134,27 +143,24 @@ impl OutcomeStream {
             if !self.live.is_empty() {
                 self.live.remove(&e.task);
             }
-            while let Some(p) = self.pending.front() {
-                if p.since == NONE || !self.since[p.since as usize].ended {
+            while let Some(&p) = self.pending.front() {
+                if p == NONE || !self.since[p as usize].ended {
                     break;
                 }
-                let p = self.pending.pop_front().expect("a front entry");
-                self.base += 1;
-                out(self.outcome(self.base - 1, p));
+                out(self.pop_front());
             }
             // Memory follows the pending tasks down too (a million that waited at once
             // must not stay allocated while the metrics grow).
-            let (len, cap) = (self.pending.len(), self.pending.capacity());
-            if cap > 1024 && len < cap / 4 {
-                self.pending.shrink_to(2 * len);
-            }
+            crate::id_map::shrink(&mut self.pending);
+            crate::id_map::shrink(&mut self.submits);
         }
     }
 
     /// A submitted task: its pending entry.
     #[inline]
     fn submit(&mut self, e: &Event, ideal_ns: u64, kind: &Arc<str>) {
-        let index = self.base + self.pending.len() as u64;
+        let index = self.next;
+        self.next += 1;
         let offset = *self.offset.get_or_insert(e.task.wrapping_sub(index));
         if e.task == offset.wrapping_add(index) {
             if !self.live.is_empty() {
@@ -165,12 +171,20 @@ impl OutcomeStream {
             self.strays.insert(index, e.task);
         }
         let kind = self.kind(kind);
-        self.pending.push_back(Pending {
-            arrival_ns: e.t_ns,
-            ideal_ns,
-            kind,
-            since: NONE,
-        });
+        match self.submits.back_mut() {
+            Some(s)
+                if (s.arrival_ns, s.ideal_ns, s.kind) == (e.t_ns, ideal_ns, kind)
+                    && s.count < u32::MAX =>
+            {
+                s.count += 1
+            }
+            _ => self.submits.push_back(Submits {
+                arrival_ns: e.t_ns,
+                ideal_ns,
+                kind,
+                count: 1,
+            }),
+        }
     }
 
     /// The index of a task type in `kinds` (added if new).
@@ -199,15 +213,31 @@ impl OutcomeStream {
             }
         }
         let i = task.wrapping_sub(self.offset?);
-        let p = self.pending.get(i.wrapping_sub(self.base) as usize)?;
-        let ended = p.since != NONE && self.since[p.since as usize].ended;
+        let at = i.wrapping_sub(self.base);
+        if at >= self.next - self.base {
+            return None;
+        }
+        let p = self.pending.get(at as usize).copied().unwrap_or(NONE);
+        let ended = p != NONE && self.since[p as usize].ended;
         let stray = !self.strays.is_empty() && self.strays.contains_key(&i);
         (!ended && !stray).then_some(i)
     }
 
-    /// The outcome of the pending task of submission index `index`, whose `Since` slot
-    /// (if any) is freed.
-    fn outcome(&mut self, index: u64, p: Pending) -> TaskOutcome {
+    /// The outcome of the first pending task, which leaves the stream (its `Since` slot,
+    /// if any, is freed).
+    fn pop_front(&mut self) -> TaskOutcome {
+        let index = self.base;
+        self.base += 1;
+        let p = self.pending.pop_front().unwrap_or(NONE);
+        let s = self
+            .submits
+            .front_mut()
+            .expect("a submission per pending task");
+        let (arrival_ns, ideal_ns, kind) = (s.arrival_ns, s.ideal_ns, s.kind);
+        s.count -= 1;
+        if s.count == 0 {
+            self.submits.pop_front();
+        }
         let stray = match self.strays.is_empty() {
             true => None,
             false => self.strays.remove(&index),
@@ -216,20 +246,20 @@ impl OutcomeStream {
             let offset = self.offset.expect("a task was submitted");
             offset.wrapping_add(index)
         });
-        let since = if p.since == NONE {
+        let since = if p == NONE {
             Since::default()
         } else {
-            self.free.push(p.since);
-            self.since[p.since as usize]
+            self.free.push(p);
+            self.since[p as usize]
         };
         TaskOutcome {
             task,
-            kind: self.kinds[p.kind as usize].clone(),
-            arrival_ns: p.arrival_ns,
+            kind: self.kinds[kind as usize].clone(),
+            arrival_ns,
             first_start_ns: since.first_start_ns,
             end_ns: since.end_ns,
             run_ns: since.run_ns,
-            ideal_ns: p.ideal_ns,
+            ideal_ns,
             runs: since.runs,
             migrations: since.migrations,
             unit: since.unit,
@@ -241,9 +271,8 @@ impl OutcomeStream {
     /// them), in submission order.
     pub fn finish(&mut self, out: &mut impl FnMut(TaskOutcome)) {
         self.live.clear();
-        while let Some(p) = self.pending.pop_front() {
-            self.base += 1;
-            out(self.outcome(self.base - 1, p));
+        while self.base < self.next {
+            out(self.pop_front());
         }
     }
 }

@@ -164,14 +164,102 @@ pub enum Placement {
 }
 
 /// What an engine knows about a live (submitted, not finished) task: its meta info and
-/// what its runs so far took, as both engines report them.
+/// what its runs so far took, as both engines report them. 48 bytes: its placement is
+/// kept in four (see [`PlacementCode`]), as a million of them may wait at once.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TaskEntry {
     pub task: Task,
-    pub placement: Placement,
-    /// Number of run segments started so far.
-    pub runs: u32,
     /// Nanoseconds spent running (transfers included) in the segments that ended (the
     /// simulator: segment ends; live: grant to free).
     pub run_ns: u64,
+    /// Number of run segments started so far.
+    pub runs: u32,
+    placement: PlacementCode,
+}
+
+impl TaskEntry {
+    /// A task that has not run yet, in the central queue.
+    #[inline]
+    pub fn new(task: Task) -> TaskEntry {
+        TaskEntry {
+            task,
+            run_ns: 0,
+            runs: 0,
+            placement: PlacementCode::CENTRAL,
+        }
+    }
+
+    /// Where the task is now.
+    #[inline]
+    pub fn placement(&self) -> Placement {
+        self.placement.get()
+    }
+
+    /// Unit ids must be below `PlacementCode::MAX_UNIT`.
+    #[inline]
+    pub fn set_placement(&mut self, placement: Placement) {
+        self.placement = PlacementCode::new(placement);
+    }
+}
+
+/// A [`Placement`] in four bytes: `Running(u)` is `u`, `Queued(Unit(u))` is `u` with the
+/// top bit set, `Queued(Central)` is all ones (unit ids stay below 2^31 − 1; machines
+/// have thousands of units).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct PlacementCode(u32);
+
+impl PlacementCode {
+    const QUEUED: u32 = 1 << 31;
+    const CENTRAL: PlacementCode = PlacementCode(u32::MAX);
+    const MAX_UNIT: u32 = Self::QUEUED - 1;
+
+    #[inline]
+    fn new(p: Placement) -> PlacementCode {
+        let unit = |u: u32| {
+            assert!(u < Self::MAX_UNIT, "unit id {u} out of range");
+            u
+        };
+        match p {
+            Placement::Running(u) => PlacementCode(unit(u)),
+            Placement::Queued(QueueId::Unit(u)) => PlacementCode(Self::QUEUED | unit(u)),
+            Placement::Queued(QueueId::Central) => Self::CENTRAL,
+        }
+    }
+
+    #[inline]
+    fn get(self) -> Placement {
+        match self.0 {
+            u if u < Self::QUEUED => Placement::Running(u),
+            u32::MAX => Placement::Queued(QueueId::Central),
+            q => Placement::Queued(QueueId::Unit(q & !Self::QUEUED)),
+        }
+    }
+}
+
+impl std::fmt::Debug for PlacementCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every placement comes back as it went in, in an entry of 48 bytes.
+    #[test]
+    fn placements_round_trip_in_four_bytes() {
+        let mut e = TaskEntry::new(Task::cpu(1, 0));
+        assert_eq!(e.placement(), Placement::Queued(QueueId::Central));
+        for u in [0, 1, 7, 1 << 20, PlacementCode::MAX_UNIT - 1] {
+            for p in [Placement::Running(u), Placement::Queued(QueueId::Unit(u))] {
+                e.set_placement(p);
+                assert_eq!(e.placement(), p);
+            }
+        }
+        e.set_placement(Placement::Queued(QueueId::Central));
+        assert_eq!(e.placement(), Placement::Queued(QueueId::Central));
+        assert_eq!(std::mem::size_of::<TaskEntry>(), 48);
+        assert_eq!(std::mem::size_of::<Option<TaskEntry>>(), 48);
+    }
 }

@@ -1,8 +1,13 @@
 //! The live tasks of an engine: a slab of [`TaskEntry`]s (dense slots reused through a
-//! free list) and an index from [`TaskId`] to slot ([`IdMap`]: mostly a window over
-//! consecutive ids), so that memory grows with live tasks, not with finished ones.
+//! free list, in chunks freed as they empty: [`Slab`]) and an index from [`TaskId`] to
+//! slot ([`IdMap`]: mostly a window over consecutive ids), so that memory grows with live
+//! tasks, not with finished ones.
+//!
+//! A slot is its entry alone (48 bytes; its id is the task's): a million waiting tasks
+//! are mostly slots.
 
 use crate::id_map::IdMap;
+use crate::slab::Slab;
 use crate::task::{Placement, QueueId, TaskEntry, TaskId};
 use std::ops::Index;
 
@@ -18,23 +23,16 @@ impl Staged {
     }
 }
 
-/// An id and its entry (`None` until the slot is first used; a freed slot keeps its
-/// last entry until it is reused), aligned to cache lines so that an entry spans as few
-/// of them as its size allows.
-#[derive(Clone, Debug)]
-#[repr(align(64))]
-struct Slot {
-    id: TaskId,
-    entry: Option<TaskEntry>,
-}
-
 /// Live tasks by id. The API follows a map's (`insert`, `get`, `remove`...).
 #[derive(Clone, Debug, Default)]
 pub struct TaskStore {
-    /// The slab: an id and its entry. Only slots the index points to are live (a staged
-    /// task's slot is not, yet; a freed one holds its last task's entry until reused).
-    slots: Vec<Slot>,
+    /// The slab: each slot's entry (`None` until the slot is first used). Only slots the
+    /// index points to are live (a staged task's slot is not, yet); a freed one holds
+    /// its last task's entry until it is reused or its chunk is freed.
+    slots: Slab<Option<TaskEntry>, 4096>,
+    /// Slots freed, to reuse (a stack: the latest first), and the first slot never used.
     free: Vec<u32>,
+    next: u32,
     /// The slot of each live task.
     index: IdMap<u32>,
 }
@@ -67,12 +65,12 @@ impl TaskStore {
     /// index look-up: for an engine that remembers where its running tasks are.
     #[inline]
     pub fn at_slot(&self, slot: usize) -> &TaskEntry {
-        self.slots[slot].entry.as_ref().expect("a live slot")
+        self.slots.get(slot).as_ref().expect("a live slot")
     }
 
     #[inline]
     pub fn at_slot_mut(&mut self, slot: usize) -> &mut TaskEntry {
-        self.slots[slot].entry.as_mut().expect("a live slot")
+        self.slots.get_mut(slot).as_mut().expect("a live slot")
     }
 
     #[inline]
@@ -83,23 +81,23 @@ impl TaskStore {
     #[inline]
     pub fn get(&self, id: &TaskId) -> Option<&TaskEntry> {
         self.slot(*id)
-            .and_then(|s| self.slots[s as usize].entry.as_ref())
+            .and_then(|s| self.slots.get(s as usize).as_ref())
     }
 
     #[inline]
     pub fn get_mut(&mut self, id: &TaskId) -> Option<&mut TaskEntry> {
         self.slot(*id)
-            .and_then(|s| self.slots[s as usize].entry.as_mut())
+            .and_then(|s| self.slots.get_mut(s as usize).as_mut())
     }
 
     /// Adds a live task (replacing and returning the entry of the same id, if any).
     #[inline]
     pub fn insert(&mut self, id: TaskId, entry: TaskEntry) -> Option<TaskEntry> {
         if let Some(s) = self.slot(id) {
-            return self.slots[s as usize].entry.replace(entry);
+            return self.slots.get_mut(s as usize).replace(entry);
         }
-        let s = self.free_slot(id);
-        self.slots[s as usize].entry = Some(entry);
+        let s = self.free_slot();
+        *self.slots.get_mut(s as usize) = Some(entry);
         self.index.insert(id, s);
         None
     }
@@ -109,57 +107,40 @@ impl TaskStore {
     /// copied when it arrives). A staged task is not live: look-ups do not find it.
     #[inline]
     pub fn stage(&mut self, task: crate::task::Task) -> Staged {
-        let s = self.free_slot(task.id);
-        let (placement, runs, run_ns) = (Placement::Queued(QueueId::Central), 0, 0);
-        match &mut self.slots[s as usize].entry {
+        let s = self.free_slot();
+        match self.slots.get_mut(s as usize) {
             // Field by field over the previous task's entry: the task is copied once,
             // straight in (a whole new entry went through temporaries on the stack).
             Some(e) => {
                 e.task = task;
-                e.placement = placement;
-                e.runs = runs;
-                e.run_ns = run_ns;
+                e.set_placement(Placement::Queued(QueueId::Central));
+                e.runs = 0;
+                e.run_ns = 0;
             }
-            fresh => {
-                *fresh = Some(TaskEntry {
-                    task,
-                    placement,
-                    runs,
-                    run_ns,
-                })
-            }
+            fresh => *fresh = Some(TaskEntry::new(task)),
         }
         Staged(s)
     }
 
-    /// A free slot (reused, or a new one) for task `id`; its entry is stale or `None`.
+    /// A free slot (reused, or a new one), now in use; its entry is stale or `None`.
     #[inline]
-    fn free_slot(&mut self, id: TaskId) -> u32 {
-        match self.free.pop() {
-            Some(s) => {
-                self.slots[s as usize].id = id;
-                s
-            }
-            None => {
-                self.slots.push(Slot { id, entry: None });
-                (self.slots.len() - 1) as u32
-            }
-        }
+    fn free_slot(&mut self) -> u32 {
+        let s = self.free.pop().unwrap_or(self.next);
+        self.next = self.next.max(s + 1);
+        self.slots.take(s as usize);
+        s
     }
 
     /// A staged task.
     #[inline]
     pub fn staged(&self, s: Staged) -> &TaskEntry {
-        self.slots[s.0 as usize]
-            .entry
-            .as_ref()
-            .expect("staged slot")
+        self.slots.get(s.0 as usize).as_ref().expect("staged slot")
     }
 
     #[inline]
     pub fn staged_mut(&mut self, s: Staged) -> &mut TaskEntry {
-        self.slots[s.0 as usize]
-            .entry
+        self.slots
+            .get_mut(s.0 as usize)
             .as_mut()
             .expect("staged slot")
     }
@@ -168,30 +149,31 @@ impl TaskStore {
     /// [`contains_key`](Self::contains_key)).
     #[inline]
     pub fn admit(&mut self, s: Staged) {
-        let id = self.slots[s.0 as usize].id;
+        let id = self.staged(s).task.id;
         debug_assert!(!self.contains_key(&id), "task {id} is live already");
         self.index.insert(id, s.0);
     }
 
     /// Drops a staged task that never became live.
     pub fn unstage(&mut self, s: Staged) {
-        self.slots[s.0 as usize].entry = None;
-        self.free.push(s.0);
+        *self.slots.get_mut(s.0 as usize) = None;
+        self.release(s.0);
     }
 
     /// Removes a live task and returns its entry.
     #[inline]
     pub fn remove(&mut self, id: &TaskId) -> Option<TaskEntry> {
-        let s = self.unindex(id)?;
-        self.slots[s as usize].entry.take()
+        let s = self.index.remove(*id)?;
+        let entry = self.slots.get_mut(s as usize).take();
+        self.release(s);
+        entry
     }
 
-    /// Forgets where `id` lives and frees its slot (whose entry the caller clears).
+    /// Frees slot `s`.
     #[inline]
-    fn unindex(&mut self, id: &TaskId) -> Option<u32> {
-        let s = self.index.remove(*id)?;
+    fn release(&mut self, s: u32) {
+        self.slots.release(s as usize);
         self.free.push(s);
-        Some(s)
     }
 
     /// Removes a live task; returns whether it was live. Its entry stays in the freed
@@ -199,21 +181,26 @@ impl TaskStore {
     /// through the stack (its shared kind and signature are released then).
     #[inline]
     pub fn discard(&mut self, id: &TaskId) -> bool {
-        self.unindex(id).is_some()
+        let Some(s) = self.index.remove(*id) else {
+            return false;
+        };
+        self.release(s);
+        true
     }
 
     /// The live tasks, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&TaskId, &TaskEntry)> {
         self.slots
             .iter()
-            .enumerate()
-            .filter(|&(s, slot)| self.slot(slot.id) == Some(s as u32))
-            .filter_map(|(_, slot)| slot.entry.as_ref().map(|e| (&slot.id, e)))
+            .filter_map(|(s, e)| Some((s, e.as_ref()?)))
+            .filter(|&(s, e)| self.slot(e.task.id) == Some(s as u32))
+            .map(|(_, e)| (&e.task.id, e))
     }
 
-    /// Slab slots (used or free) plus index entries: what memory is proportional to.
+    /// Slab slots held (used or free) plus index entries: what memory is proportional
+    /// to.
     pub fn footprint(&self) -> usize {
-        self.slots.len() + self.index.footprint()
+        self.slots.footprint() + self.index.footprint()
     }
 }
 
@@ -230,15 +217,12 @@ impl Index<&TaskId> for TaskStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::task::{Placement, QueueId, Task};
+    use crate::task::Task;
 
     fn entry(id: TaskId) -> TaskEntry {
-        TaskEntry {
-            task: Task::cpu(id, id),
-            placement: Placement::Queued(QueueId::Central),
-            runs: 0,
-            run_ns: id,
-        }
+        let mut e = TaskEntry::new(Task::cpu(id, id));
+        e.run_ns = id;
+        e
     }
 
     /// Staged tasks are invisible until admitted; unstaged ones free their slot.
@@ -277,7 +261,8 @@ mod tests {
             }
         }
         assert_eq!(store.len(), 3);
-        assert!(store.footprint() < 200, "footprint {}", store.footprint());
+        // One chunk of slots (4,096 of 48 bytes) and a few index entries.
+        assert!(store.footprint() < 4200, "footprint {}", store.footprint());
         assert_eq!(store[&0].run_ns, 0);
         assert_eq!(store[&199_999].run_ns, 199_999);
     }

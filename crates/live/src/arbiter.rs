@@ -314,7 +314,7 @@ impl Arbiter {
                 // Granted again while it was freeing: this is the answer.
                 return Ok(vec![Effect::Reply(client, grant)]);
             }
-            if let Placement::Running(u) = self.core.tasks()[&task].placement {
+            if let Placement::Running(u) = self.core.tasks()[&task].placement() {
                 return Err(if self.core.releasing(u).is_some() {
                     (
                         ErrorCode::OutOfOrder,
@@ -469,7 +469,7 @@ impl Arbiter {
             .client_task
             .get(&client)
             .ok_or((ErrorCode::OutOfOrder, "no task: alloc first".to_string()))?;
-        match self.core.tasks()[&task].placement {
+        match self.core.tasks()[&task].placement() {
             Placement::Running(u) => Ok((task, u)),
             Placement::Queued(_) => Err((ErrorCode::OutOfOrder, "no unit granted yet".into())),
         }
@@ -518,7 +518,7 @@ impl Arbiter {
             .client_task
             .get(&client)
             .ok_or((ErrorCode::OutOfOrder, "free without a task".to_string()))?;
-        let Placement::Running(u) = self.core.tasks()[&task].placement else {
+        let Placement::Running(u) = self.core.tasks()[&task].placement() else {
             return Err((ErrorCode::OutOfOrder, "free without a granted unit".into()));
         };
         let (policy, live) = (self.policy.as_mut(), &mut self.live);
@@ -767,7 +767,7 @@ impl Arbiter {
             .collect();
         for (id, e) in self.core.tasks().iter() {
             let st = &self.live.state[id];
-            let (state, unit) = match e.placement {
+            let (state, unit) = match e.placement() {
                 Placement::Running(u) => ("running".to_string(), Some(u)),
                 Placement::Queued(QueueId::Unit(u)) => ("queued".to_string(), Some(u)),
                 Placement::Queued(QueueId::Central) => ("queued".to_string(), None),

@@ -106,7 +106,7 @@ impl QueueIndex {
                 heap.pop(); // taken, or pushed again since
                 continue;
             }
-            if e.placement == Placement::Queued(QueueId::Unit(u)) && key(t, slot) == k {
+            if e.placement() == Placement::Queued(QueueId::Unit(u)) && key(t, slot) == k {
                 return Some((k, t, slot));
             }
             break; // the engine has not caught up, or moved the task itself

@@ -30,10 +30,10 @@ use hetsched_core::machine::{Machine, UnitType};
 use hetsched_core::ns::round_u64;
 use hetsched_core::policy::{CheckpointDecision, Policy, Running, UnitId};
 use hetsched_core::record::{Event, Recorder};
+use hetsched_core::slab::Slab;
 use hetsched_core::task::{Task, TaskId};
 use hetsched_core::task_store::Staged;
 use hetsched_core::{Error, Result};
-use std::sync::Arc;
 
 /// Engine settings that are not the policy's business.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -132,26 +132,105 @@ impl Default for Segment {
     }
 }
 
-/// The workload model of the task in one task store slot: its work, its reference
-/// nanoseconds of work still to do (integer, so that runs are exact; a running task's
-/// count lives in its unit's segment and is written back when it leaves the unit), and
-/// the rest of its model, shared with the task staged before it when they are equal
-/// (24 bytes a waiting task instead of 128: see `Sim::stage`).
-#[derive(Clone, Debug)]
+/// The workload model of the task in one task store slot: its work and a handle to the
+/// rest of its model (see [`Models`]). 12 bytes. What a task that started has still to
+/// do is beside it (`Sim::remaining`).
+#[derive(Clone, Copy, Default)]
+#[repr(C, packed(4))]
 struct Model {
     work_s: f64,
-    remaining_ns: u64,
-    /// The model without its work (`work_s` 0).
-    params: Arc<Workload>,
+    params: u32,
 }
 
-impl Model {
-    /// The task's whole workload model.
+/// Each live (or staged) task's model, by task store slot, in chunks freed as the
+/// store's are (a slot's model is released when its task ends). The rest of a model
+/// (its parameters without the work) is shared with the task staged before it when they
+/// are equal, behind a four-byte handle: tasks come from a few templates (a scenario's
+/// entries, a benchmark's one kind), mostly in runs. 12 bytes a waiting task instead of
+/// 128.
+#[derive(Default)]
+struct Models {
+    slots: Slab<Model, 16384>,
+    /// Parameters (`work_s` 0) by handle, with the number of models sharing them.
+    params: Vec<(Workload, u32)>,
+    /// Handles no model shares any more, to reuse.
+    free: Vec<u32>,
+    /// The handle of the latest staged task's parameters.
+    last: Option<u32>,
+}
+
+impl Models {
+    /// Task store slot `slot` (not in use) takes the model `work`.
     #[inline]
-    fn workload(&self) -> Workload {
+    fn stage(&mut self, slot: usize, work: &Workload) {
+        let params = Workload {
+            work_s: 0.0,
+            ..*work
+        };
+        let handle = match self.last {
+            Some(h) if self.params[h as usize].0 == params => {
+                self.params[h as usize].1 += 1;
+                h
+            }
+            _ => {
+                let h = match self.free.pop() {
+                    Some(h) => {
+                        self.params[h as usize] = (params, 1);
+                        h
+                    }
+                    None => {
+                        self.params.push((params, 1));
+                        (self.params.len() - 1) as u32
+                    }
+                };
+                *self.last.insert(h)
+            }
+        };
+        *self.slots.take(slot) = Model {
+            work_s: work.work_s,
+            params: handle,
+        };
+    }
+
+    /// The model of slot `slot` goes.
+    #[inline]
+    fn release(&mut self, slot: usize) {
+        let h = self.slots.get(slot).params;
+        self.slots.release(slot);
+        let shared = &mut self.params[h as usize].1;
+        *shared -= 1;
+        if *shared == 0 {
+            self.free.push(h);
+            if self.last == Some(h) {
+                self.last = None;
+            }
+        }
+    }
+
+    /// The parameters of the task in slot `slot` (`work_s` 0).
+    #[inline]
+    fn params(&self, slot: usize) -> &Workload {
+        &self.params[self.slots.get(slot).params as usize].0
+    }
+
+    /// The work of the task in slot `slot` in reference nanoseconds
+    /// ([`Workload::work_ns`]).
+    #[inline]
+    fn work_ns(&self, slot: usize) -> u64 {
+        let work_s = self.slots.get(slot).work_s;
         Workload {
-            work_s: self.work_s,
-            ..*self.params
+            work_s,
+            ..Workload::default()
+        }
+        .work_ns()
+    }
+
+    /// The whole workload model of the task in slot `slot`.
+    #[inline]
+    fn workload(&self, slot: usize) -> Workload {
+        Workload {
+            work_s: self.slots.get(slot).work_s,
+            ..*self.params(slot)
         }
     }
 }
@@ -159,10 +238,12 @@ impl Model {
 /// The simulator's side of the engine: what the core does not keep.
 struct Sim<'a, R: Recorder + ?Sized> {
     machine: &'a Machine,
-    /// Each live (or staged) task's model, by task store slot.
-    models: Vec<Model>,
-    /// The model parameters of the latest staged task.
-    last_params: Option<Arc<Workload>>,
+    models: Models,
+    /// The reference nanoseconds of work still to do of each task that started, by
+    /// task store slot (integer, so that runs are exact; a running task's count lives
+    /// in its unit's segment and is written back when it leaves the unit). A task that
+    /// never ran has all its work to do: a million waiting tasks cost nothing here.
+    remaining: Slab<u64, 32768>,
     speed: SpeedModel,
     config: &'a Config,
     rec: &'a mut R,
@@ -214,8 +295,8 @@ where
     let mut core = EngineCore::new(machine.clone(), policy);
     let mut sim = Sim {
         machine,
-        models: Vec::new(),
-        last_params: None,
+        models: Models::default(),
+        remaining: Slab::default(),
         speed: SpeedModel::new(machine),
         config,
         rec,
@@ -358,7 +439,14 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
     ) -> Result<(), ContractError> {
         let moved = self.follow_memory(core, policy, u, task, slot);
         let e = core.tasks().at_slot(slot);
-        let model = &self.models[slot];
+        let remaining = match e.runs {
+            1 => {
+                let all = self.models.work_ns(slot);
+                *self.remaining.take(slot) = all;
+                all
+            }
+            _ => *self.remaining.get(slot),
+        };
         let copy_in = self.speed.copy_in_ns(&e.task, u).saturating_add(moved);
         let seg = &mut self.segs[u as usize];
         seg.slot = slot as u32;
@@ -367,10 +455,10 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
             &self.node_bandwidth,
             u,
             &e.task,
-            &model.params,
+            self.models.params(slot),
         );
-        seg.remaining_ns = model.remaining_ns;
-        let stream = Self::io_stream(self.machine, u, &e.task, &model.params);
+        seg.remaining_ns = remaining;
+        let stream = Self::io_stream(self.machine, u, &e.task, self.models.params(slot));
         if let Some((device, node)) = stream {
             self.io.start(u, device, node);
         }
@@ -402,7 +490,7 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         let seg = &mut self.segs[u as usize];
         seg.run_end = 0;
         debug_assert_eq!(core.tasks().at_slot(seg.slot as usize).task.id, task);
-        self.models[seg.slot as usize].remaining_ns = seg.remaining_ns;
+        *self.remaining.get_mut(seg.slot as usize) = seg.remaining_ns;
         if let Some(n) = node {
             self.replan(core, None, |sim, v| {
                 sim.segs[v as usize].bandwidth_node == Some(n)
@@ -410,6 +498,16 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         }
         if self.io.stop(u) {
             self.replan_streams(core, None);
+        }
+    }
+
+    /// Its model (and what it has still to do, if it started) goes.
+    #[inline]
+    fn ended(&mut self, core: &EngineCore, task: TaskId) {
+        let slot = core.tasks().slot_of(&task).expect("a live task");
+        self.models.release(slot);
+        if core.tasks().at_slot(slot).runs > 0 {
+            self.remaining.release(slot);
         }
     }
 
@@ -429,7 +527,7 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
     /// and the unit's cycles. Sources stay empty: nothing is measured.
     fn measure(&mut self, _core: &EngineCore, sample: &mut hetsched_core::policy::Sample) {
         let seg = &self.segs[sample.unit as usize];
-        let work = &self.models[seg.slot as usize].params;
+        let work = self.models.params(seg.slot as usize);
         if work.instructions_per_s <= 0.0 || seg.factor <= 0.0 {
             return;
         }
@@ -446,8 +544,8 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
     /// The task's model value.
     fn memory_bound(&self, _core: &EngineCore, u: UnitId, _task: TaskId) -> Option<f64> {
         Some(
-            self.models[self.segs[u as usize].slot as usize]
-                .params
+            self.models
+                .params(self.segs[u as usize].slot as usize)
                 .memory_bound,
         )
     }
@@ -465,7 +563,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         task: TaskId,
         slot: usize,
     ) -> u64 {
-        let work = &self.models[slot].params;
+        let work = self.models.params(slot);
         match core.follow_memory(policy, u, task, slot, work.first_touch) {
             MemoryMove::Migrates(_) => hetsched_core::ns::ceil_u64(
                 work.memory_bytes.max(0.0) / PAGE_MIGRATION_BYTES_PER_S * 1e9,
@@ -480,25 +578,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     #[inline]
     fn stage(&mut self, core: &mut EngineCore, t: SimTask) -> Staged {
         let staged = core.tasks_mut().stage(t.meta);
-        let work_s = t.model.work_s;
-        let params = Workload {
-            work_s: 0.0,
-            ..t.model
-        };
-        let params = match &self.last_params {
-            Some(last) if **last == params => Arc::clone(last),
-            _ => self.last_params.insert(Arc::new(params)).clone(),
-        };
-        let model = Model {
-            work_s,
-            remaining_ns: 0,
-            params,
-        };
-        match self.models.get_mut(staged.slot()) {
-            Some(m) => *m = model,
-            // Slots are dense: a new one is the next.
-            None => self.models.resize(staged.slot() + 1, model),
-        }
+        self.models.stage(staged.slot(), &t.model);
         staged
     }
 
@@ -514,17 +594,20 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             return Err(Error::input(format!("task id {id} is used twice")));
         }
         self.summary.submitted += 1;
-        let model = &mut self.models[staged.slot()];
-        let work = model.workload();
+        let work = self.models.workload(staged.slot());
         let ideal = self.speed.ideal_ns(task, &work);
         if ideal.is_some() {
-            model.remaining_ns = work.work_ns();
             let live = core.tasks().len() + 1;
             self.summary.peak_live = self.summary.peak_live.max(live);
         }
         match core.arrive(policy, self, staged, ideal.unwrap_or(0))? {
             Arrival::Queued(_) => {}
-            Arrival::Unrunnable | Arrival::Rejected(_) => self.summary.rejected += 1,
+            Arrival::Rejected(_) => self.summary.rejected += 1,
+            // Never admitted, so never `ended`.
+            Arrival::Unrunnable => {
+                self.summary.rejected += 1;
+                self.models.release(staged.slot());
+            }
         }
         Ok(())
     }
@@ -557,7 +640,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         let d = &mut self.node_demand[node as usize];
         let slot = self.segs[u as usize].slot as usize;
         debug_assert_eq!(core.tasks().at_slot(slot).task.id, task);
-        *d = (*d + sign * self.models[slot].params.mem_bandwidth).max(0.0);
+        *d = (*d + sign * self.models.params(slot).mem_bandwidth).max(0.0);
         Some(node)
     }
 
@@ -646,7 +729,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     #[inline]
     fn factor(&self, task: &Task, u: UnitId, seg: &Segment) -> f64 {
         let sigma = self.sigma(seg.bandwidth_node);
-        let model = &self.models[seg.slot as usize].params;
+        let model = self.models.params(seg.slot as usize);
         self.speed
             .ns_per_work_s_shared(task, model, u, sigma, self.io.factor(u))
             * 1e-9
@@ -732,7 +815,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         self.credit(core, u, task, seg.compute_ns);
         if seg.finishes {
             self.summary.completed += 1;
-            self.summary.work_completed_ns += self.models[seg.slot as usize].workload().work_ns();
+            self.summary.work_completed_ns += self.models.work_ns(seg.slot as usize);
             return Ok(core.complete(policy, self, u)?);
         }
         if core.checkpoint(policy, self, u)? == CheckpointDecision::Continue {
