@@ -97,6 +97,8 @@ struct Segment {
     finishes: bool,
     /// The task store slot of the unit's task (saves the id look-up on every run end).
     slot: u32,
+    /// The handle of its model's parameters (saves the slot look-up in `Models`).
+    params: u32,
     /// The NUMA node whose shared bandwidth the task draws on, if any.
     bandwidth_node: Option<u32>,
     /// Sequence number of the run end scheduled for this segment (0: none, e.g. it was
@@ -121,6 +123,7 @@ impl Default for Segment {
         Segment {
             finishes: false,
             slot: 0,
+            params: 0,
             bandwidth_node: None,
             run_end: 0,
             compute_from_ns: 0,
@@ -210,7 +213,19 @@ impl Models {
     /// The parameters of the task in slot `slot` (`work_s` 0).
     #[inline]
     fn params(&self, slot: usize) -> &Workload {
-        &self.params[self.slots.get(slot).params as usize].0
+        self.shared(self.handle(slot))
+    }
+
+    /// The handle of the parameters of the task in slot `slot`.
+    #[inline]
+    fn handle(&self, slot: usize) -> u32 {
+        self.slots.get(slot).params
+    }
+
+    /// The parameters behind handle `h` (of a live task).
+    #[inline]
+    fn shared(&self, h: u32) -> &Workload {
+        &self.params[h as usize].0
     }
 
     /// The work of the task in slot `slot` in reference nanoseconds
@@ -437,7 +452,8 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         task: TaskId,
         slot: usize,
     ) -> Result<(), ContractError> {
-        let moved = self.follow_memory(core, policy, u, task, slot);
+        let h = self.models.handle(slot);
+        let moved = self.follow_memory(core, policy, u, task, slot, h);
         let e = core.tasks().at_slot(slot);
         let remaining = match e.runs {
             1 => {
@@ -448,17 +464,14 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
             _ => *self.remaining.get(slot),
         };
         let copy_in = self.speed.copy_in_ns(&e.task, u).saturating_add(moved);
+        let params = self.models.shared(h);
         let seg = &mut self.segs[u as usize];
         seg.slot = slot as u32;
-        seg.bandwidth_node = Self::bandwidth_node(
-            self.machine,
-            &self.node_bandwidth,
-            u,
-            &e.task,
-            self.models.params(slot),
-        );
+        seg.params = h;
+        seg.bandwidth_node =
+            Self::bandwidth_node(self.machine, &self.node_bandwidth, u, &e.task, params);
         seg.remaining_ns = remaining;
-        let stream = Self::io_stream(self.machine, u, &e.task, self.models.params(slot));
+        let stream = Self::io_stream(self.machine, u, &e.task, params);
         if let Some((device, node)) = stream {
             self.io.start(u, device, node);
         }
@@ -527,7 +540,7 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
     /// and the unit's cycles. Sources stay empty: nothing is measured.
     fn measure(&mut self, _core: &EngineCore, sample: &mut hetsched_core::policy::Sample) {
         let seg = &self.segs[sample.unit as usize];
-        let work = self.models.params(seg.slot as usize);
+        let work = self.models.shared(seg.params);
         if work.instructions_per_s <= 0.0 || seg.factor <= 0.0 {
             return;
         }
@@ -545,7 +558,7 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
     fn memory_bound(&self, _core: &EngineCore, u: UnitId, _task: TaskId) -> Option<f64> {
         Some(
             self.models
-                .params(self.segs[u as usize].slot as usize)
+                .shared(self.segs[u as usize].params)
                 .memory_bound,
         )
     }
@@ -562,8 +575,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         u: UnitId,
         task: TaskId,
         slot: usize,
+        h: u32,
     ) -> u64 {
-        let work = self.models.params(slot);
+        let work = self.models.shared(h);
         match core.follow_memory(policy, u, task, slot, work.first_touch) {
             MemoryMove::Migrates(_) => hetsched_core::ns::ceil_u64(
                 work.memory_bytes.max(0.0) / PAGE_MIGRATION_BYTES_PER_S * 1e9,
@@ -638,9 +652,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     fn draw(&mut self, core: &EngineCore, u: UnitId, task: TaskId, sign: f64) -> Option<u32> {
         let node = self.segs[u as usize].bandwidth_node?;
         let d = &mut self.node_demand[node as usize];
-        let slot = self.segs[u as usize].slot as usize;
-        debug_assert_eq!(core.tasks().at_slot(slot).task.id, task);
-        *d = (*d + sign * self.models.params(slot).mem_bandwidth).max(0.0);
+        let seg = &self.segs[u as usize];
+        debug_assert_eq!(core.tasks().at_slot(seg.slot as usize).task.id, task);
+        *d = (*d + sign * self.models.shared(seg.params).mem_bandwidth).max(0.0);
         Some(node)
     }
 
@@ -729,7 +743,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     #[inline]
     fn factor(&self, task: &Task, u: UnitId, seg: &Segment) -> f64 {
         let sigma = self.sigma(seg.bandwidth_node);
-        let model = self.models.params(seg.slot as usize);
+        let model = self.models.shared(seg.params);
         self.speed
             .ns_per_work_s_shared(task, model, u, sigma, self.io.factor(u))
             * 1e-9
