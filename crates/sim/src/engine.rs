@@ -323,14 +323,15 @@ where
         io: IoStreams::new(machine),
     };
     let mut arrivals = arrivals.into_iter();
-    // The next arrival waits in the task store, where it will live.
+    // The next arrival waits in the task store, where it will live; its arrival time
+    // beside it, read at every event.
     let mut pending = arrivals.next().map(|t| sim.stage(&mut core, t));
     loop {
         if pending.is_none() {
             // Asked again after it said `None`: a closed workload's generator has a task
             // once one of its tasks ended (it restarts at the end's time, not before).
             pending = arrivals.next().map(|t| sim.stage(&mut core, t));
-            if let Some(p) = pending {
+            if let Some((p, _)) = pending {
                 let task = &core.tasks().staged(p).task;
                 if task.arrival_ns < core.now() {
                     return Err(Error::input(format!(
@@ -342,7 +343,7 @@ where
         }
         let mut earliest = sim.run_ends.next_ns().map(|t| (t, Next::RunEnd));
         for other in [
-            pending.map(|p| (core.tasks().staged(p).task.arrival_ns, Next::Arrival)),
+            pending.map(|(_, at)| (at, Next::Arrival)),
             core.next_tick().map(|t| (t, Next::Tick)),
         ] {
             // Strictly earlier only: at equal times the earlier class goes first.
@@ -357,7 +358,7 @@ where
             break;
         }
         if t > HORIZON_NS {
-            return Err(past_horizon(&core, t, next, pending));
+            return Err(past_horizon(&core, t, next, pending.map(|(p, _)| p)));
         }
         if config.max_events == Some(sim.summary.events) {
             return Err(Error::input(format!(
@@ -381,12 +382,12 @@ where
                 sim.run_end(&mut core, policy, end.unit, end.seq())?;
             }
             Next::Arrival => {
-                let staged = pending.take().expect("an arrival event has a pending task");
+                let (staged, at) = pending.take().expect("an arrival event has a pending task");
                 pending = arrivals.next().map(|t| sim.stage(&mut core, t));
-                if let Some(next) = pending {
-                    let tasks = core.tasks();
-                    let (next, task) = (&tasks.staged(next).task, &tasks.staged(staged).task);
-                    if next.arrival_ns < task.arrival_ns {
+                if let Some((next, next_at)) = pending {
+                    if next_at < at {
+                        let tasks = core.tasks();
+                        let (next, task) = (&tasks.staged(next).task, &tasks.staged(staged).task);
                         return Err(Error::input(format!(
                             "task {} arrives at {} ns, before task {} at {} ns: arrivals must be in time order",
                             next.id, next.arrival_ns, task.id, task.arrival_ns
@@ -586,14 +587,16 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         }
     }
 
-    /// Stages an arriving task in the task store, its model beside it. Its model's
-    /// parameters are shared with the previous task's when equal: tasks come from a
-    /// few templates (a scenario's entries, a benchmark's one kind), mostly in runs.
+    /// Stages an arriving task in the task store, its model beside it; returns it with
+    /// its arrival time. Its model's parameters are shared with the previous task's
+    /// when equal: tasks come from a few templates (a scenario's entries, a benchmark's
+    /// one kind), mostly in runs.
     #[inline]
-    fn stage(&mut self, core: &mut EngineCore, t: SimTask) -> Staged {
+    fn stage(&mut self, core: &mut EngineCore, t: SimTask) -> (Staged, u64) {
+        let at = t.arrival_ns;
         let staged = core.tasks_mut().stage(t.meta);
         self.models.stage(staged.slot(), &t.model);
-        staged
+        (staged, at)
     }
 
     fn arrive<P: Policy + ?Sized>(
