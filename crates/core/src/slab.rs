@@ -24,6 +24,11 @@ type Chunk<T, const N: usize> = Box<[T; N]>;
 /// index is taken again.
 #[derive(Clone, Debug)]
 pub struct Slab<T, const N: usize> {
+    /// Chunk 0, held apart: a run whose live tasks fit in one chunk (the usual case, as
+    /// slots are reused last-freed first) reads its values one load away from the slab,
+    /// as in a `Vec`, instead of through the chunk table.
+    head: Option<Chunk<T, N>>,
+    /// The other chunks by number (entry 0 unused).
     chunks: Vec<Option<Chunk<T, N>>>,
     /// Indices in use, per chunk.
     used: Vec<u32>,
@@ -34,6 +39,7 @@ pub struct Slab<T, const N: usize> {
 impl<T, const N: usize> Default for Slab<T, N> {
     fn default() -> Self {
         Slab {
+            head: None,
             chunks: Vec::new(),
             used: Vec::new(),
             spare: None,
@@ -48,10 +54,28 @@ impl<T: Default, const N: usize> Slab<T, N> {
         assert!(N.is_power_of_two() && bytes <= CHUNK_BYTES && 2 * bytes > CHUNK_BYTES);
     };
 
+    #[inline]
+    fn chunk(&self, c: usize) -> &Option<Chunk<T, N>> {
+        if c == 0 {
+            &self.head
+        } else {
+            &self.chunks[c]
+        }
+    }
+
+    #[inline]
+    fn chunk_mut(&mut self, c: usize) -> &mut Option<Chunk<T, N>> {
+        if c == 0 {
+            &mut self.head
+        } else {
+            &mut self.chunks[c]
+        }
+    }
+
     /// The value at index `i`, which is in use (or was, and its chunk is still held).
     #[inline]
     pub fn get(&self, i: usize) -> &T {
-        match &self.chunks[i / N] {
+        match self.chunk(i / N) {
             Some(c) => &c[i % N],
             None => not_in_use(i),
         }
@@ -59,7 +83,7 @@ impl<T: Default, const N: usize> Slab<T, N> {
 
     #[inline]
     pub fn get_mut(&mut self, i: usize) -> &mut T {
-        match &mut self.chunks[i / N] {
+        match self.chunk_mut(i / N) {
             Some(c) => &mut c[i % N],
             None => not_in_use(i),
         }
@@ -72,11 +96,11 @@ impl<T: Default, const N: usize> Slab<T, N> {
     pub fn take(&mut self, i: usize) -> &mut T {
         let () = Self::FITS;
         let c = i / N;
-        if self.chunks.get(c).is_none_or(|chunk| chunk.is_none()) {
+        if c >= self.used.len() || self.chunk(c).is_none() {
             self.hold(c);
         }
         self.used[c] += 1;
-        match &mut self.chunks[c] {
+        match self.chunk_mut(c) {
             Some(chunk) => &mut chunk[i % N],
             None => not_in_use(i),
         }
@@ -89,10 +113,11 @@ impl<T: Default, const N: usize> Slab<T, N> {
             self.chunks.resize_with(c + 1, || None);
             self.used.resize(c + 1, 0);
         }
-        self.chunks[c] = Some(self.spare.take().unwrap_or_else(|| {
+        let chunk = self.spare.take().unwrap_or_else(|| {
             let values: Box<[T]> = (0..N).map(|_| T::default()).collect();
             values.try_into().ok().expect("N values")
-        }));
+        });
+        *self.chunk_mut(c) = Some(chunk);
     }
 
     /// Marks index `i` (in use) as free; its chunk goes once none of its indices is in
@@ -102,7 +127,7 @@ impl<T: Default, const N: usize> Slab<T, N> {
         let c = i / N;
         self.used[c] -= 1;
         if self.used[c] == 0 {
-            self.spare = self.chunks[c].take();
+            self.spare = self.chunk_mut(c).take();
         }
     }
 
@@ -110,13 +135,13 @@ impl<T: Default, const N: usize> Slab<T, N> {
     /// proportional to.
     pub fn footprint(&self) -> usize {
         let held = self.chunks.iter().filter(|c| c.is_some()).count();
-        (held + self.spare.is_some() as usize) * N
+        (held + self.head.is_some() as usize + self.spare.is_some() as usize) * N
     }
 
     /// Indices in chunks held now, in order: those in use among them.
     pub fn iter(&self) -> impl Iterator<Item = (usize, &T)> {
-        self.chunks
-            .iter()
+        std::iter::once(&self.head)
+            .chain(self.chunks.iter().skip(1))
             .enumerate()
             .filter_map(|(c, chunk)| Some((c, chunk.as_ref()?)))
             .flat_map(|(c, chunk)| chunk.iter().enumerate().map(move |(i, v)| (c * N + i, v)))
