@@ -65,8 +65,9 @@ pub struct SpeedModel {
 /// class that runs it, its copy-in time, unit ns per reference ns and copy-out time.
 /// Why: they cost about 190 instructions a task, 8 % of an fcfs task's simulation
 /// (with them kept, about 150: comparing the model is most of it); tasks come from a
-/// few templates, mostly in runs, so those of the latest kind are kept. The kind is its class (held, so that its pointer stays its
-/// own), NUMA home and model without the work.
+/// few templates, mostly in runs, so those of the latest kind are kept. The kind is its
+/// class (held, so that its pointer stays its own), NUMA home and model without the
+/// work.
 #[derive(Clone, Debug)]
 struct IdealTerms {
     class: Arc<TaskClass>,
