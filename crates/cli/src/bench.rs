@@ -16,6 +16,9 @@ pub enum Bench {
     Apps(crate::app_cmd::AppsBench),
     /// Simulator throughput: 1,000,000 tasks on a 1,024-unit machine under cfs and fcfs.
     Sim(SimBench),
+    /// `hetsched simulate` beside its engine on one scenario: the engine alone, the
+    /// metrics only (`--summary`) and the metrics with the per-task CSV, alternated.
+    Simulate(SimulateBench),
     /// Simulated memory accesses per second of the tiled-NUCA simulator.
     Nuca(crate::nuca_cmd::NucaBenchArgs),
     /// O² delegation: round-trip p50/p99 and throughput.
@@ -32,6 +35,7 @@ pub fn run(which: Bench) -> Result<()> {
         Bench::Daemon(args) => daemon(args),
         Bench::Apps(args) => crate::app_cmd::bench(args),
         Bench::Sim(args) => sim(args),
+        Bench::Simulate(args) => simulate(args),
         Bench::Nuca(a) => crate::nuca_cmd::bench(a),
         Bench::O2(a) => crate::o2_cmd::bench_o2(a),
         Bench::Reuse(a) => reuse(a),
@@ -260,6 +264,198 @@ fn sim(args: SimBench) -> Result<()> {
         args.tasks
     );
     println!("goal: >= 10 M events/s on one core and <= 5 s per 1,000,000-task run");
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct SimulateBench {
+    /// Scenario file (default: `bench sim`'s workload as a scenario).
+    #[arg(default_value = "scenarios/bench/bag1m.toml")]
+    scenario: std::path::PathBuf,
+    /// Policy spec (one).
+    #[arg(long, default_value = "fcfs")]
+    policy: String,
+    /// Rounds; each figure is the best of its runs (the machine is shared).
+    #[arg(long, default_value_t = 3)]
+    repeat: u32,
+    /// Tasks of the `bench sim` reference run (its default workload otherwise).
+    #[arg(long, default_value_t = 1_000_000)]
+    bench_tasks: u64,
+}
+
+/// The 1-minute load average (`/proc/loadavg`), if readable.
+fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// The best CPU time of a figure's runs and the range of the load average over them.
+#[derive(Default)]
+struct Figure {
+    cpu: Option<f64>,
+    load: Option<(f64, f64)>,
+}
+
+impl Figure {
+    /// Times one run of `f` (this thread's CPU), noting the load average after it.
+    fn run<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        let (cpu, _, out) = timed(f);
+        self.cpu = Some(self.cpu.map_or(cpu, |c| c.min(cpu)));
+        if let Some(l) = load_average() {
+            self.load = Some(self.load.map_or((l, l), |(lo, hi)| (lo.min(l), hi.max(l))));
+        }
+        out
+    }
+
+    fn cpu(&self) -> f64 {
+        self.cpu.unwrap_or(f64::NAN)
+    }
+
+    fn load(&self) -> String {
+        match self.load {
+            Some((lo, hi)) if lo == hi => format!("load {lo:.2}"),
+            Some((lo, hi)) => format!("load {lo:.2}-{hi:.2}"),
+            None => "load ?".into(),
+        }
+    }
+}
+
+/// The engine alone on a scenario's task stream, with the counting recorder: what
+/// `hetsched simulate` runs, less its outputs. Out of line, as `run_streamed` is (inlined
+/// into the bench's loop, the engine was compiled otherwise and measured 40 % slower).
+#[inline(never)]
+fn engine_alone(
+    scenario: &hetsched_sim::scenario::Scenario,
+    spec: &str,
+    on_task: &mut dyn FnMut(&hetsched_sim::SimTask),
+) -> Result<(
+    hetsched_sim::RunSummary,
+    hetsched_core::record::EventCounter,
+)> {
+    let mut counter = hetsched_core::record::EventCounter::default();
+    let mut policy = hetsched_policies::build(spec, scenario.seed)?;
+    let summary = hetsched_sim::run_into(scenario, policy.as_mut(), on_task, &mut counter)?;
+    Ok((summary, counter))
+}
+
+/// `hetsched simulate`'s CPU beside its engine's on the same scenario, in one process:
+/// each round runs (a) the engine alone on the scenario's task stream with the counting
+/// recorder, (b) what `simulate --summary` runs, (c) what `simulate` runs with the
+/// per-task CSV (to a temporary file), and `bench sim`'s default workload for
+/// reference; each is the best of its rounds. (b) and (c) call the command's own
+/// function ([`crate::simulate_cmd::run_streamed`]), and their outputs are checked
+/// against each other and against (a)'s counts.
+fn simulate(args: SimulateBench) -> Result<()> {
+    use crate::simulate_cmd::run_streamed;
+    use hetsched_core::record::EventCounter;
+    use hetsched_core::Error;
+    let scenario = hetsched_sim::scenario::Scenario::load(&args.scenario)?;
+    let spec = args.policy.as_str();
+    hetsched_policies::build(spec, scenario.seed)
+        .map_err(|e| Error::input(format!("--policy {spec:?}: {e}")))?;
+    let csv_path = std::env::temp_dir().join(format!(
+        "hetsched-bench-simulate-{}.csv",
+        std::process::id()
+    ));
+    let machine = hetsched_sim::bench::machine(64, 16)?;
+    let bench_tasks =
+        || hetsched_sim::bench::tasks(args.bench_tasks, machine.units.len(), 0.01, 0.9, 1);
+    let (mut engine, mut summary, mut csv, mut reference) = Default::default();
+    let mut outputs = None;
+    let no_progress = &mut |_: &hetsched_sim::SimTask| {};
+    let result = (|| -> Result<()> {
+        for _ in 0..args.repeat.max(1) {
+            let (ran, counter) =
+                Figure::run(&mut engine, || engine_alone(&scenario, spec, no_progress))?;
+            let summarised = Figure::run(&mut summary, || {
+                run_streamed::<std::fs::File>(&scenario, spec, None, no_progress)
+            })?;
+            let file = std::fs::File::create(&csv_path)
+                .map_err(|e| Error::runtime(format!("{}: {e}", csv_path.display())))?;
+            let name = csv_path.display().to_string();
+            let with_csv = Figure::run(&mut csv, || {
+                run_streamed(&scenario, spec, Some((file, name)), no_progress)
+            })?;
+            let lines = std::fs::read(&csv_path)
+                .map_err(|e| Error::runtime(format!("{}: {e}", csv_path.display())))?
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            let mut policy = hetsched_policies::build(spec, 1)?;
+            Figure::run(&mut reference, || {
+                hetsched_sim::run(
+                    &machine,
+                    policy.as_mut(),
+                    bench_tasks(),
+                    &hetsched_sim::Config::default(),
+                    &mut EventCounter::default(),
+                )
+            })?;
+            // The outputs agree (Debug text: NaN equals itself there): one run's metrics
+            // and summary with and without the CSV, a line per task, the engine's own
+            // summary and counts, and every round alike.
+            let m = &summarised.0;
+            let counts = (counter.completed, counter.rejected);
+            let this = format!("{summarised:?}");
+            if this != format!("{with_csv:?}")
+                || ran != summarised.1
+                || lines != m.tasks + 1
+                || (m.completed as u64, m.rejected as u64) != counts
+                || outputs.as_ref().is_some_and(|(o, _)| o != &this)
+            {
+                return Err(Error::runtime(format!(
+                    "bench simulate: the runs of {spec} disagree (with and without the CSV, \
+                     {lines} CSV lines for {} tasks, completed and rejected {:?} against \
+                     the engine's {counts:?}, or two rounds)",
+                    m.tasks,
+                    (m.completed, m.rejected)
+                )));
+            }
+            outputs = Some((this, summarised));
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_file(&csv_path);
+    result?;
+    let (_, (m, ran)) = outputs.expect("one round at least");
+    println!(
+        "scenario {} on {} ({} units), policy {spec}: {} tasks ({} completed, {} rejected), {} engine events; best of {} rounds, CPU of this thread",
+        scenario.origin,
+        scenario.machine.name,
+        scenario.machine.units.len(),
+        m.tasks,
+        m.completed,
+        m.rejected,
+        ran.events,
+        args.repeat.max(1)
+    );
+    println!("outputs agree: the same metrics with and without the CSV, one CSV line per task");
+    println!(
+        "reference: bench sim --policy {spec} --tasks {} (its own task stream) {:>7.3} s CPU ({})",
+        args.bench_tasks,
+        reference.cpu(),
+        reference.load()
+    );
+    let (base, bench) = (engine.cpu(), reference.cpu());
+    let rows = [
+        ("(a) engine alone, counting recorder", &engine, None),
+        ("(b) simulate --summary", &summary, Some("1.2")),
+        ("(c) simulate, CSV on", &csv, Some("2")),
+    ];
+    for (what, figure, goal) in rows {
+        let ratio = goal.map_or(String::new(), |goal| {
+            format!(
+                "  {:.2}x (a), goal <= {goal}x; {:.2}x the reference",
+                figure.cpu() / base,
+                figure.cpu() / bench
+            )
+        });
+        println!(
+            "{what:<36} {:>7.3} s CPU ({}){ratio}",
+            figure.cpu(),
+            figure.load()
+        );
+    }
     Ok(())
 }
 

@@ -45,6 +45,30 @@ fn write(path: &std::path::Path, text: &str) -> Result<()> {
     std::fs::write(path, text).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))
 }
 
+/// One run of `policy` on `scenario` with its outputs made as it goes (no trace): its
+/// metrics, and its per-task CSV written to `csv` if given (with its name for errors).
+/// `hetsched simulate` without `--trace` and `hetsched bench simulate` both run this.
+pub fn run_streamed<W: std::io::Write>(
+    scenario: &Scenario,
+    policy: &str,
+    csv: Option<(W, String)>,
+    on_task: &mut dyn FnMut(&hetsched_sim::SimTask),
+) -> Result<(hetsched_core::record::Metrics, hetsched_sim::RunSummary)> {
+    let m = &scenario.machine;
+    let mut rec = StreamRecorder::new(
+        policy,
+        &m.units.iter().map(|u| u.kind).collect::<Vec<_>>(),
+        m.units.iter().map(|u| u.name.clone()).collect(),
+        csv,
+    );
+    let mut built = hetsched_policies::build(policy, scenario.seed)?;
+    let summary = hetsched_sim::run_into(scenario, built.as_mut(), on_task, &mut rec)?;
+    let metrics = rec
+        .finish()
+        .map_err(|e| Error::runtime(format!("{policy}: {e}")))?;
+    Ok((metrics, summary))
+}
+
 pub fn simulate(args: SimulateArgs) -> Result<()> {
     let mut scenario = Scenario::load(&args.scenario)?;
     if let Some(seed) = args.seed {
@@ -125,20 +149,7 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
                     .map_err(|e| Error::runtime(format!("{}: {e}", csv_path.display())))?;
                 Some((file, csv_path.display().to_string()))
             };
-            let m = &scenario.machine;
-            let mut rec = StreamRecorder::new(
-                p,
-                &m.units.iter().map(|u| u.kind).collect::<Vec<_>>(),
-                m.units.iter().map(|u| u.name.clone()).collect(),
-                csv,
-            );
-            let mut policy = hetsched_policies::build(p, scenario.seed)?;
-            let summary = hetsched_sim::run_into(&scenario, policy.as_mut(), on_task, &mut rec)
-                .map_err(named)?;
-            let m = rec
-                .finish()
-                .map_err(|e| Error::runtime(format!("{p}: {e}")))?;
-            (m, summary)
+            run_streamed(&scenario, p, csv, on_task).map_err(named)?
         };
         if summary.unfinished > 0 && scenario.config.max_time_ns.is_none() {
             return Err(Error::runtime(format!(

@@ -100,3 +100,65 @@ fn streamed_outputs_equal_the_kept_records_outputs() {
         );
     }
 }
+
+/// `hetsched bench simulate` runs the command's own code beside the engine: on a small
+/// scenario it prints each figure with its load and the ratios beside their goals, and
+/// its counts are those `hetsched simulate` reports (never timed).
+#[test]
+fn bench_simulate_prints_the_ratios_of_the_commands_runs() {
+    let scenario =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/fast-slow-mixed.toml");
+    let scenario = scenario.to_str().unwrap();
+    let o = hetsched(&[
+        "bench",
+        "simulate",
+        scenario,
+        "--policy",
+        "cfs",
+        "--repeat",
+        "2",
+        "--bench-tasks",
+        "2000",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let json = hetsched(&[
+        "simulate",
+        scenario,
+        "--policy",
+        "cfs",
+        "--summary",
+        "--json",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(json.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let run = &json["runs"][0];
+    let counts = format!(
+        "{} tasks ({} completed, {} rejected)",
+        run["tasks"], run["completed"], run["rejected"]
+    );
+    assert!(text.contains(&counts), "{counts:?} in\n{text}");
+    assert!(text.contains("outputs agree"), "{text}");
+    for line in [
+        "(a) engine alone",
+        "(b) simulate --summary",
+        "(c) simulate, CSV on",
+        "reference: bench sim",
+    ] {
+        let l = text
+            .lines()
+            .find(|l| l.starts_with(line))
+            .unwrap_or_else(|| panic!("{line:?} in\n{text}"));
+        assert!(l.contains(" s CPU (load "), "{l}");
+    }
+    for goal in ["x (a), goal <= 1.2x", "x (a), goal <= 2x"] {
+        assert!(text.contains(goal), "{goal:?} in\n{text}");
+    }
+}

@@ -34,35 +34,68 @@ struct Submits {
     count: u32,
 }
 
-/// No index.
-const NONE: u32 = u32::MAX;
+/// No time, no unit (in [`Since`]).
+const NO_TIME: u64 = u64::MAX;
+const NO_UNIT: UnitId = UnitId::MAX;
 
-/// What happened to a submitted task after its `Submit`: kept only for tasks that have
-/// started, moved or ended.
-#[derive(Clone, Copy, Default)]
+/// Where a task stands in [`Since`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Not running (nothing happened yet, or its last segment stopped).
+    Idle,
+    /// A segment runs since `Since::at_ns`.
+    Running,
+    /// Completed or rejected at `Since::at_ns`: its outcome is final.
+    Ended,
+}
+
+/// What happened to a submitted task after its `Submit` (40 bytes, kept in submission
+/// order: the outcomes waiting for an older task to end, thousands on a busy machine,
+/// are read front to back, and one is found by its index).
+#[derive(Clone, Copy)]
 struct Since {
-    first_start_ns: Option<u64>,
-    end_ns: Option<u64>,
+    /// [`NO_TIME`] until it first started.
+    first_start_ns: u64,
     run_ns: u64,
-    /// Start of its current run segment.
-    seg_start: Option<u64>,
+    /// The start of its running segment, or its end once ended.
+    at_ns: u64,
     runs: u32,
     migrations: u32,
-    unit: Option<UnitId>,
+    /// The unit it completed on, or [`NO_UNIT`].
+    unit: UnitId,
+    stage: Stage,
     rejected: bool,
-    ended: bool,
+}
+
+impl Since {
+    const NOTHING: Since = Since {
+        first_start_ns: NO_TIME,
+        run_ns: 0,
+        at_ns: NO_TIME,
+        runs: 0,
+        migrations: 0,
+        unit: NO_UNIT,
+        stage: Stage::Idle,
+        rejected: false,
+    };
+
+    /// The running segment's time, added to the run time (none if not running).
+    #[inline]
+    fn close_segment(&mut self, t_ns: u64) {
+        if self.stage == Stage::Running {
+            self.run_ns += t_ns - self.at_ns;
+        }
+    }
 }
 
 /// Task outcomes from a stream of events, handed out in submission order once final.
 ///
 /// A task is found by its id without a hash map while ids follow submission order (as
-/// engines assign them): what happened to the task submitted `i`-th since is at
-/// `pending[i - base]` (an index in `since`, or [`NONE`] while nothing did; past the
-/// end of `pending`, nothing did yet: tasks start roughly in submission order, so the
-/// tasks waiting behind the latest one that started cost nothing there), and its id is
-/// `offset + i` unless it is a stray (an id that does not follow), whose id and index
-/// are in two small hash maps.
-#[derive(Default)]
+/// engines assign them): what happened to the task submitted `i`-th since is
+/// `pending[i - base]` (past the end of `pending`, nothing did yet: tasks start roughly
+/// in submission order, so the tasks waiting behind the latest one that started cost
+/// nothing there), and its id is `offset + i` unless it is a stray (an id that does not
+/// follow), whose id and index are in two small hash maps.
 pub struct OutcomeStream {
     /// Submission index of each live stray.
     live: FxHashMap<TaskId, u64>,
@@ -72,7 +105,7 @@ pub struct OutcomeStream {
     offset: Option<u64>,
     /// Outcomes from submission index `base` to `next` (excluded): what happened since,
     /// and the submissions in runs.
-    pending: VecDeque<u32>,
+    pending: VecDeque<Since>,
     submits: VecDeque<Submits>,
     base: u64,
     next: u64,
@@ -80,15 +113,45 @@ pub struct OutcomeStream {
     kinds: Vec<Arc<str>>,
     kind_index: FxHashMap<Arc<str>, u32>,
     last_kind: u32,
-    /// Slots of [`Since`] in use (by a pending task) or free (listed in `free`).
-    since: Vec<Since>,
-    free: Vec<u32>,
+    /// The outcome handed out last, reused: its type is replaced only when it changes
+    /// (no reference count touched per task).
+    out: TaskOutcome,
+}
+
+impl Default for OutcomeStream {
+    fn default() -> OutcomeStream {
+        OutcomeStream {
+            live: FxHashMap::default(),
+            strays: FxHashMap::default(),
+            offset: None,
+            pending: VecDeque::new(),
+            submits: VecDeque::new(),
+            base: 0,
+            next: 0,
+            kinds: Vec::new(),
+            kind_index: FxHashMap::default(),
+            last_kind: 0,
+            out: TaskOutcome {
+                task: 0,
+                kind: Arc::from(""),
+                arrival_ns: 0,
+                first_start_ns: None,
+                end_ns: None,
+                run_ns: 0,
+                ideal_ns: 0,
+                runs: 0,
+                migrations: 0,
+                unit: None,
+                rejected: false,
+            },
+        }
+    }
 }
 
 impl OutcomeStream {
     /// Takes one event; `out` receives the outcomes it made final, in submission order.
     #[inline]
-    pub fn push(&mut self, e: &Event, out: &mut impl FnMut(TaskOutcome)) {
+    pub fn push(&mut self, e: &Event, out: &mut impl FnMut(&TaskOutcome)) {
         match &e.kind {
             EventKind::Submit { ideal_ns, kind } => return self.submit(e, *ideal_ns, kind),
             // Waiting changes nothing in an outcome: a queued task keeps no `Since`.
@@ -99,61 +162,54 @@ impl OutcomeStream {
             return;
         };
         let at = (i - self.base) as usize;
-        if at >= self.pending.len() {
-            self.pending.resize(at + 1, NONE);
+        // Usually the task just past the end (tasks start in submission order).
+        while at >= self.pending.len() {
+            self.pending.push_back(Since::NOTHING);
         }
-        let p = &mut self.pending[at];
-        if *p == NONE {
-            *p = match self.free.pop() {
-                Some(s) => {
-                    self.since[s as usize] = Since::default();
-                    s
-                }
-                None => {
-                    self.since.push(Since::default());
-                    (self.since.len() - 1) as u32
-                }
-            };
-        }
-        let o = &mut self.since[*p as usize];
+        let o = &mut self.pending[at];
+        let t = e.t_ns;
         match &e.kind {
             EventKind::Start { .. } => {
-                o.first_start_ns.get_or_insert(e.t_ns);
+                if o.first_start_ns == NO_TIME {
+                    o.first_start_ns = t;
+                }
                 o.runs += 1;
-                o.seg_start = Some(e.t_ns);
+                o.at_ns = t;
+                o.stage = Stage::Running;
+                return;
             }
             EventKind::Stop { .. } => {
-                o.run_ns += e.t_ns - o.seg_start.take().unwrap_or(e.t_ns);
+                o.close_segment(t);
+                o.stage = Stage::Idle;
+                return;
+            }
+            EventKind::Migrate { .. } => {
+                o.migrations += 1;
+                return;
             }
             EventKind::Complete { unit } => {
-                o.run_ns += e.t_ns - o.seg_start.take().unwrap_or(e.t_ns);
-                o.end_ns = Some(e.t_ns);
-                o.unit = Some(*unit);
-                o.ended = true;
+                o.close_segment(t);
+                o.unit = *unit;
             }
-            EventKind::Migrate { .. } => o.migrations += 1,
-            EventKind::Reject { .. } => {
-                o.end_ns = Some(e.t_ns);
-                o.rejected = true;
-                o.ended = true;
-            }
+            EventKind::Reject { .. } => o.rejected = true,
             EventKind::Submit { .. } | EventKind::Enqueue { .. } => unreachable!("handled above"),
         }
-        if o.ended {
-            if !self.live.is_empty() {
-                self.live.remove(&e.task);
-            }
-            while let Some(&p) = self.pending.front() {
-                if p == NONE || !self.since[p as usize].ended {
-                    break;
-                }
-                out(self.pop_front());
-            }
-            // Memory follows the pending tasks down too (a million that waited at once
-            // must not stay allocated while the metrics grow).
-            crate::id_map::shrink(&mut self.pending);
-            crate::id_map::shrink(&mut self.submits);
+        o.at_ns = t;
+        o.stage = Stage::Ended;
+        if !self.live.is_empty() {
+            self.live.remove(&e.task);
         }
+        while self
+            .pending
+            .front()
+            .is_some_and(|s| s.stage == Stage::Ended)
+        {
+            out(self.pop_front());
+        }
+        // Memory follows the pending tasks down too (a million that waited at once
+        // must not stay allocated while the metrics grow).
+        crate::id_map::shrink(&mut self.pending);
+        crate::id_map::shrink(&mut self.submits);
     }
 
     /// A submitted task: its pending entry.
@@ -217,18 +273,20 @@ impl OutcomeStream {
         if at >= self.next - self.base {
             return None;
         }
-        let p = self.pending.get(at as usize).copied().unwrap_or(NONE);
-        let ended = p != NONE && self.since[p as usize].ended;
+        let ended = self
+            .pending
+            .get(at as usize)
+            .is_some_and(|s| s.stage == Stage::Ended);
         let stray = !self.strays.is_empty() && self.strays.contains_key(&i);
         (!ended && !stray).then_some(i)
     }
 
-    /// The outcome of the first pending task, which leaves the stream (its `Since` slot,
-    /// if any, is freed).
-    fn pop_front(&mut self) -> TaskOutcome {
+    /// The outcome of the first pending task, which leaves the stream.
+    #[inline]
+    fn pop_front(&mut self) -> &TaskOutcome {
         let index = self.base;
         self.base += 1;
-        let p = self.pending.pop_front().unwrap_or(NONE);
+        let since = self.pending.pop_front().unwrap_or(Since::NOTHING);
         let s = self
             .submits
             .front_mut()
@@ -242,34 +300,31 @@ impl OutcomeStream {
             true => None,
             false => self.strays.remove(&index),
         };
-        let task = stray.unwrap_or_else(|| {
+        let o = &mut self.out;
+        o.task = stray.unwrap_or_else(|| {
             let offset = self.offset.expect("a task was submitted");
             offset.wrapping_add(index)
         });
-        let since = if p == NONE {
-            Since::default()
-        } else {
-            self.free.push(p);
-            self.since[p as usize]
-        };
-        TaskOutcome {
-            task,
-            kind: self.kinds[kind as usize].clone(),
-            arrival_ns,
-            first_start_ns: since.first_start_ns,
-            end_ns: since.end_ns,
-            run_ns: since.run_ns,
-            ideal_ns,
-            runs: since.runs,
-            migrations: since.migrations,
-            unit: since.unit,
-            rejected: since.rejected,
+        let kind = &self.kinds[kind as usize];
+        if !Arc::ptr_eq(&o.kind, kind) {
+            o.kind = kind.clone();
         }
+        let time = |t: u64| (t != NO_TIME).then_some(t);
+        o.arrival_ns = arrival_ns;
+        o.first_start_ns = time(since.first_start_ns);
+        o.end_ns = (since.stage == Stage::Ended).then_some(since.at_ns);
+        o.run_ns = since.run_ns;
+        o.ideal_ns = ideal_ns;
+        o.runs = since.runs;
+        o.migrations = since.migrations;
+        o.unit = (since.unit != NO_UNIT).then_some(since.unit);
+        o.rejected = since.rejected;
+        o
     }
 
     /// The end of the stream: the outcomes still held (tasks that never ended among
     /// them), in submission order.
-    pub fn finish(&mut self, out: &mut impl FnMut(TaskOutcome)) {
+    pub fn finish(&mut self, out: &mut impl FnMut(&TaskOutcome)) {
         self.live.clear();
         while self.base < self.next {
             out(self.pop_front());
@@ -282,7 +337,8 @@ pub struct MetricsBuilder {
     policy: String,
     unit_kinds: Vec<UnitType>,
     busy: Vec<u64>,
-    seg: Vec<Option<u64>>,
+    /// The start of each unit's running segment, or [`NO_TIME`].
+    seg: Vec<u64>,
     migrations: usize,
     steals: usize,
     tasks: usize,
@@ -301,7 +357,7 @@ impl MetricsBuilder {
             policy: policy.to_string(),
             unit_kinds: unit_kinds.to_vec(),
             busy: vec![0; unit_kinds.len()],
-            seg: vec![None; unit_kinds.len()],
+            seg: vec![NO_TIME; unit_kinds.len()],
             migrations: 0,
             steals: 0,
             tasks: 0,
@@ -319,14 +375,18 @@ impl MetricsBuilder {
     pub fn event(&mut self, e: &Event) {
         match e.kind {
             EventKind::Start { unit, from } => {
-                self.seg[unit as usize] = Some(e.t_ns);
+                if let Some(t0) = self.seg.get_mut(unit as usize) {
+                    *t0 = e.t_ns;
+                }
                 if matches!(from, QueueId::Unit(q) if q != unit) {
                     self.steals += 1;
                 }
             }
             EventKind::Stop { unit } | EventKind::Complete { unit } => {
-                if let Some(t0) = self.seg[unit as usize].take() {
-                    self.busy[unit as usize] += e.t_ns - t0;
+                if let Some(t0) = self.seg.get_mut(unit as usize) {
+                    if *t0 != NO_TIME {
+                        self.busy[unit as usize] += e.t_ns - std::mem::replace(t0, NO_TIME);
+                    }
                 }
             }
             EventKind::Migrate { .. } => self.migrations += 1,
@@ -693,10 +753,10 @@ mod tests {
         let mut stream = OutcomeStream::default();
         let mut out = Vec::new();
         for e in &events {
-            stream.push(e, &mut |o| out.push(o));
+            stream.push(e, &mut |o| out.push(o.clone()));
         }
         assert_eq!(out.len(), 1, "task 11 has not ended: 5 and 12 wait for it");
-        stream.finish(&mut |o| out.push(o));
+        stream.finish(&mut |o| out.push(o.clone()));
         let got: Vec<String> = out
             .iter()
             .map(|o| {

@@ -191,9 +191,9 @@ impl Record {
         let mut out = Vec::new();
         let mut stream = OutcomeStream::default();
         for e in &self.events {
-            stream.push(e, &mut |o| out.push(o));
+            stream.push(e, &mut |o| out.push(o.clone()));
         }
-        stream.finish(&mut |o| out.push(o));
+        stream.finish(&mut |o| out.push(o.clone()));
         out
     }
 

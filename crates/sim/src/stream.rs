@@ -38,10 +38,10 @@ struct Sink<W: Write> {
 
 impl<W: Write> Sink<W> {
     #[inline]
-    fn take(&mut self, o: TaskOutcome) {
-        self.metrics.outcome(&o);
+    fn take(&mut self, o: &TaskOutcome) {
+        self.metrics.outcome(o);
         if let Some((_, buf)) = &mut self.csv {
-            write_csv_row(buf, &o, &self.unit_names);
+            write_csv_row(buf, o, &self.unit_names);
             if buf.len() >= CSV_BUFFER {
                 self.flush();
             }
