@@ -536,9 +536,8 @@ impl EngineCore {
             }
             PickDecision::Run(t) => {
                 let found = self.view.tasks.slot_of(&t).and_then(|slot| {
-                    [QueueId::Unit(u), QueueId::Central]
-                        .into_iter()
-                        .find_map(|q| Some((slot, q, self.position(q, slot)?)))
+                    let at = |q| self.position(q, slot).map(|i| (slot, q, i));
+                    at(QueueId::Unit(u)).or_else(|| at(QueueId::Central))
                 });
                 match found {
                     Some((slot, q, i)) => (t, slot, q, i),
@@ -656,17 +655,15 @@ impl EngineCore {
         first_touch: bool,
     ) -> MemoryMove {
         let unit = &self.view.machine.units[u as usize];
-        // Node `u32::MAX` is no memory home (`Task::set_numa_home`): memory stays.
-        let cpu_node = unit
-            .numa_node
-            .filter(|&n| unit.kind == UnitType::Cpu && n != u32::MAX);
-        let Some(node) = cpu_node else {
+        let Some(node) = unit.numa_node.filter(|_| unit.kind == UnitType::Cpu) else {
             return MemoryMove::Stays;
         };
+        // Node `u32::MAX` is no memory home (`Task::set_numa_home`): memory stays.
         let moved = match self.view.tasks.at_slot(slot).task.numa_home() {
-            None if first_touch => MemoryMove::FirstTouch(node),
+            None if first_touch && node != u32::MAX => MemoryMove::FirstTouch(node),
             Some(home)
                 if home != node
+                    && node != u32::MAX
                     && self.view.machine.numa_nodes.len() > 1
                     && policy.migrate_memory(self.view(), task, u) =>
             {
