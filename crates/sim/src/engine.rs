@@ -97,7 +97,7 @@ struct Segment {
     finishes: bool,
     /// The task store slot of the unit's task (saves the id look-up on every run end).
     slot: u32,
-    /// The handle of its model's parameters (saves the slot look-up in `Models`).
+    /// The handle of its model's parameters (saves reading it from the task's entry).
     params: u32,
     /// The NUMA node whose shared bandwidth the task draws on, if any.
     bandwidth_node: Option<u32>,
