@@ -102,6 +102,8 @@ fn absurd_scenarios_exit_2_naming_field_and_range() {
          vec!["task[0].work", "got NaN"]),
         ("home.toml", format!("{head}[[task]]\nwork = 1\nnuma_home = 7\n"),
          vec!["task[0].numa_home", "NUMA node 7 does not exist"]),
+        ("home_max.toml", format!("{head}[[task]]\nwork = 1\nnuma_home = 4294967295\n"),
+         vec!["task[0].numa_home", "out of range (0 to 4294967294)"]),
         ("bytes.toml", format!("{head}[[task]]\nwork = 1\nbytes_in = 18446744073709551615\n"),
          vec!["task[0].bytes_in", "[0, 1000000000000000]"]),
     ];

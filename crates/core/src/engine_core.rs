@@ -39,8 +39,8 @@
 
 use crate::machine::{Machine, Unit, UnitType};
 use crate::policy::{
-    CheckpointDecision, PickDecision, Policy, Running, Sample, Sources, SubmitDecision, TickAction,
-    UnitId, View,
+    CheckpointDecision, PickDecision, Policy, Queue, Running, Sample, Sources, SubmitDecision,
+    TickAction, UnitId, View,
 };
 use crate::record::{Event, EventKind};
 use crate::task::{Affinity, Placement, QueueId, TaskId};
@@ -276,8 +276,8 @@ impl EngineCore {
         &self.view.running
     }
 
-    pub fn queue(&self, unit: UnitId) -> &VecDeque<TaskId> {
-        &self.view.queues[unit as usize]
+    pub fn queue(&self, unit: UnitId) -> Queue<'_> {
+        self.view.queue(unit)
     }
 
     pub fn is_online(&self, unit: UnitId) -> bool {
@@ -434,10 +434,7 @@ impl EngineCore {
     /// every arrival and yield) at the tail of `q` and records it.
     #[inline]
     fn enqueue<H: Host + ?Sized>(&mut self, host: &mut H, task: TaskId, slot: usize, q: QueueId) {
-        match q {
-            QueueId::Unit(u) => self.view.queues[u as usize].push_back(task),
-            QueueId::Central => self.view.central.push_back(task),
-        }
+        self.queue_mut(q).push_back(slot as u32);
         let e = self.view.tasks.at_slot_mut(slot);
         debug_assert_eq!(e.task.id, task);
         e.set_placement(Placement::Queued(q));
@@ -481,18 +478,23 @@ impl EngineCore {
         Ok(())
     }
 
+    /// Queue `q`, of store slots.
     #[inline]
-    fn queue_mut(&mut self, q: QueueId) -> &mut VecDeque<TaskId> {
+    fn queue_mut(&mut self, q: QueueId) -> &mut VecDeque<u32> {
         match q {
             QueueId::Unit(u) => &mut self.view.queues[u as usize],
             QueueId::Central => &mut self.view.central,
         }
     }
 
-    /// Where `task` is in queue `q`.
+    /// Where the task in store slot `slot` is in queue `q`.
     #[inline]
-    fn position(&mut self, q: QueueId, task: TaskId) -> Option<usize> {
-        self.queue_mut(q).iter().position(|&t| t == task)
+    fn position(&self, q: QueueId, slot: usize) -> Option<usize> {
+        let queue = match q {
+            QueueId::Unit(u) => &self.view.queues[u as usize],
+            QueueId::Central => &self.view.central,
+        };
+        queue.iter().position(|&s| s == slot as u32)
     }
 
     #[inline]
@@ -506,15 +508,11 @@ impl EngineCore {
         crate::id_map::shrink(queue);
     }
 
-    /// Takes `task` out of queue `q`; whether it was there.
+    /// Takes the task in store slot `slot` out of queue `q` (where it waits).
     #[inline]
-    pub fn take_from(&mut self, q: QueueId, task: TaskId) -> bool {
-        match self.position(q, task) {
-            Some(i) => {
-                self.remove_at(q, i);
-                true
-            }
-            None => false,
+    fn take_from(&mut self, q: QueueId, slot: usize) {
+        if let Some(i) = self.position(q, slot) {
+            self.remove_at(q, i);
         }
     }
 
@@ -531,30 +529,30 @@ impl EngineCore {
             return Ok(None);
         }
         self.decisions += 1;
-        let (task, from, at) = match policy.pick(self.view(), u) {
+        let (task, slot, from, at) = match policy.pick(self.view(), u) {
             PickDecision::Idle => {
                 self.idle.insert(u);
                 return Ok(None);
             }
             PickDecision::Run(t) => {
-                if let Some(i) = self.position(QueueId::Unit(u), t) {
-                    (t, QueueId::Unit(u), i)
-                } else if let Some(i) = self.position(QueueId::Central, t) {
-                    (t, QueueId::Central, i)
-                } else {
-                    return self.refuse_pick(
-                        host,
-                        u,
-                        ContractError::NotQueued { unit: u, task: t },
-                    );
+                let found = self.view.tasks.slot_of(&t).and_then(|slot| {
+                    let at = |q| self.position(q, slot).map(|i| (slot, q, i));
+                    at(QueueId::Unit(u)).or_else(|| at(QueueId::Central))
+                });
+                match found {
+                    Some((slot, q, i)) => (t, slot, q, i),
+                    None => {
+                        let v = ContractError::NotQueued { unit: u, task: t };
+                        return self.refuse_pick(host, u, v);
+                    }
                 }
             }
             PickDecision::Steal { from, task } => {
-                let found = (from != u && (from as usize) < self.view.queues.len())
-                    .then(|| self.position(QueueId::Unit(from), task))
-                    .flatten();
+                let found = (self.view.tasks.slot_of(&task))
+                    .filter(|_| from != u && (from as usize) < self.view.queues.len())
+                    .and_then(|slot| Some((slot, self.position(QueueId::Unit(from), slot)?)));
                 match found {
-                    Some(i) => (task, QueueId::Unit(from), i),
+                    Some((slot, i)) => (task, slot, QueueId::Unit(from), i),
                     None => {
                         let v = ContractError::BadSteal {
                             unit: u,
@@ -566,7 +564,6 @@ impl EngineCore {
                 }
             }
         };
-        let slot = self.slot_of(task);
         if !self
             .view
             .tasks
@@ -661,10 +658,12 @@ impl EngineCore {
         let Some(node) = unit.numa_node.filter(|_| unit.kind == UnitType::Cpu) else {
             return MemoryMove::Stays;
         };
-        let moved = match self.view.tasks.at_slot(slot).task.numa_home {
-            None if first_touch => MemoryMove::FirstTouch(node),
+        // Node `u32::MAX` is no memory home (`Task::set_numa_home`): memory stays.
+        let moved = match self.view.tasks.at_slot(slot).task.numa_home() {
+            None if first_touch && node != u32::MAX => MemoryMove::FirstTouch(node),
             Some(home)
                 if home != node
+                    && node != u32::MAX
                     && self.view.machine.numa_nodes.len() > 1
                     && policy.migrate_memory(self.view(), task, u) =>
             {
@@ -672,7 +671,11 @@ impl EngineCore {
             }
             _ => return MemoryMove::Stays,
         };
-        self.view.tasks.at_slot_mut(slot).task.numa_home = Some(node);
+        self.view
+            .tasks
+            .at_slot_mut(slot)
+            .task
+            .set_numa_home(Some(node));
         moved
     }
 
@@ -838,7 +841,7 @@ impl EngineCore {
         to: UnitId,
     ) {
         self.emit(host, task, EventKind::Migrate { from, to });
-        self.view.queues[to as usize].push_back(task);
+        self.view.queues[to as usize].push_back(slot as u32);
         let e = self.view.tasks.at_slot_mut(slot);
         debug_assert_eq!(e.task.id, task);
         e.set_placement(Placement::Queued(QueueId::Unit(to)));
@@ -929,7 +932,7 @@ impl EngineCore {
                 if q == QueueId::Unit(to) {
                     return Ok(());
                 }
-                self.take_from(q, task);
+                self.take_from(q, slot);
                 self.migrate(host, task, slot, placement, to);
                 self.wake(policy, host, QueueId::Unit(to), task, slot)
             }
@@ -963,10 +966,10 @@ impl EngineCore {
         reason: &str,
         fallback: UnitId,
     ) -> Result<(), ContractError> {
-        let Some(entry) = self.view.tasks.get(&task) else {
+        let Some(slot) = self.view.tasks.slot_of(&task) else {
             return Ok(());
         };
-        let (unit, freed) = match entry.placement() {
+        let (unit, freed) = match self.view.tasks.at_slot(slot).placement() {
             Placement::Running(u) => {
                 if self.view.running[u as usize].is_some_and(|r| r.task == task) {
                     self.vacate(host, u);
@@ -977,7 +980,7 @@ impl EngineCore {
                 (u, true)
             }
             Placement::Queued(q) => {
-                self.take_from(q, task);
+                self.take_from(q, slot);
                 match q {
                     QueueId::Unit(u) => (u, false),
                     QueueId::Central => (fallback, false),
@@ -1041,9 +1044,10 @@ impl EngineCore {
         self.idle.remove(unit);
         self.online_kinds[self.kinds[unit as usize] as usize] -= 1;
         let waiting = std::mem::take(&mut self.view.queues[unit as usize]);
-        for task in waiting {
+        for slot in waiting {
+            let slot = slot as usize;
+            let task = self.view.tasks.at_slot(slot).task.id;
             let q = self.resubmit(policy, host, task)?;
-            let slot = self.slot_of(task);
             self.enqueue(host, task, slot, q);
             self.wake(policy, host, q, task, slot)?;
         }

@@ -166,14 +166,74 @@ pub struct Running {
     pub since_ns: u64,
 }
 
+/// A queue of waiting tasks as a policy reads it, head first.
+///
+/// The engine queues a task's store slot (four bytes: a million tasks may wait at once),
+/// not its id; this view reads ids and entries from the slots, so a policy that scans a
+/// queue for a task it can run reads each entry once ([`entries`](Self::entries), with
+/// each task's slot, [`View::slot`]), where going by id would look each one up again.
+#[derive(Clone, Copy)]
+pub struct Queue<'a> {
+    slots: &'a VecDeque<u32>,
+    tasks: &'a TaskStore,
+}
+
+impl<'a> Queue<'a> {
+    #[inline]
+    pub(crate) fn new(slots: &'a VecDeque<u32>, tasks: &'a TaskStore) -> Queue<'a> {
+        Queue { slots, tasks }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The id of the task at the head.
+    #[inline]
+    pub fn front(&self) -> Option<TaskId> {
+        self.get(0)
+    }
+
+    /// The id of the `i`-th task from the head.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<TaskId> {
+        let s = *self.slots.get(i)?;
+        Some(self.tasks.at_slot(s as usize).task.id)
+    }
+
+    /// The tasks' ids, head first.
+    #[inline]
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = TaskId> + ExactSizeIterator + 'a {
+        self.entries().map(|(_, e)| e.task.id)
+    }
+
+    /// The tasks' slots and entries, head first (a task's id is `entry.task.id`).
+    #[inline]
+    pub fn entries(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = (usize, &'a TaskEntry)> + ExactSizeIterator + 'a {
+        let tasks = self.tasks;
+        self.slots
+            .iter()
+            .map(move |&s| (s as usize, tasks.at_slot(s as usize)))
+    }
+}
+
 /// The engine state a policy reads, handed by reference to every policy call. The
 /// engine core keeps its scheduling state in it (`engine_core::EngineCore`), so that
 /// handing it over costs nothing on the engines' hot paths; a policy can only read it.
 pub struct View {
     pub(crate) now_ns: u64,
     pub(crate) machine: Machine,
-    pub(crate) queues: Vec<VecDeque<TaskId>>,
-    pub(crate) central: VecDeque<TaskId>,
+    /// Each unit's queue and the central one, of store slots (see [`Queue`]).
+    pub(crate) queues: Vec<VecDeque<u32>>,
+    pub(crate) central: VecDeque<u32>,
     pub(crate) running: Vec<Option<Running>>,
     pub(crate) tasks: TaskStore,
 }
@@ -198,13 +258,13 @@ impl View {
     }
     /// Tasks waiting in a unit's queue, head first.
     #[inline]
-    pub fn queue(&self, unit: UnitId) -> &VecDeque<TaskId> {
-        &self.queues[unit as usize]
+    pub fn queue(&self, unit: UnitId) -> Queue<'_> {
+        Queue::new(&self.queues[unit as usize], &self.tasks)
     }
     /// Tasks waiting in the central queue, head first.
     #[inline]
-    pub fn central(&self) -> &VecDeque<TaskId> {
-        &self.central
+    pub fn central(&self) -> Queue<'_> {
+        Queue::new(&self.central, &self.tasks)
     }
     #[inline]
     pub fn running(&self, unit: UnitId) -> Option<Running> {

@@ -48,16 +48,81 @@ impl Affinity {
 /// waiting tasks fit in tens of MiB. Writing a class field through a task
 /// (`task.affinity = ...`) gives that task a class of its own first (copy on write), so
 /// the sharing is never visible.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// The 32 bytes hold, besides the id, the arrival and the class, the memory home in four
+/// bytes ([`numa_home`](Self::numa_home)) and the engine's host word
+/// ([`TaskEntry::host`]): a `Task` is aligned to eight bytes, so the four bytes after
+/// the home would be padding that a [`TaskEntry`] holding the task cannot use. The host
+/// word is not meta info: it is neither serialized nor compared.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Task {
     pub id: TaskId,
     /// Arrival time in nanoseconds since the start of the run.
     pub arrival_ns: u64,
     /// NUMA node holding the task's memory, if known (an engine moves it when the
-    /// pages move).
-    pub numa_home: Option<u32>,
+    /// pages move). In files, a node number or nothing, as an `Option<u32>`.
+    #[serde(default)]
+    numa_home: NumaHome,
     #[serde(flatten)]
     pub class: Arc<TaskClass>,
+    #[serde(skip)]
+    host: u32,
+}
+
+/// The meta info alone (the host word is the engine's).
+impl PartialEq for Task {
+    fn eq(&self, other: &Task) -> bool {
+        (self.id, self.arrival_ns, self.numa_home) == (other.id, other.arrival_ns, other.numa_home)
+            && self.class == other.class
+    }
+}
+
+/// A NUMA node, or none (`u32::MAX`, which no node has), in four bytes; in files an
+/// `Option<u32>` as before.
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "Option<u32>", into = "Option<u32>")]
+struct NumaHome(u32);
+
+impl NumaHome {
+    const NONE: NumaHome = NumaHome(u32::MAX);
+
+    #[inline]
+    fn get(self) -> Option<u32> {
+        (self != Self::NONE).then_some(self.0)
+    }
+}
+
+impl Default for NumaHome {
+    fn default() -> Self {
+        Self::NONE
+    }
+}
+
+impl TryFrom<Option<u32>> for NumaHome {
+    type Error = String;
+    fn try_from(node: Option<u32>) -> Result<NumaHome, String> {
+        match node {
+            Some(u32::MAX) => Err(format!(
+                "numa_home {} out of range (0 to {})",
+                u32::MAX,
+                u32::MAX - 1
+            )),
+            Some(n) => Ok(NumaHome(n)),
+            None => Ok(NumaHome::NONE),
+        }
+    }
+}
+
+impl From<NumaHome> for Option<u32> {
+    fn from(home: NumaHome) -> Option<u32> {
+        home.get()
+    }
+}
+
+impl std::fmt::Debug for NumaHome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
 }
 
 /// The meta info the tasks of one class share (see [`Task`]).
@@ -120,9 +185,23 @@ impl Task {
         Task {
             id,
             arrival_ns,
-            numa_home: None,
+            numa_home: NumaHome::NONE,
             class,
+            host: 0,
         }
+    }
+
+    /// The NUMA node holding the task's memory, if known.
+    #[inline]
+    pub fn numa_home(&self) -> Option<u32> {
+        self.numa_home.get()
+    }
+
+    /// Sets the task's memory home: a node below `u32::MAX` (nodes are few; inputs
+    /// check theirs against the machine's first), or none.
+    #[inline]
+    pub fn set_numa_home(&mut self, node: Option<u32>) {
+        self.numa_home = NumaHome::try_from(node).expect("a NUMA node below u32::MAX");
     }
 
     /// A CPU-only task of type "task" with nothing else known.
@@ -164,8 +243,10 @@ pub enum Placement {
 }
 
 /// What an engine knows about a live (submitted, not finished) task: its meta info and
-/// what its runs so far took, as both engines report them. 48 bytes: its placement is
-/// kept in four (see [`PlacementCode`]), as a million of them may wait at once.
+/// what its runs so far took, as both engines report them, and a word its engine's host
+/// keeps per task ([`host`](Self::host)). 48 bytes: its placement is kept in four (see
+/// [`PlacementCode`]) and the host word in the task's spare four (see [`Task`]), as a
+/// million of them may wait at once.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TaskEntry {
     pub task: Task,
@@ -178,15 +259,30 @@ pub struct TaskEntry {
 }
 
 impl TaskEntry {
-    /// A task that has not run yet, in the central queue.
+    /// A task that has not run yet, in the central queue, its host word 0.
     #[inline]
     pub fn new(task: Task) -> TaskEntry {
-        TaskEntry {
+        let mut e = TaskEntry {
             task,
             run_ns: 0,
             runs: 0,
             placement: PlacementCode::CENTRAL,
-        }
+        };
+        e.task.host = 0;
+        e
+    }
+
+    /// The word the engine's host keeps for this task (the simulator: the handle of its
+    /// workload model's parameters): 0 until the host sets it. Policies have no use for
+    /// it.
+    #[inline]
+    pub fn host(&self) -> u32 {
+        self.task.host
+    }
+
+    #[inline]
+    pub fn set_host(&mut self, word: u32) {
+        self.task.host = word;
     }
 
     /// Where the task is now.
@@ -245,6 +341,33 @@ impl std::fmt::Debug for PlacementCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The memory home and the host word fit in the task's 32 bytes; the home is an
+    /// `Option<u32>` in files as it was, the host word nowhere.
+    #[test]
+    fn home_and_host_word_in_the_task() {
+        assert_eq!(std::mem::size_of::<Task>(), 32);
+        let mut e = TaskEntry::new(Task::cpu(3, 5));
+        assert_eq!((e.task.numa_home(), e.host()), (None, 0));
+        e.set_host(u32::MAX);
+        e.task.set_numa_home(Some(u32::MAX - 1));
+        assert_eq!(
+            (e.task.numa_home(), e.host()),
+            (Some(u32::MAX - 1), u32::MAX)
+        );
+        let json = serde_json::to_value(&e.task).unwrap();
+        assert_eq!(json["numa_home"], u32::MAX - 1);
+        assert!(json.get("host").is_none());
+        let back: Task = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back, e.task);
+        assert_eq!(TaskEntry::new(back).host(), 0);
+        e.task.set_numa_home(None);
+        assert!(serde_json::to_value(&e.task).unwrap()["numa_home"].is_null());
+        let mut bad = json;
+        bad["numa_home"] = u32::MAX.into();
+        let err = serde_json::from_value::<Task>(bad).unwrap_err().to_string();
+        assert!(err.contains("numa_home 4294967295 out of range"), "{err}");
+    }
 
     /// Every placement comes back as it went in, in an entry of 48 bytes.
     #[test]

@@ -113,6 +113,7 @@ impl TaskStore {
             // straight in (a whole new entry went through temporaries on the stack).
             Some(e) => {
                 e.task = task;
+                e.set_host(0);
                 e.set_placement(Placement::Queued(QueueId::Central));
                 e.runs = 0;
                 e.run_ns = 0;

@@ -48,7 +48,7 @@ fn policy() -> NumaAmp {
 fn task(id: u64, work_s: f64, mpki: f64, home: u32) -> SimTask {
     let ns_per_instruction = 1.0 / REFERENCE_GHZ + mpki / 1000.0 * 100.0;
     let mut t = SimTask::cpu(id, work_s, 0);
-    t.numa_home = Some(home);
+    t.set_numa_home(Some(home));
     t.model.instructions_per_s = 1e9 / ns_per_instruction;
     t.model.llc_mpki = mpki;
     t.model.memory_bound = mpki / 1000.0 * 100.0 / ns_per_instruction;

@@ -363,7 +363,10 @@ impl Arbiter {
             checkpoint_ns.set(kind, ns);
         }
         let machine = self.core.machine();
-        if let Some(node) = meta.numa_home.filter(|&n| machine.numa_node(n).is_none()) {
+        if let Some(node) = meta
+            .numa_home
+            .filter(|&n| n == u32::MAX || machine.numa_node(n).is_none())
+        {
             let nodes: Vec<String> = machine
                 .numa_nodes
                 .iter()
@@ -407,10 +410,8 @@ impl Arbiter {
             signature: meta.signature.as_ref().map(|s| s.to_json().into()),
             ..TaskClass::cpu()
         };
-        let task = Task {
-            numa_home: meta.numa_home,
-            ..Task::new(id, self.core.now(), Arc::new(class))
-        };
+        let mut task = Task::new(id, self.core.now(), Arc::new(class));
+        task.set_numa_home(meta.numa_home);
         self.live.state.insert(
             id,
             TaskState {
@@ -1234,7 +1235,7 @@ mod tests {
             self.picks += 1;
             match view.central().front() {
                 Some(_) if self.picks == 1 => PickDecision::Run(12345),
-                Some(&t) => PickDecision::Run(t),
+                Some(t) => PickDecision::Run(t),
                 None => PickDecision::Idle,
             }
         }
@@ -1309,7 +1310,10 @@ mod tests {
         assert!(granted(&a.alloc(2, &declared).unwrap(), 2));
         let task = a.core.tasks().iter().next().unwrap().1.task.clone();
         assert_eq!(task.checkpoint_ns.get(UnitType::Cpu), 3 * MS);
-        assert_eq!((task.bytes_out, task.numa_home), (4096, declared.numa_home));
+        assert_eq!(
+            (task.bytes_out, task.numa_home()),
+            (4096, declared.numa_home)
+        );
         // affinity's CPU check period (10 ms) rounded up to whole 3 ms intervals.
         let [(0, none), (1, Some(slice))] = slices()[..] else {
             panic!("{:?}", slices())
@@ -1341,17 +1345,18 @@ mod tests {
             .iter()
             .map(|n| n.os_index)
             .collect();
-        let far = MetaInfo {
-            numa_home: Some(7),
-            ..meta()
-        };
-        let (code, message) = a.alloc(1, &far).unwrap_err();
-        assert_eq!(code, ErrorCode::Malformed);
-        assert!(
-            message.contains("numa_home 7 is not a NUMA node"),
-            "{message}"
-        );
-        assert!(!nodes.contains(&7), "{nodes:?}");
+        // u32::MAX stands for no home inside a task: never a node, whatever the machine.
+        for node in [7, u32::MAX] {
+            let far = MetaInfo {
+                numa_home: Some(node),
+                ..meta()
+            };
+            let (code, message) = a.alloc(1, &far).unwrap_err();
+            assert_eq!(code, ErrorCode::Malformed);
+            let expected = format!("numa_home {node} is not a NUMA node");
+            assert!(message.contains(&expected), "{message}");
+            assert!(!nodes.contains(&node), "{nodes:?}");
+        }
         // Nothing was admitted, and a good request is served.
         assert!(granted(&a.alloc(1, &meta()).unwrap(), 1));
     }

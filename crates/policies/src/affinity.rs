@@ -212,7 +212,7 @@ impl AffinityPolicy {
     /// The queued task to run next on `u`: the head (FCFS) or the least vruntime.
     fn next_own(&mut self, view: &View, u: UnitId) -> Option<TaskId> {
         if self.fcfs {
-            return view.queue(u).front().copied();
+            return view.queue(u).front();
         }
         self.least_vruntime(view, u).map(|(_, t)| t)
     }

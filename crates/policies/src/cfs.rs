@@ -361,7 +361,13 @@ impl Policy for Cfs {
         if from == unit {
             return PickDecision::Idle;
         }
-        let Some(&t) = view.queue(from).iter().find(|&&t| view.can_run(t, unit)) else {
+        let kind = view.unit(unit).kind;
+        let Some(t) = view
+            .queue(from)
+            .entries()
+            .find(|(_, e)| e.task.affinity.runs_on(kind))
+            .map(|(_, e)| e.task.id)
+        else {
             return PickDecision::Idle;
         };
         let slot = self.transfer(view, t, from, unit);
@@ -454,11 +460,11 @@ impl Policy for Cfs {
                     .iter()
                     .map(|TickAction::Migrate { task, .. }| *task)
                     .collect();
-                let Some(&t) = view
+                let Some(t) = view
                     .queue(from)
                     .iter()
                     .rev()
-                    .find(|&&t| view.can_run(t, to) && !moved.contains(&t))
+                    .find(|&t| view.can_run(t, to) && !moved.contains(&t))
                 else {
                     break;
                 };

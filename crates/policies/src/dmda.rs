@@ -247,7 +247,7 @@ impl Policy for Dmda {
 
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
         self.cover(view);
-        let Some(&t) = view.queue(unit).front() else {
+        let Some(t) = view.queue(unit).front() else {
             return PickDecision::Idle;
         };
         let p = self.planned[&t];

@@ -27,8 +27,13 @@ impl Policy for Fcfs {
         SubmitDecision::Enqueue(QueueId::Central)
     }
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
-        match view.central().iter().find(|&&t| view.can_run(t, unit)) {
-            Some(&t) => PickDecision::Run(t),
+        let kind = view.unit(unit).kind;
+        match view
+            .central()
+            .entries()
+            .find(|(_, e)| e.task.affinity.runs_on(kind))
+        {
+            Some((_, e)) => PickDecision::Run(e.task.id),
             None => PickDecision::Idle,
         }
     }

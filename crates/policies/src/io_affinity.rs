@@ -106,7 +106,7 @@ impl Policy for IoAffinity {
     }
 
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
-        if let Some(&t) = view.queue(unit).front() {
+        if let Some(t) = view.queue(unit).front() {
             return PickDecision::Run(t);
         }
         let here = view.unit(unit).numa_node;
@@ -117,14 +117,14 @@ impl Policy for IoAffinity {
             if v.id == unit || q.is_empty() {
                 continue;
             }
-            let runnable = || q.iter().rev().filter(|&&t| view.can_run(t, unit));
-            let free = runnable().find(|&&t| device_node(view, t).is_none_or(|n| Some(n) == here));
+            let runnable = || q.iter().rev().filter(|&t| view.can_run(t, unit));
+            let free = runnable().find(|&t| device_node(view, t).is_none_or(|n| Some(n) == here));
             // A bound task waiting for an idle unit (one a checkpoint moved it to) is
             // left to that unit.
             let busy = view.running(v.id).is_some();
             let (bound, t) = match (free, runnable().next()) {
-                (Some(&t), _) => (false, t),
-                (None, Some(&t)) if busy => (true, t),
+                (Some(t), _) => (false, t),
+                (None, Some(t)) if busy => (true, t),
                 _ => continue,
             };
             let better = best.is_none_or(|(b, len, _, _)| {

@@ -288,7 +288,7 @@ impl NumaAmp {
             let best = (0..nodes.len())
                 .min_by(|&a, &b| {
                     let cdf = |k: usize| {
-                        let d = distance(view.machine(), view.task(s.id).numa_home, nodes[k]);
+                        let d = distance(view.machine(), view.task(s.id).numa_home(), nodes[k]);
                         contention_factor(mu, d, load[k].0, self.mpki_scale)
                     };
                     cdf(a).total_cmp(&cdf(b)).then(load[a].1.cmp(&load[b].1))
@@ -344,7 +344,7 @@ impl Policy for NumaAmp {
 
     fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
         self.say_once_one_node(view);
-        let home = view.task(task).numa_home;
+        let home = view.task(task).numa_home();
         let node_load = |n: Option<u32>| -> usize {
             view.units()
                 .iter()
@@ -374,7 +374,7 @@ impl Policy for NumaAmp {
     }
 
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
-        if let Some(&t) = view.queue(unit).front() {
+        if let Some(t) = view.queue(unit).front() {
             self.state(view, t).left = None;
             return PickDecision::Run(t);
         }
@@ -387,13 +387,14 @@ impl Policy for NumaAmp {
             if v.id == unit || view.load(v.id) < 2 {
                 continue;
             }
-            for &t in view.queue(v.id) {
+            for (slot, e) in view.queue(v.id).entries() {
+                let t = e.task.id;
                 let left = self
                     .tasks
-                    .get(view.slot(t))
+                    .get(slot)
                     .filter(|s| s.id == t)
                     .and_then(|s| s.left);
-                if !view.can_run(t, unit) || left == Some(unit) {
+                if !e.task.affinity.runs_on(here.kind) || left == Some(unit) {
                     continue;
                 }
                 let score = if biggest { self.speedup(view, t) } else { 0.0 };

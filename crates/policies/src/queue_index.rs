@@ -13,10 +13,10 @@
 //! tick's migration the engine has not made yet, or an engine that moved a task on its
 //! own) the answer comes from a scan, so it is always the scan's answer.
 
-use hetsched_core::policy::{UnitId, View};
+use hetsched_core::policy::{Queue, UnitId, View};
 use hetsched_core::task::{Placement, QueueId, TaskId};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 /// Queues up to this long are scanned.
 pub const SCAN_MAX: usize = 16;
@@ -71,7 +71,7 @@ impl QueueIndex {
             if let Some(h) = self.heaps.get_mut(u as usize) {
                 h.clear();
             }
-            return scan(view, queue, &key);
+            return scan(queue, &key);
         }
         self.indexed(view, u, &key)
     }
@@ -111,7 +111,7 @@ impl QueueIndex {
             }
             break; // the engine has not caught up, or moved the task itself
         }
-        scan(view, queue, key)
+        scan(queue, key)
     }
 
     /// Indexes `u`'s queue afresh, numbering its tasks in queue order.
@@ -119,8 +119,8 @@ impl QueueIndex {
     fn rebuild(&mut self, view: &View, u: UnitId, key: &impl Fn(TaskId, usize) -> u64) {
         let queue = view.queue(u);
         let mut entries = Vec::with_capacity(queue.len());
-        for &t in queue {
-            let slot = view.slot(t);
+        for (slot, e) in queue.entries() {
+            let t = e.task.id;
             if slot >= self.order.len() {
                 self.order.resize(slot + 1, NONE);
             }
@@ -134,14 +134,10 @@ impl QueueIndex {
 
 /// The least key by a scan (ties: nearest the head).
 #[inline]
-fn scan(
-    view: &View,
-    queue: &VecDeque<TaskId>,
-    key: &impl Fn(TaskId, usize) -> u64,
-) -> Option<(u64, TaskId, usize)> {
+fn scan(queue: Queue, key: &impl Fn(TaskId, usize) -> u64) -> Option<(u64, TaskId, usize)> {
     let mut best: Option<(u64, TaskId, usize)> = None;
-    for &t in queue {
-        let slot = view.slot(t);
+    for (slot, e) in queue.entries() {
+        let t = e.task.id;
         let k = key(t, slot);
         if best.is_none_or(|(b, _, _)| k < b) {
             best = Some((k, t, slot));

@@ -56,7 +56,7 @@ impl Policy for Random {
     }
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
         match view.queue(unit).front() {
-            Some(&t) => PickDecision::Run(t),
+            Some(t) => PickDecision::Run(t),
             None => PickDecision::Idle,
         }
     }

@@ -242,7 +242,6 @@ impl SignaturePolicy {
     fn waiter(&self, view: &View, unit: UnitId) -> Option<TaskId> {
         view.queue(unit)
             .iter()
-            .copied()
             .find(|&t| self.allowed(view, t, unit))
     }
 }
@@ -287,9 +286,8 @@ impl Policy for SignaturePolicy {
         if let Some(t) = self.waiter(view, unit) {
             return PickDecision::Run(t);
         }
-        let oldest = |q: &std::collections::VecDeque<TaskId>| {
-            q.iter().copied().find(|&t| self.allowed(view, t, unit))
-        };
+        let oldest =
+            |q: hetsched_core::policy::Queue| q.iter().find(|&t| self.allowed(view, t, unit));
         match crate::ws::steal_from_longest(view, unit, oldest) {
             Some((from, task)) => PickDecision::Steal { from, task },
             None => PickDecision::Idle,
@@ -333,7 +331,7 @@ impl Policy for SignaturePolicy {
         let mut moves = Vec::new();
         for u in view.units_of(UnitType::Cpu) {
             let running = view.running(u.id).map(|r| r.task);
-            for t in running.into_iter().chain(view.queue(u.id).iter().copied()) {
+            for t in running.into_iter().chain(view.queue(u.id).iter()) {
                 let outside = !self.allowed(view, t, u.id);
                 // A running task inside its set stays: balancing moves waiting tasks.
                 if !outside && Some(t) == running {
@@ -418,8 +416,9 @@ impl SignaturePolicy {
             // One waiting task per rank stands for all of its rank (they share a set).
             let mut candidates: Vec<TaskId> = Vec::new();
             let mut ranks_seen = [false; RANKS + 1];
-            for &t in view.queue(x) {
-                let r = self.ranks[view.slot(t)].map_or(RANKS, usize::from);
+            for (slot, e) in view.queue(x).entries() {
+                let t = e.task.id;
+                let r = self.ranks[slot].map_or(RANKS, usize::from);
                 if !ranks_seen[r] && !moved.contains(&t) {
                     ranks_seen[r] = true;
                     candidates.push(t);

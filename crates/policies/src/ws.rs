@@ -3,9 +3,8 @@
 //! oldest first, and an idle unit with an empty queue steals the newest task it can run
 //! from the longest queue (ties: lowest id). Tasks run to completion.
 
-use hetsched_core::policy::{PickDecision, Policy, SubmitDecision, UnitId, View};
+use hetsched_core::policy::{PickDecision, Policy, Queue, SubmitDecision, UnitId, View};
 use hetsched_core::task::{QueueId, TaskId};
-use std::collections::VecDeque;
 
 use crate::load::LoadIndex;
 
@@ -57,11 +56,10 @@ impl Policy for WorkStealing {
         }
     }
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
-        if let Some(&t) = view.queue(unit).front() {
+        if let Some(t) = view.queue(unit).front() {
             return PickDecision::Run(t);
         }
-        let newest =
-            |q: &VecDeque<TaskId>| q.iter().rev().copied().find(|&t| view.can_run(t, unit));
+        let newest = |q: Queue| q.iter().rev().find(|&t| view.can_run(t, unit));
         match steal_from_longest(view, unit, newest) {
             Some((from, task)) => self.steal(view, unit, from, task),
             None => PickDecision::Idle,
@@ -78,7 +76,7 @@ impl Policy for WorkStealing {
 pub fn steal_from_longest(
     view: &View,
     unit: UnitId,
-    choose: impl Fn(&VecDeque<TaskId>) -> Option<TaskId>,
+    choose: impl Fn(Queue) -> Option<TaskId>,
 ) -> Option<(UnitId, TaskId)> {
     let mut best: Option<(usize, UnitId, TaskId)> = None;
     for v in view.units() {

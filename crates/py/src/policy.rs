@@ -135,11 +135,11 @@ impl View {
     /// Task ids waiting in a unit's queue, head first.
     fn queue(&self, unit: i64) -> PyResult<Vec<TaskId>> {
         let (v, u) = self.unit_id(unit)?;
-        Ok(v.queue(u).iter().copied().collect())
+        Ok(v.queue(u).iter().collect())
     }
     /// Task ids waiting in the central queue, head first.
     fn central(&self) -> PyResult<Vec<TaskId>> {
-        Ok(self.get()?.central().iter().copied().collect())
+        Ok(self.get()?.central().iter().collect())
     }
     /// The task running on a unit, or None.
     fn running(&self, unit: i64) -> PyResult<Option<TaskId>> {
@@ -174,7 +174,7 @@ impl View {
         d.set_item("arrival_ns", t.arrival_ns)?;
         d.set_item("bytes_in", t.bytes_in)?;
         d.set_item("bytes_out", t.bytes_out)?;
-        d.set_item("numa_home", t.numa_home)?;
+        d.set_item("numa_home", t.numa_home())?;
         d.set_item("runs", e.runs)?;
         d.set_item("run_ns", e.run_ns)?;
         Ok(d)

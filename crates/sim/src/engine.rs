@@ -97,7 +97,7 @@ struct Segment {
     finishes: bool,
     /// The task store slot of the unit's task (saves the id look-up on every run end).
     slot: u32,
-    /// The handle of its model's parameters (saves the slot look-up in `Models`).
+    /// The handle of its model's parameters (saves reading it from the task's entry).
     params: u32,
     /// The NUMA node whose shared bandwidth the task draws on, if any.
     bandwidth_node: Option<u32>,
@@ -135,25 +135,20 @@ impl Default for Segment {
     }
 }
 
-/// The workload model of the task in one task store slot: its work and a handle to the
-/// rest of its model (see [`Models`]). 12 bytes. What a task that started has still to
-/// do is beside it (`Sim::remaining`).
-#[derive(Clone, Copy, Default)]
-#[repr(C, packed(4))]
-struct Model {
-    work_s: f64,
-    params: u32,
-}
-
-/// Each live (or staged) task's model, by task store slot, in chunks freed as the
-/// store's are (a slot's model is released when its task ends). The rest of a model
-/// (its parameters without the work) is shared with the task staged before it when they
-/// are equal, behind a four-byte handle: tasks come from a few templates (a scenario's
-/// entries, a benchmark's one kind), mostly in runs. 12 bytes a waiting task instead of
-/// 128.
+/// Each live (or staged) task's workload model: its work by task store slot, in chunks
+/// freed as the store's are (a slot's work is released when its task ends), and a
+/// four-byte handle to the rest of its model (its parameters without the work), kept in
+/// the task's entry as its host word ([`TaskEntry::host`]). The parameters are shared
+/// with the task staged before it when they are equal: tasks come from a few templates
+/// (a scenario's entries, a benchmark's one kind), mostly in runs. 8 bytes a waiting
+/// task here, instead of 128. What a task that started has still to do is beside it
+/// (`Sim::remaining`).
+///
+/// [`TaskEntry::host`]: hetsched_core::task::TaskEntry::host
 #[derive(Default)]
 struct Models {
-    slots: Slab<Model, 16384>,
+    /// `work_s` by slot.
+    work: Slab<f64, 32768>,
     /// Parameters (`work_s` 0) by handle, with the number of models sharing them.
     params: Vec<(Workload, u32)>,
     /// Handles no model shares any more, to reuse.
@@ -163,9 +158,10 @@ struct Models {
 }
 
 impl Models {
-    /// Task store slot `slot` (not in use) takes the model `work`.
+    /// Task store slot `slot` (not in use) takes the model `work`; returns the handle of
+    /// its parameters.
     #[inline]
-    fn stage(&mut self, slot: usize, work: &Workload) {
+    fn stage(&mut self, slot: usize, work: &Workload) -> u32 {
         let params = Workload {
             work_s: 0.0,
             ..*work
@@ -189,17 +185,14 @@ impl Models {
                 *self.last.insert(h)
             }
         };
-        *self.slots.take(slot) = Model {
-            work_s: work.work_s,
-            params: handle,
-        };
+        *self.work.take(slot) = work.work_s;
+        handle
     }
 
-    /// The model of slot `slot` goes.
+    /// The model of slot `slot` (parameters `h`) goes.
     #[inline]
-    fn release(&mut self, slot: usize) {
-        let h = self.slots.get(slot).params;
-        self.slots.release(slot);
+    fn release(&mut self, slot: usize, h: u32) {
+        self.work.release(slot);
         let shared = &mut self.params[h as usize].1;
         *shared -= 1;
         if *shared == 0 {
@@ -210,19 +203,7 @@ impl Models {
         }
     }
 
-    /// The parameters of the task in slot `slot` (`work_s` 0).
-    #[inline]
-    fn params(&self, slot: usize) -> &Workload {
-        self.shared(self.handle(slot))
-    }
-
-    /// The handle of the parameters of the task in slot `slot`.
-    #[inline]
-    fn handle(&self, slot: usize) -> u32 {
-        self.slots.get(slot).params
-    }
-
-    /// The parameters behind handle `h` (of a live task).
+    /// The parameters behind handle `h` (of a live task; `work_s` 0).
     #[inline]
     fn shared(&self, h: u32) -> &Workload {
         &self.params[h as usize].0
@@ -232,20 +213,19 @@ impl Models {
     /// ([`Workload::work_ns`]).
     #[inline]
     fn work_ns(&self, slot: usize) -> u64 {
-        let work_s = self.slots.get(slot).work_s;
         Workload {
-            work_s,
+            work_s: *self.work.get(slot),
             ..Workload::default()
         }
         .work_ns()
     }
 
-    /// The whole workload model of the task in slot `slot`.
+    /// The whole workload model of the task in slot `slot` (parameters `h`).
     #[inline]
-    fn workload(&self, slot: usize) -> Workload {
+    fn workload(&self, slot: usize, h: u32) -> Workload {
         Workload {
-            work_s: self.slots.get(slot).work_s,
-            ..*self.params(slot)
+            work_s: *self.work.get(slot),
+            ..*self.shared(h)
         }
     }
 }
@@ -453,7 +433,7 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         task: TaskId,
         slot: usize,
     ) -> Result<(), ContractError> {
-        let h = self.models.handle(slot);
+        let h = core.tasks().at_slot(slot).host();
         let moved = self.follow_memory(core, policy, u, task, slot, h);
         let e = core.tasks().at_slot(slot);
         let remaining = match e.runs {
@@ -519,8 +499,9 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
     #[inline]
     fn ended(&mut self, core: &EngineCore, task: TaskId) {
         let slot = core.tasks().slot_of(&task).expect("a live task");
-        self.models.release(slot);
-        if core.tasks().at_slot(slot).runs > 0 {
+        let e = core.tasks().at_slot(slot);
+        self.models.release(slot, e.host());
+        if e.runs > 0 {
             self.remaining.release(slot);
         }
     }
@@ -595,7 +576,8 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     fn stage(&mut self, core: &mut EngineCore, t: SimTask) -> (Staged, u64) {
         let at = t.arrival_ns;
         let staged = core.tasks_mut().stage(t.meta);
-        self.models.stage(staged.slot(), &t.model);
+        let h = self.models.stage(staged.slot(), &t.model);
+        core.tasks_mut().staged_mut(staged).set_host(h);
         (staged, at)
     }
 
@@ -605,13 +587,14 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         policy: &mut P,
         staged: Staged,
     ) -> Result<()> {
-        let task = &core.tasks().staged(staged).task;
+        let entry = core.tasks().staged(staged);
+        let (task, h) = (&entry.task, entry.host());
         let id = task.id;
         if core.tasks().contains_key(&id) {
             return Err(Error::input(format!("task id {id} is used twice")));
         }
         self.summary.submitted += 1;
-        let work = self.models.workload(staged.slot());
+        let work = self.models.workload(staged.slot(), h);
         let ideal = self.speed.ideal_ns(task, &work);
         if ideal.is_some() {
             let live = core.tasks().len() + 1;
@@ -623,7 +606,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             // Never admitted, so never `ended`.
             Arrival::Unrunnable => {
                 self.summary.rejected += 1;
-                self.models.release(staged.slot());
+                self.models.release(staged.slot(), h);
             }
         }
         Ok(())
@@ -641,7 +624,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         if model.mem_bandwidth <= 0.0 || model.memory_bound <= 0.0 || unit.kind != UnitType::Cpu {
             return None;
         }
-        let node = t.numa_home.or(unit.numa_node)?;
+        let node = t.numa_home().or(unit.numa_node)?;
         node_bandwidth
             .get(node as usize)
             .copied()

@@ -684,6 +684,12 @@ fn template(k: &Kind, origin: &str, key: &str, machine: &Machine, base: &Path) -
     task.model.memory_bytes = k.memory_bytes as f64;
     task.model.first_touch = k.first_touch;
     if let Some(node) = k.numa_home {
+        if node == u32::MAX {
+            return Err(bad(
+                "numa_home",
+                format!("NUMA node {node} out of range (0 to {})", u32::MAX - 1),
+            ));
+        }
         if !machine.numa_nodes.iter().any(|n| n.os_index == node) {
             let nodes: Vec<u32> = machine.numa_nodes.iter().map(|n| n.os_index).collect();
             return Err(bad(
@@ -692,7 +698,7 @@ fn template(k: &Kind, origin: &str, key: &str, machine: &Machine, base: &Path) -
             ));
         }
     }
-    task.numa_home = k.numa_home;
+    task.set_numa_home(k.numa_home);
     if let Some(name) = &k.io_device {
         let Some(d) = machine.io_devices.iter().position(|d| &d.name == name) else {
             let names: Vec<&str> = machine.io_devices.iter().map(|d| d.name.as_str()).collect();

@@ -170,7 +170,7 @@ impl SpeedModel {
                 return 1e9 * (u.capacity / scale).powf(e);
             }
             let m = model.memory_bound;
-            let numa = match (u.numa_node, task.numa_home) {
+            let numa = match (u.numa_node, task.numa_home()) {
                 (Some(from), Some(to)) => self
                     .numa
                     .get(from as usize)
@@ -243,11 +243,11 @@ impl SpeedModel {
         };
         let known = self.ideal.as_ref().is_some_and(|k| {
             Arc::ptr_eq(&k.class, &task.class)
-                && k.numa_home == task.numa_home
+                && k.numa_home == task.numa_home()
                 && k.params == params
         });
         if !known {
-            let classes = if task.numa_home.is_some() || task.io_device.is_some() {
+            let classes = if task.numa_home().is_some() || task.io_device.is_some() {
                 &self.classes
             } else {
                 &self.flat_classes
@@ -263,7 +263,7 @@ impl SpeedModel {
                 .collect();
             self.ideal = Some(IdealTerms {
                 class: Arc::clone(&task.class),
-                numa_home: task.numa_home,
+                numa_home: task.numa_home(),
                 params,
                 units,
             });
@@ -300,7 +300,7 @@ mod tests {
         let mut bound = SimTask::cpu(2, 0.5, 0);
         bound.model.memory_bound = 0.5;
         let mut homed = SimTask::cpu(3, 0.5, 0);
-        homed.numa_home = Some(0);
+        homed.set_numa_home(Some(0));
         let tasks = [&cpu, &gpu, &cpu, &bound, &bound, &gpu, &homed, &cpu];
         let mut model = SpeedModel::new(&machine);
         let mut seen = Vec::new();

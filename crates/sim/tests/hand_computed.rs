@@ -293,7 +293,7 @@ impl Policy for MoveOnce {
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
         view.queue(unit)
             .front()
-            .map_or(PickDecision::Idle, |&t| PickDecision::Run(t))
+            .map_or(PickDecision::Idle, PickDecision::Run)
     }
     fn time_slice(&mut self, _: &View, _: UnitId, _: TaskId) -> Option<u64> {
         Some(100 * MS)
