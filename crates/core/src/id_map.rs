@@ -40,6 +40,11 @@ impl Vacant for u32 {
     const VACANT: u32 = u32::MAX;
 }
 
+/// An `IdMap<bool>` is a set of ids (the value `true`).
+impl Vacant for bool {
+    const VACANT: bool = false;
+}
+
 /// Values by task id (see the module documentation). The API follows a map's.
 #[derive(Clone, Debug)]
 pub struct IdMap<V> {

@@ -12,12 +12,12 @@
 //! submitted before it), which is the order of the per-task CSV and of the metrics'
 //! sums.
 
-use crate::id_map::{IdMap, Vacant};
+use crate::id_map::IdMap;
 use crate::machine::UnitType;
 use crate::policy::UnitId;
 use crate::record::{Event, EventKind, Metrics, Stats, TaskOutcome};
 use crate::task::{QueueId, TaskId};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -88,15 +88,40 @@ impl Since {
     }
 }
 
-/// Task outcomes from a stream of events, handed out in submission order once final.
+/// No task (in [`Unit::task`] and [`RunStream::fresh`]).
+const NO_INDEX: u64 = u64::MAX;
+
+/// A unit as the stream follows it: the task it runs (for the checks) and its busy time
+/// (for the metrics) side by side, so that an event on a unit reads one place.
+#[derive(Clone, Copy)]
+struct Unit {
+    /// The submission index of the task it runs, or [`NO_INDEX`].
+    task: u64,
+    /// The start of its running segment, or [`NO_TIME`].
+    seg_ns: u64,
+    busy_ns: u64,
+}
+
+/// A run's events followed one at a time: task outcomes (handed out in submission order
+/// once final), the run record's invariants checked, and the busy time, steals and
+/// migrations the metrics need.
+///
+/// Why one type: outcomes and checks both follow each task from its submission to its
+/// end, so each event looks its task up once for both. The checked invariants: time
+/// never goes back; every submitted task ends at most once (completed or rejected) and
+/// nothing happens to it afterwards; a unit runs one task at a time; a task runs on one
+/// unit at a time; only queued tasks start.
 ///
 /// A task is found by its id without a hash map while ids follow submission order (as
 /// engines assign them): what happened to the task submitted `i`-th since is
 /// `pending[i - base]` (past the end of `pending`, nothing did yet: tasks start roughly
 /// in submission order, so the tasks waiting behind the latest one that started cost
 /// nothing there), and its id is `offset + i` unless it is a stray (an id that does not
-/// follow), whose id and index are in two small hash maps.
-pub struct OutcomeStream {
+/// follow), whose id and index are in two small hash maps. The checks need nothing more
+/// per task: a live task that is not running is new (submitted, neither enqueued nor
+/// rejected yet) or queued, and engines enqueue or reject a task right after its submit,
+/// so the new ones are at most a few, kept apart (`fresh`, `news`).
+pub struct RunStream {
     /// Submission index of each live stray.
     live: FxHashMap<TaskId, u64>,
     /// The id of each pending stray, by submission index.
@@ -116,11 +141,30 @@ pub struct OutcomeStream {
     /// The outcome handed out last, reused: its type is replaced only when it changes
     /// (no reference count touched per task).
     out: TaskOutcome,
+    /// The latest submitted task if it is still new, or [`NO_INDEX`]; the other new
+    /// tasks (by submission index) in `news`.
+    fresh: u64,
+    news: FxHashSet<u64>,
+    units: Vec<Unit>,
+    /// The ids of ended tasks, if kept (to name a late event "after the task ended", and
+    /// to catch an id submitted again); otherwise memory follows the live tasks, and a
+    /// late event is caught as one for a task that is not queued or running.
+    ended: Option<IdMap<bool>>,
+    last_ns: u64,
+    events: u64,
+    migrations: usize,
+    steals: usize,
 }
 
-impl Default for OutcomeStream {
-    fn default() -> OutcomeStream {
-        OutcomeStream {
+impl RunStream {
+    /// A stream of a run on `units` units, keeping the ids of ended tasks or not.
+    pub fn new(units: usize, keep_ended: bool) -> RunStream {
+        let unit = Unit {
+            task: NO_INDEX,
+            seg_ns: NO_TIME,
+            busy_ns: 0,
+        };
+        RunStream {
             live: FxHashMap::default(),
             strays: FxHashMap::default(),
             offset: None,
@@ -144,60 +188,177 @@ impl Default for OutcomeStream {
                 unit: None,
                 rejected: false,
             },
+            fresh: NO_INDEX,
+            news: FxHashSet::default(),
+            units: vec![unit; units],
+            ended: keep_ended.then(IdMap::default),
+            last_ns: 0,
+            events: 0,
+            migrations: 0,
+            steals: 0,
         }
     }
-}
 
-impl OutcomeStream {
     /// Takes one event; `out` receives the outcomes it made final, in submission order.
+    /// The event's invariant violation, if any, is the error; the outcomes and tallies
+    /// do not depend on the checks, and after a violation the checks' state is
+    /// unspecified (checking stops there).
     #[inline]
-    pub fn push(&mut self, e: &Event, out: &mut impl FnMut(&TaskOutcome)) {
-        match &e.kind {
-            EventKind::Submit { ideal_ns, kind } => return self.submit(e, *ideal_ns, kind),
-            // Waiting changes nothing in an outcome: a queued task keeps no `Since`.
-            EventKind::Enqueue { .. } => return,
-            _ => {}
+    pub fn push(&mut self, e: &Event, out: &mut impl FnMut(&TaskOutcome)) -> Result<(), String> {
+        let n = self.events;
+        self.events += 1;
+        let back = e.t_ns < self.last_ns;
+        if !back {
+            self.last_ns = e.t_ns;
         }
-        let Some(i) = self.find(e.task) else {
-            return;
+        let checked = self.follow(e, out);
+        match (back, checked) {
+            (false, Ok(())) => Ok(()),
+            (true, _) => Err(violation(n, e, "time went backwards")),
+            (false, Err(m)) => Err(violation(n, e, m)),
+        }
+    }
+
+    #[inline]
+    fn follow(
+        &mut self,
+        e: &Event,
+        out: &mut impl FnMut(&TaskOutcome),
+    ) -> Result<(), &'static str> {
+        use EventKind::*;
+        let t = e.t_ns;
+        if let Submit { ideal_ns, kind } = &e.kind {
+            return self.submit(e, *ideal_ns, kind);
+        }
+        let found = self.find(e.task);
+        let new = found.is_some_and(|i| self.is_new(i));
+        // The metrics' tallies, from every event whatever the checks say; the unit the
+        // event is about.
+        let unit = match e.kind {
+            Start { unit, from } => {
+                if matches!(from, QueueId::Unit(q) if q != unit) {
+                    self.steals += 1;
+                }
+                let u = self.units.get_mut(unit as usize);
+                if let Some(u) = u {
+                    u.seg_ns = t;
+                    Some(u)
+                } else {
+                    None
+                }
+            }
+            Stop { unit } | Complete { unit } => {
+                let u = self.units.get_mut(unit as usize);
+                if let Some(u) = u {
+                    if u.seg_ns != NO_TIME {
+                        u.busy_ns += t - std::mem::replace(&mut u.seg_ns, NO_TIME);
+                    }
+                    Some(u)
+                } else {
+                    None
+                }
+            }
+            Migrate { to, .. } => {
+                self.migrations += 1;
+                self.units.get_mut(to as usize)
+            }
+            _ => None,
+        };
+        let Some(i) = found else {
+            let ended = self.ended.as_ref().is_some_and(|m| m.get(e.task).is_some());
+            return Err(match e.kind {
+                _ if ended => "event after the task ended",
+                Enqueue { .. } => "enqueued while not new or yielded",
+                Start { .. } => "started while not queued",
+                Migrate { .. } => "migrated while not queued (stop first)",
+                Reject { .. } => "rejected while running",
+                _ => "stopped where it was not running",
+            });
         };
         let at = (i - self.base) as usize;
+        if let Enqueue { .. } = e.kind {
+            // Waiting changes nothing in an outcome (nor makes an entry in `pending`).
+            self.not_new(i);
+            return match self.pending.get(at) {
+                Some(s) if s.stage == Stage::Running => Err("enqueued while not new or yielded"),
+                _ => Ok(()),
+            };
+        }
         // Usually the task just past the end (tasks start in submission order).
         while at >= self.pending.len() {
             self.pending.push_back(Since::NOTHING);
         }
         let o = &mut self.pending[at];
-        let t = e.t_ns;
-        match &e.kind {
-            EventKind::Start { .. } => {
+        let queued = o.stage == Stage::Idle && !new;
+        let stop = |unit: Option<&mut Unit>, stage: Stage| match unit {
+            Some(u) if stage == Stage::Running && u.task == i => {
+                u.task = NO_INDEX;
+                Ok(())
+            }
+            _ => Err("stopped where it was not running"),
+        };
+        let checked = match &e.kind {
+            Start { .. } => {
+                let checked = match unit {
+                    Some(u) if queued && u.task == NO_INDEX => {
+                        u.task = i;
+                        Ok(())
+                    }
+                    Some(_) if queued => Err("unit already runs a task"),
+                    _ => Err("started while not queued"),
+                };
                 if o.first_start_ns == NO_TIME {
                     o.first_start_ns = t;
                 }
                 o.runs += 1;
                 o.at_ns = t;
                 o.stage = Stage::Running;
-                return;
+                return checked;
             }
-            EventKind::Stop { .. } => {
+            Stop { .. } => {
+                let checked = stop(unit, o.stage);
                 o.close_segment(t);
                 o.stage = Stage::Idle;
-                return;
+                return checked;
             }
-            EventKind::Migrate { .. } => {
+            Migrate { .. } => {
                 o.migrations += 1;
-                return;
+                return match unit {
+                    Some(_) if queued => Ok(()),
+                    _ => Err("migrated while not queued (stop first)"),
+                };
             }
-            EventKind::Complete { unit } => {
+            Complete { unit: id } => {
+                let checked = stop(unit, o.stage);
                 o.close_segment(t);
-                o.unit = *unit;
+                o.unit = *id;
+                checked
             }
-            EventKind::Reject { .. } => o.rejected = true,
-            EventKind::Submit { .. } | EventKind::Enqueue { .. } => unreachable!("handled above"),
-        }
+            Reject { .. } => {
+                let checked = match o.stage {
+                    Stage::Running => Err("rejected while running"),
+                    _ => Ok(()),
+                };
+                o.rejected = true;
+                checked
+            }
+            Submit { .. } | Enqueue { .. } => unreachable!("handled above"),
+        };
         o.at_ns = t;
         o.stage = Stage::Ended;
+        self.end(i, e.task, out);
+        checked
+    }
+
+    /// A task ended (its entry says so): the outcomes now final leave.
+    #[inline]
+    fn end(&mut self, i: u64, task: TaskId, out: &mut impl FnMut(&TaskOutcome)) {
+        self.not_new(i);
+        if let Some(ended) = &mut self.ended {
+            ended.insert(task, true);
+        }
         if !self.live.is_empty() {
-            self.live.remove(&e.task);
+            self.live.remove(&task);
         }
         while self
             .pending
@@ -212,9 +373,32 @@ impl OutcomeStream {
         crate::id_map::shrink(&mut self.submits);
     }
 
-    /// A submitted task: its pending entry.
+    /// Whether the live task submitted `i`-th is new (neither enqueued nor rejected).
     #[inline]
-    fn submit(&mut self, e: &Event, ideal_ns: u64, kind: &Arc<str>) {
+    fn is_new(&self, i: u64) -> bool {
+        self.fresh == i || (!self.news.is_empty() && self.news.contains(&i))
+    }
+
+    /// The task submitted `i`-th is no longer new.
+    #[inline]
+    fn not_new(&mut self, i: u64) {
+        if self.fresh == i {
+            self.fresh = NO_INDEX;
+        } else if !self.news.is_empty() {
+            self.news.remove(&i);
+        }
+    }
+
+    /// A submitted task: its pending entry; it is new.
+    #[inline]
+    fn submit(&mut self, e: &Event, ideal_ns: u64, kind: &Arc<str>) -> Result<(), &'static str> {
+        let checked = if self.find(e.task).is_some() {
+            Err("submitted twice")
+        } else if self.ended.as_ref().is_some_and(|m| m.get(e.task).is_some()) {
+            Err("event after the task ended")
+        } else {
+            Ok(())
+        };
         let index = self.next;
         self.next += 1;
         let offset = *self.offset.get_or_insert(e.task.wrapping_sub(index));
@@ -226,6 +410,10 @@ impl OutcomeStream {
             self.live.insert(e.task, index);
             self.strays.insert(index, e.task);
         }
+        if self.fresh != NO_INDEX {
+            self.news.insert(self.fresh);
+        }
+        self.fresh = index;
         let kind = self.kind(kind);
         match self.submits.back_mut() {
             Some(s)
@@ -241,6 +429,7 @@ impl OutcomeStream {
                 count: 1,
             }),
         }
+        checked
     }
 
     /// The index of a task type in `kinds` (added if new).
@@ -332,15 +521,18 @@ impl OutcomeStream {
     }
 }
 
-/// The metrics of a run from its events and its outcomes (in submission order).
+/// An invariant violation, naming the event.
+#[cold]
+#[inline(never)]
+fn violation(n: u64, e: &Event, m: &str) -> String {
+    format!("event {n} (t={} ns, task {}): {m}", e.t_ns, e.task)
+}
+
+/// The metrics of a run from its outcomes (in submission order) and its [`RunStream`]'s
+/// tallies of busy time, steals and migrations.
 pub struct MetricsBuilder {
     policy: String,
     unit_kinds: Vec<UnitType>,
-    busy: Vec<u64>,
-    /// The start of each unit's running segment, or [`NO_TIME`].
-    seg: Vec<u64>,
-    migrations: usize,
-    steals: usize,
     tasks: usize,
     rejected: usize,
     makespan_ns: u64,
@@ -356,10 +548,6 @@ impl MetricsBuilder {
         MetricsBuilder {
             policy: policy.to_string(),
             unit_kinds: unit_kinds.to_vec(),
-            busy: vec![0; unit_kinds.len()],
-            seg: vec![NO_TIME; unit_kinds.len()],
-            migrations: 0,
-            steals: 0,
             tasks: 0,
             rejected: 0,
             makespan_ns: 0,
@@ -367,30 +555,6 @@ impl MetricsBuilder {
             wait: Vec::new(),
             slowdown_sum: 0.0,
             slowdown_sum_sq: 0.0,
-        }
-    }
-
-    /// Takes one event (busy time, steals, migrations).
-    #[inline]
-    pub fn event(&mut self, e: &Event) {
-        match e.kind {
-            EventKind::Start { unit, from } => {
-                if let Some(t0) = self.seg.get_mut(unit as usize) {
-                    *t0 = e.t_ns;
-                }
-                if matches!(from, QueueId::Unit(q) if q != unit) {
-                    self.steals += 1;
-                }
-            }
-            EventKind::Stop { unit } | EventKind::Complete { unit } => {
-                if let Some(t0) = self.seg.get_mut(unit as usize) {
-                    if *t0 != NO_TIME {
-                        self.busy[unit as usize] += e.t_ns - std::mem::replace(t0, NO_TIME);
-                    }
-                }
-            }
-            EventKind::Migrate { .. } => self.migrations += 1,
-            _ => {}
         }
     }
 
@@ -410,7 +574,8 @@ impl MetricsBuilder {
         self.slowdown_sum_sq += slowdown * slowdown;
     }
 
-    pub fn finish(mut self) -> Metrics {
+    /// The metrics, with the tallies of the stream the outcomes came from.
+    pub fn finish(mut self, run: &RunStream) -> Metrics {
         let done = self.turnaround.len();
         let fairness = if done == 0 {
             1.0
@@ -426,7 +591,10 @@ impl MetricsBuilder {
             if units.is_empty() {
                 continue;
             }
-            let b: u64 = units.iter().map(|&u| self.busy[u]).sum();
+            let b: u64 = units
+                .iter()
+                .map(|&u| run.units.get(u).map_or(0, |u| u.busy_ns))
+                .sum();
             let denom = units.len() as f64 * makespan_ns as f64;
             utilisation.push((kind, if denom > 0.0 { b as f64 / denom } else { 0.0 }));
         }
@@ -445,137 +613,10 @@ impl MetricsBuilder {
                 0.0
             },
             utilisation,
-            migrations: self.migrations,
-            steals: self.steals,
+            migrations: run.migrations,
+            steals: run.steals,
             fairness,
         }
-    }
-}
-
-/// A task's state as the invariant checks follow it: one byte per live task (where it
-/// runs is in `Checker::on_unit`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum St {
-    New,
-    Queued,
-    Running,
-    Ended,
-    /// Not a state: no task by that id ([`Vacant`]).
-    Absent,
-}
-
-impl Vacant for St {
-    const VACANT: St = St::Absent;
-}
-
-/// The run record's invariants, checked event by event: time never goes back; every
-/// submitted task ends at most once (completed or rejected) and nothing happens to it
-/// afterwards; a unit runs one task at a time; a task runs on one unit at a time; only
-/// queued tasks start.
-pub struct Checker {
-    state: IdMap<St>,
-    /// Keep ended tasks (to name a late event "after the task ended", and to catch an
-    /// id submitted again), or forget them so that memory follows the live tasks (a
-    /// late event is then caught as one for a task that is not queued or running).
-    keep_ended: bool,
-    on_unit: Vec<Option<TaskId>>,
-    last: u64,
-    index: u64,
-}
-
-impl Checker {
-    pub fn new(units: usize, keep_ended: bool) -> Checker {
-        Checker {
-            state: IdMap::default(),
-            keep_ended,
-            on_unit: vec![None; units],
-            last: 0,
-            index: 0,
-        }
-    }
-
-    /// Checks the next event. Each event looks its task up once: a submit inserts its
-    /// state, an end removes it (unless ended tasks are kept), anything else changes it
-    /// in place. After a violation the state is unspecified (checking stops there).
-    #[inline]
-    pub fn push(&mut self, e: &Event) -> Result<(), String> {
-        let i = self.index;
-        self.index += 1;
-        let fail = |m: &str| Err(format!("event {i} (t={} ns, task {}): {m}", e.t_ns, e.task));
-        if e.t_ns < self.last {
-            return fail("time went backwards");
-        }
-        self.last = e.t_ns;
-        let ends = matches!(
-            e.kind,
-            EventKind::Complete { .. } | EventKind::Reject { .. }
-        );
-        // The task's state, and where to write its next one (none once removed).
-        let (st, slot) = match e.kind {
-            EventKind::Submit { .. } => {
-                return match self.state.insert(e.task, St::New) {
-                    None => Ok(()),
-                    Some(St::Ended) => fail("event after the task ended"),
-                    Some(_) => fail("submitted twice"),
-                };
-            }
-            _ if ends && !self.keep_ended => (self.state.remove(e.task), None),
-            _ => {
-                let slot = self.state.get_mut(e.task);
-                (slot.as_deref().copied(), slot)
-            }
-        };
-        if st == Some(St::Ended) {
-            return fail("event after the task ended");
-        }
-        let on_unit = &mut self.on_unit;
-        let unit_ok = |u: UnitId| (u as usize) < on_unit.len();
-        let next = match &e.kind {
-            EventKind::Submit { .. } => unreachable!("handled above"),
-            EventKind::Enqueue { .. } => {
-                if !matches!(st, Some(St::New) | Some(St::Queued)) {
-                    return fail("enqueued while not new or yielded");
-                }
-                St::Queued
-            }
-            EventKind::Start { unit, .. } => {
-                if st != Some(St::Queued) || !unit_ok(*unit) {
-                    return fail("started while not queued");
-                }
-                if on_unit[*unit as usize].is_some() {
-                    return fail("unit already runs a task");
-                }
-                on_unit[*unit as usize] = Some(e.task);
-                St::Running
-            }
-            EventKind::Stop { unit } | EventKind::Complete { unit } => {
-                if st != Some(St::Running) || on_unit.get(*unit as usize) != Some(&Some(e.task)) {
-                    return fail("stopped where it was not running");
-                }
-                on_unit[*unit as usize] = None;
-                if ends {
-                    St::Ended
-                } else {
-                    St::Queued
-                }
-            }
-            EventKind::Migrate { to, .. } => {
-                if st != Some(St::Queued) || !unit_ok(*to) {
-                    return fail("migrated while not queued (stop first)");
-                }
-                St::Queued
-            }
-            EventKind::Reject { .. } => {
-                if !matches!(st, Some(St::New) | Some(St::Queued)) {
-                    return fail("rejected while running");
-                }
-                St::Ended
-            }
-        };
-        if let Some(slot) = slot {
-            *slot = next;
-        }
-        Ok(())
     }
 }
 
@@ -610,10 +651,10 @@ mod tests {
         let running = |task, unit| [queued(task), vec![(0, task, start(unit))]].concat();
         let then = |events: Events, e| [events, vec![e]].concat();
         let check = |keep_ended: bool, events: &Events| {
-            let mut c = Checker::new(2, keep_ended);
-            events
-                .iter()
-                .try_for_each(|(t, task, kind)| c.push(&event(*t, *task, kind.clone())))
+            let mut c = RunStream::new(2, keep_ended);
+            events.iter().try_for_each(|(t, task, kind)| {
+                c.push(&event(*t, *task, kind.clone()), &mut |_| {})
+            })
         };
         let valid = [
             running(1, 0),
@@ -714,6 +755,134 @@ mod tests {
         }
     }
 
+    /// Random runs (mostly valid moves, ids mostly in order, some reused or out of
+    /// order, several tasks new at once) fail at the same event with the same message as
+    /// a plain model of the invariants: each task's state by id in a hash map.
+    #[test]
+    fn checks_agree_with_a_model_by_id() {
+        use std::collections::HashMap;
+        #[derive(Clone, Copy, PartialEq, Debug)]
+        enum St {
+            New,
+            Queued,
+            Running(UnitId),
+            Ended,
+        }
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut rand = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut messages = std::collections::BTreeSet::new();
+        let mut longest = 0;
+        for round in 0..4_000 {
+            let keep_ended = round % 2 == 1;
+            let mut model: HashMap<TaskId, St> = HashMap::new();
+            let mut on_unit: [Option<TaskId>; 2] = [None; 2];
+            let mut stream = RunStream::new(2, keep_ended);
+            let mut next_id = 100;
+            for n in 0..60 {
+                // A task: the next id, one already seen, or one out of order.
+                let task = match rand(8) {
+                    0..=2 => next_id,
+                    3 => rand(200),
+                    _ => 100 + rand(next_id - 99),
+                };
+                let st = model.get(&task).copied();
+                let free = on_unit.iter().position(|t| t.is_none()).unwrap_or(0) as UnitId;
+                // Mostly a move the task's state allows, else any (units 0-1 exist).
+                let pick = match (rand(8), st) {
+                    (0, _) => rand(7),
+                    (_, None | Some(St::Ended)) => 0,
+                    (_, Some(St::New)) => [1, 1, 6][rand(3) as usize],
+                    (_, Some(St::Queued)) => [1, 2, 2, 2, 5, 6][rand(6) as usize],
+                    (_, Some(St::Running(_))) => 3 + rand(2),
+                };
+                let unit = match (pick, st) {
+                    (_, _) if rand(10) == 0 => rand(3) as UnitId,
+                    (3 | 4, Some(St::Running(u))) => u,
+                    _ => free,
+                };
+                let kind = match pick {
+                    0 => EventKind::Submit {
+                        ideal_ns: 1,
+                        kind: Arc::from("t"),
+                    },
+                    1 => EventKind::Enqueue {
+                        queue: QueueId::Central,
+                    },
+                    2 => EventKind::Start {
+                        unit,
+                        from: QueueId::Central,
+                    },
+                    3 => EventKind::Stop { unit },
+                    4 => EventKind::Complete { unit },
+                    5 => EventKind::Migrate {
+                        from: crate::task::Placement::Queued(QueueId::Central),
+                        to: unit,
+                    },
+                    _ => EventKind::Reject { reason: "x".into() },
+                };
+                if task == next_id && matches!(kind, EventKind::Submit { .. }) {
+                    next_id += 1;
+                }
+                let ok = |u: UnitId| (u as usize) < on_unit.len();
+                let expected: Result<St, &str> = match (&kind, st) {
+                    (_, Some(St::Ended)) if keep_ended => Err("event after the task ended"),
+                    (EventKind::Submit { .. }, None | Some(St::Ended)) => Ok(St::New),
+                    (EventKind::Submit { .. }, _) => Err("submitted twice"),
+                    (EventKind::Enqueue { .. }, Some(St::New | St::Queued)) => Ok(St::Queued),
+                    (EventKind::Enqueue { .. }, _) => Err("enqueued while not new or yielded"),
+                    (EventKind::Start { unit, .. }, Some(St::Queued)) if ok(*unit) => {
+                        match on_unit[*unit as usize] {
+                            Some(_) => Err("unit already runs a task"),
+                            None => Ok(St::Running(*unit)),
+                        }
+                    }
+                    (EventKind::Start { .. }, _) => Err("started while not queued"),
+                    (EventKind::Stop { unit }, Some(St::Running(u))) if u == *unit => {
+                        Ok(St::Queued)
+                    }
+                    (EventKind::Complete { unit }, Some(St::Running(u))) if u == *unit => {
+                        Ok(St::Ended)
+                    }
+                    (EventKind::Stop { .. } | EventKind::Complete { .. }, _) => {
+                        Err("stopped where it was not running")
+                    }
+                    (EventKind::Migrate { to, .. }, Some(St::Queued)) if ok(*to) => Ok(St::Queued),
+                    (EventKind::Migrate { .. }, _) => Err("migrated while not queued (stop first)"),
+                    (EventKind::Reject { .. }, Some(St::New | St::Queued)) => Ok(St::Ended),
+                    (EventKind::Reject { .. }, _) => Err("rejected while running"),
+                };
+                let got = stream.push(&event(n, task, kind.clone()), &mut |_| {});
+                match expected {
+                    Ok(next) => {
+                        assert_eq!(got, Ok(()), "round {round}, event {n}");
+                        if let Some(St::Running(u)) = st {
+                            on_unit[u as usize] = None;
+                        }
+                        if let St::Running(u) = next {
+                            on_unit[u as usize] = Some(task);
+                        }
+                        model.insert(task, next);
+                    }
+                    Err(message) => {
+                        let want = format!("event {n} (t={n} ns, task {task}): {message}");
+                        assert_eq!(got, Err(want), "round {round}");
+                        messages.insert(message);
+                        longest = longest.max(n);
+                        break;
+                    }
+                }
+            }
+        }
+        // Each check failed somewhere, some after many valid events.
+        assert_eq!(messages.len(), 8, "{messages:?}");
+        assert!(longest > 20, "{longest}");
+    }
+
     /// Ids in submission order and strays (an id out of order, one used again after it
     /// ended) come out with their own ids, types and times, in submission order.
     #[test]
@@ -750,10 +919,10 @@ mod tests {
             // Id 10 again, after it ended: a stray.
             submit(9, 10, &b),
         ];
-        let mut stream = OutcomeStream::default();
+        let mut stream = RunStream::new(2, false);
         let mut out = Vec::new();
         for e in &events {
-            stream.push(e, &mut |o| out.push(o.clone()));
+            let _ = stream.push(e, &mut |o| out.push(o.clone()));
         }
         assert_eq!(out.len(), 1, "task 11 has not ended: 5 and 12 wait for it");
         stream.finish(&mut |o| out.push(o.clone()));

@@ -2,7 +2,7 @@
 //! invariant checks computed from it. Both engines produce the same record.
 
 use crate::machine::UnitType;
-use crate::outcome_stream::{Checker, MetricsBuilder, OutcomeStream};
+use crate::outcome_stream::{MetricsBuilder, RunStream};
 use crate::policy::UnitId;
 use crate::task::{Placement, QueueId, TaskId};
 use serde::Serialize;
@@ -186,32 +186,36 @@ impl Record {
         }
     }
 
+    /// The record's events through a [`RunStream`], each outcome to `out`; the stream
+    /// (its tallies) at the end. The invariant checks are not looked at ([`Record::check`]).
+    fn stream(&self, out: &mut impl FnMut(&TaskOutcome)) -> RunStream {
+        let mut stream = RunStream::new(self.unit_kinds.len(), false);
+        for e in &self.events {
+            let _ = stream.push(e, out);
+        }
+        stream.finish(out);
+        stream
+    }
+
     /// One outcome per submitted task, in submission order.
     pub fn outcomes(&self) -> Vec<TaskOutcome> {
         let mut out = Vec::new();
-        let mut stream = OutcomeStream::default();
-        for e in &self.events {
-            stream.push(e, &mut |o| out.push(o.clone()));
-        }
-        stream.finish(&mut |o| out.push(o.clone()));
+        self.stream(&mut |o| out.push(o.clone()));
         out
     }
 
     pub fn metrics(&self) -> Metrics {
         let mut m = MetricsBuilder::new(&self.policy, &self.unit_kinds);
-        for e in &self.events {
-            m.event(e);
-        }
-        for o in self.outcomes() {
-            m.outcome(&o);
-        }
-        m.finish()
+        let stream = self.stream(&mut |o| m.outcome(o));
+        m.finish(&stream)
     }
 
-    /// Checks the record's invariants (see [`Checker`]).
+    /// Checks the record's invariants (see [`RunStream`]).
     pub fn check(&self) -> Result<(), String> {
-        let mut checker = Checker::new(self.unit_kinds.len(), true);
-        self.events.iter().try_for_each(|e| checker.push(e))
+        let mut stream = RunStream::new(self.unit_kinds.len(), true);
+        self.events
+            .iter()
+            .try_for_each(|e| stream.push(e, &mut |_| {}))
     }
 
     /// Whether every submitted task ended (completed or rejected).

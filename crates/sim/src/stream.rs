@@ -9,7 +9,7 @@
 //! (`hetsched_core::outcome_stream`), so the outputs are byte-identical.
 
 use crate::report::{write_csv_row, TASKS_CSV_HEADER};
-use hetsched_core::outcome_stream::{Checker, MetricsBuilder, OutcomeStream};
+use hetsched_core::outcome_stream::{MetricsBuilder, RunStream};
 use hetsched_core::record::{Event, Metrics, Recorder, TaskOutcome};
 use hetsched_core::{Error, Result};
 use std::io::Write;
@@ -19,8 +19,7 @@ const CSV_BUFFER: usize = 1 << 20;
 
 /// Checks, tallies and writes out a run's events as they come (see the module docs).
 pub struct StreamRecorder<W: Write> {
-    outcomes: OutcomeStream,
-    checker: Checker,
+    run: RunStream,
     sink: Sink<W>,
 }
 
@@ -46,6 +45,13 @@ impl<W: Write> Sink<W> {
                 self.flush();
             }
         }
+    }
+
+    /// An invariant violation of the record (the first error is kept for `finish`).
+    #[cold]
+    fn violation(&mut self, e: String) {
+        self.error
+            .get_or_insert_with(|| Error::runtime(format!("run record invariant: {e}")));
     }
 
     /// Writes out the lines gathered (the first write error is kept for `finish`).
@@ -90,8 +96,7 @@ impl<W: Write> StreamRecorder<W> {
             error: None,
         };
         StreamRecorder {
-            outcomes: OutcomeStream::default(),
-            checker: Checker::new(unit_kinds.len(), false),
+            run: RunStream::new(unit_kinds.len(), false),
             sink,
         }
     }
@@ -100,11 +105,11 @@ impl<W: Write> StreamRecorder<W> {
     /// of the record or a write error otherwise.
     pub fn finish(mut self) -> Result<Metrics> {
         let sink = &mut self.sink;
-        self.outcomes.finish(&mut |o| sink.take(o));
+        self.run.finish(&mut |o| sink.take(o));
         sink.flush();
         match self.sink.error {
             Some(e) => Err(e),
-            None => Ok(self.sink.metrics.finish()),
+            None => Ok(self.sink.metrics.finish(&self.run)),
         }
     }
 }
@@ -113,12 +118,8 @@ impl<W: Write> Recorder for StreamRecorder<W> {
     #[inline]
     fn record(&mut self, event: Event) {
         let sink = &mut self.sink;
-        if sink.error.is_none() {
-            if let Err(e) = self.checker.push(&event) {
-                sink.error = Some(Error::runtime(format!("run record invariant: {e}")));
-            }
+        if let Err(e) = self.run.push(&event, &mut |o| sink.take(o)) {
+            sink.violation(e);
         }
-        sink.metrics.event(&event);
-        self.outcomes.push(&event, &mut |o| sink.take(o));
     }
 }
