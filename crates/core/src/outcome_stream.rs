@@ -219,7 +219,9 @@ impl RunStream {
         }
     }
 
-    #[inline]
+    /// One match on the event's kind: each arm finds its task (and unit) once, updates
+    /// the metrics' tallies whatever the checks say, then the task's entry.
+    #[inline(always)]
     fn follow(
         &mut self,
         e: &Event,
@@ -227,127 +229,124 @@ impl RunStream {
     ) -> Result<(), &'static str> {
         use EventKind::*;
         let t = e.t_ns;
-        if let Submit { ideal_ns, kind } = &e.kind {
-            return self.submit(e, *ideal_ns, kind);
-        }
-        let found = self.find(e.task);
-        let new = found.is_some_and(|i| self.is_new(i));
-        // The metrics' tallies, from every event whatever the checks say; the unit the
-        // event is about.
-        let unit = match e.kind {
-            Start { unit, from } => {
+        match &e.kind {
+            Submit { ideal_ns, kind } => self.submit(e, *ideal_ns, kind),
+            Enqueue { .. } => {
+                let Some(i) = self.find(e.task) else {
+                    return Err(self.missing(e));
+                };
+                // Waiting changes nothing in an outcome (nor makes an entry in `pending`).
+                self.not_new(i);
+                match self.pending.get((i - self.base) as usize) {
+                    Some(s) if s.stage == Stage::Running => Err("enqueued while not new or yielded"),
+                    _ => Ok(()),
+                }
+            }
+            &Start { unit, from } => {
                 if matches!(from, QueueId::Unit(q) if q != unit) {
                     self.steals += 1;
                 }
-                let u = self.units.get_mut(unit as usize);
-                if let Some(u) = u {
+                let found = self.find(e.task);
+                let queued = found.is_some_and(|i| !self.is_new(i));
+                let mut u = self.units.get_mut(unit as usize);
+                if let Some(u) = u.as_deref_mut() {
                     u.seg_ns = t;
-                    Some(u)
-                } else {
-                    None
                 }
-            }
-            Stop { unit } | Complete { unit } => {
-                let u = self.units.get_mut(unit as usize);
-                if let Some(u) = u {
-                    if u.seg_ns != NO_TIME {
-                        u.busy_ns += t - std::mem::replace(&mut u.seg_ns, NO_TIME);
-                    }
-                    Some(u)
-                } else {
-                    None
-                }
-            }
-            Migrate { to, .. } => {
-                self.migrations += 1;
-                self.units.get_mut(to as usize)
-            }
-            _ => None,
-        };
-        let Some(i) = found else {
-            let ended = self.ended.as_ref().is_some_and(|m| m.get(e.task).is_some());
-            return Err(match e.kind {
-                _ if ended => "event after the task ended",
-                Enqueue { .. } => "enqueued while not new or yielded",
-                Start { .. } => "started while not queued",
-                Migrate { .. } => "migrated while not queued (stop first)",
-                Reject { .. } => "rejected while running",
-                _ => "stopped where it was not running",
-            });
-        };
-        let at = (i - self.base) as usize;
-        if let Enqueue { .. } = e.kind {
-            // Waiting changes nothing in an outcome (nor makes an entry in `pending`).
-            self.not_new(i);
-            return match self.pending.get(at) {
-                Some(s) if s.stage == Stage::Running => Err("enqueued while not new or yielded"),
-                _ => Ok(()),
-            };
-        }
-        // Usually the task just past the end (tasks start in submission order).
-        while at >= self.pending.len() {
-            self.pending.push_back(Since::NOTHING);
-        }
-        let o = &mut self.pending[at];
-        let queued = o.stage == Stage::Idle && !new;
-        let stop = |unit: Option<&mut Unit>, stage: Stage| match unit {
-            Some(u) if stage == Stage::Running && u.task == i => {
-                u.task = NO_INDEX;
-                Ok(())
-            }
-            _ => Err("stopped where it was not running"),
-        };
-        let checked = match &e.kind {
-            Start { .. } => {
-                let checked = match unit {
-                    Some(u) if queued && u.task == NO_INDEX => {
-                        u.task = i;
-                        Ok(())
-                    }
-                    Some(_) if queued => Err("unit already runs a task"),
-                    _ => Err("started while not queued"),
+                let Some(i) = found else {
+                    return Err(self.missing(e));
                 };
+                let o = since(&mut self.pending, (i - self.base) as usize);
+                let queued = queued && o.stage == Stage::Idle;
                 if o.first_start_ns == NO_TIME {
                     o.first_start_ns = t;
                 }
                 o.runs += 1;
                 o.at_ns = t;
                 o.stage = Stage::Running;
-                return checked;
+                match u {
+                    Some(u) if queued && u.task == NO_INDEX => {
+                        u.task = i;
+                        Ok(())
+                    }
+                    Some(_) if queued => Err("unit already runs a task"),
+                    _ => Err("started while not queued"),
+                }
             }
-            Stop { .. } => {
-                let checked = stop(unit, o.stage);
-                o.close_segment(t);
-                o.stage = Stage::Idle;
-                return checked;
-            }
-            Migrate { .. } => {
-                o.migrations += 1;
-                return match unit {
-                    Some(_) if queued => Ok(()),
-                    _ => Err("migrated while not queued (stop first)"),
+            &Stop { unit } | &Complete { unit } => {
+                let found = self.find(e.task);
+                let mut u = self.units.get_mut(unit as usize);
+                if let Some(u) = u.as_deref_mut() {
+                    if u.seg_ns != NO_TIME {
+                        u.busy_ns += t - std::mem::replace(&mut u.seg_ns, NO_TIME);
+                    }
+                }
+                let Some(i) = found else {
+                    return Err(self.missing(e));
                 };
-            }
-            Complete { unit: id } => {
-                let checked = stop(unit, o.stage);
+                let o = since(&mut self.pending, (i - self.base) as usize);
+                let checked = match u {
+                    Some(u) if o.stage == Stage::Running && u.task == i => {
+                        u.task = NO_INDEX;
+                        Ok(())
+                    }
+                    _ => Err("stopped where it was not running"),
+                };
                 o.close_segment(t);
-                o.unit = *id;
+                if let Stop { .. } = e.kind {
+                    o.stage = Stage::Idle;
+                    return checked;
+                }
+                o.unit = unit;
+                o.at_ns = t;
+                o.stage = Stage::Ended;
+                self.end(i, e.task, out);
                 checked
             }
+            &Migrate { to, .. } => {
+                self.migrations += 1;
+                let Some(i) = self.find(e.task) else {
+                    return Err(self.missing(e));
+                };
+                let queued = !self.is_new(i);
+                let o = since(&mut self.pending, (i - self.base) as usize);
+                o.migrations += 1;
+                match o.stage == Stage::Idle && queued && (to as usize) < self.units.len() {
+                    true => Ok(()),
+                    false => Err("migrated while not queued (stop first)"),
+                }
+            }
             Reject { .. } => {
+                let Some(i) = self.find(e.task) else {
+                    return Err(self.missing(e));
+                };
+                let o = since(&mut self.pending, (i - self.base) as usize);
                 let checked = match o.stage {
                     Stage::Running => Err("rejected while running"),
                     _ => Ok(()),
                 };
                 o.rejected = true;
+                o.at_ns = t;
+                o.stage = Stage::Ended;
+                self.end(i, e.task, out);
                 checked
             }
-            Submit { .. } | Enqueue { .. } => unreachable!("handled above"),
-        };
-        o.at_ns = t;
-        o.stage = Stage::Ended;
-        self.end(i, e.task, out);
-        checked
+        }
+    }
+
+    /// The violation of an event (not a `Submit`) for a task that is not live.
+    #[cold]
+    #[inline(never)]
+    fn missing(&self, e: &Event) -> &'static str {
+        use EventKind::*;
+        let ended = self.ended.as_ref().is_some_and(|m| m.get(e.task).is_some());
+        match e.kind {
+            _ if ended => "event after the task ended",
+            Enqueue { .. } => "enqueued while not new or yielded",
+            Start { .. } => "started while not queued",
+            Migrate { .. } => "migrated while not queued (stop first)",
+            Reject { .. } => "rejected while running",
+            _ => "stopped where it was not running",
+        }
     }
 
     /// A task ended (its entry says so): the outcomes now final leave.
@@ -519,6 +518,16 @@ impl RunStream {
             out(self.pop_front());
         }
     }
+}
+
+/// The entry of the pending task at `at`, made if nothing happened to it yet (usually
+/// the task just past the end: tasks start in submission order).
+#[inline(always)]
+fn since(pending: &mut VecDeque<Since>, at: usize) -> &mut Since {
+    while at >= pending.len() {
+        pending.push_back(Since::NOTHING);
+    }
+    &mut pending[at]
 }
 
 /// An invariant violation, naming the event.
