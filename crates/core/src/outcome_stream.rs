@@ -16,15 +16,16 @@ use crate::id_map::IdMap;
 use crate::machine::UnitType;
 use crate::policy::UnitId;
 use crate::record::{Event, EventKind, Metrics, Stats, TaskOutcome};
+use crate::ring::Ring;
 use crate::task::{QueueId, TaskId};
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Submitted tasks whose outcomes have not been handed out yet, as their `Submit`s told
 /// them, in runs of equal (arrival, ideal time, type): the stream reads them only at the
 /// front (when an outcome becomes final, in submission order) and adds at the back, so a
 /// burst of equal submissions (a million tasks waiting at once) costs one run.
+#[derive(Clone, Copy)]
 struct Submits {
     arrival_ns: u64,
     ideal_ns: u64,
@@ -130,8 +131,8 @@ pub struct RunStream {
     offset: Option<u64>,
     /// Outcomes from submission index `base` to `next` (excluded): what happened since,
     /// and the submissions in runs.
-    pending: VecDeque<Since>,
-    submits: VecDeque<Submits>,
+    pending: Ring<Since>,
+    submits: Ring<Submits>,
     base: u64,
     next: u64,
     /// Task types, each once (`last_kind`: the index of the latest one met).
@@ -168,8 +169,8 @@ impl RunStream {
             live: FxHashMap::default(),
             strays: FxHashMap::default(),
             offset: None,
-            pending: VecDeque::new(),
-            submits: VecDeque::new(),
+            pending: Ring::default(),
+            submits: Ring::default(),
             base: 0,
             next: 0,
             kinds: Vec::new(),
@@ -368,8 +369,8 @@ impl RunStream {
         }
         // Memory follows the pending tasks down too (a million that waited at once
         // must not stay allocated while the metrics grow).
-        crate::id_map::shrink(&mut self.pending);
-        crate::id_map::shrink(&mut self.submits);
+        self.pending.shrink();
+        self.submits.shrink();
     }
 
     /// Whether the live task submitted `i`-th is new (neither enqueued nor rejected).
@@ -449,7 +450,7 @@ impl RunStream {
     }
 
     /// The submission index of a live task (submitted, not ended).
-    #[inline]
+    #[inline(always)]
     fn find(&self, task: TaskId) -> Option<u64> {
         if !self.live.is_empty() {
             if let Some(&i) = self.live.get(&task) {
@@ -523,11 +524,11 @@ impl RunStream {
 /// The entry of the pending task at `at`, made if nothing happened to it yet (usually
 /// the task just past the end: tasks start in submission order).
 #[inline(always)]
-fn since(pending: &mut VecDeque<Since>, at: usize) -> &mut Since {
+fn since(pending: &mut Ring<Since>, at: usize) -> &mut Since {
     while at >= pending.len() {
         pending.push_back(Since::NOTHING);
     }
-    &mut pending[at]
+    pending.get_mut(at).expect("an entry")
 }
 
 /// An invariant violation, naming the event.
