@@ -204,7 +204,7 @@ impl RunStream {
     /// The event's invariant violation, if any, is the error; the outcomes and tallies
     /// do not depend on the checks, and after a violation the checks' state is
     /// unspecified (checking stops there).
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, e: &Event, out: &mut impl FnMut(&TaskOutcome)) -> Result<(), String> {
         let n = self.events;
         self.events += 1;
