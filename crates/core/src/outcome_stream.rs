@@ -239,7 +239,9 @@ impl RunStream {
                 // Waiting changes nothing in an outcome (nor makes an entry in `pending`).
                 self.not_new(i);
                 match self.pending.get((i - self.base) as usize) {
-                    Some(s) if s.stage == Stage::Running => Err("enqueued while not new or yielded"),
+                    Some(s) if s.stage == Stage::Running => {
+                        Err("enqueued while not new or yielded")
+                    }
                     _ => Ok(()),
                 }
             }
