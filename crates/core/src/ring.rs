@@ -143,8 +143,8 @@ mod tests {
             x ^= x << 17;
             // Grow for a while, then drain, then grow again.
             let push = match round / 10_000 {
-                0 | 2 => x % 4 != 0,
-                _ => x % 4 == 0,
+                0 | 2 => !x.is_multiple_of(4),
+                _ => x.is_multiple_of(4),
             };
             if push {
                 ring.push_back(round);
