@@ -305,7 +305,7 @@ impl EngineCore {
         self.next_tick
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit<H: Host + ?Sized>(&self, host: &mut H, task: TaskId, kind: EventKind) {
         host.record(Event {
             t_ns: self.view.now_ns,

@@ -16,15 +16,16 @@ use crate::id_map::IdMap;
 use crate::machine::UnitType;
 use crate::policy::UnitId;
 use crate::record::{Event, EventKind, Metrics, Stats, TaskOutcome};
+use crate::ring::Ring;
 use crate::task::{QueueId, TaskId};
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Submitted tasks whose outcomes have not been handed out yet, as their `Submit`s told
 /// them, in runs of equal (arrival, ideal time, type): the stream reads them only at the
 /// front (when an outcome becomes final, in submission order) and adds at the back, so a
 /// burst of equal submissions (a million tasks waiting at once) costs one run.
+#[derive(Clone, Copy)]
 struct Submits {
     arrival_ns: u64,
     ideal_ns: u64,
@@ -130,8 +131,8 @@ pub struct RunStream {
     offset: Option<u64>,
     /// Outcomes from submission index `base` to `next` (excluded): what happened since,
     /// and the submissions in runs.
-    pending: VecDeque<Since>,
-    submits: VecDeque<Submits>,
+    pending: Ring<Since>,
+    submits: Ring<Submits>,
     base: u64,
     next: u64,
     /// Task types, each once (`last_kind`: the index of the latest one met).
@@ -168,8 +169,8 @@ impl RunStream {
             live: FxHashMap::default(),
             strays: FxHashMap::default(),
             offset: None,
-            pending: VecDeque::new(),
-            submits: VecDeque::new(),
+            pending: Ring::default(),
+            submits: Ring::default(),
             base: 0,
             next: 0,
             kinds: Vec::new(),
@@ -203,7 +204,7 @@ impl RunStream {
     /// The event's invariant violation, if any, is the error; the outcomes and tallies
     /// do not depend on the checks, and after a violation the checks' state is
     /// unspecified (checking stops there).
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, e: &Event, out: &mut impl FnMut(&TaskOutcome)) -> Result<(), String> {
         let n = self.events;
         self.events += 1;
@@ -219,7 +220,9 @@ impl RunStream {
         }
     }
 
-    #[inline]
+    /// One match on the event's kind: each arm finds its task (and unit) once, updates
+    /// the metrics' tallies whatever the checks say, then the task's entry.
+    #[inline(always)]
     fn follow(
         &mut self,
         e: &Event,
@@ -227,127 +230,126 @@ impl RunStream {
     ) -> Result<(), &'static str> {
         use EventKind::*;
         let t = e.t_ns;
-        if let Submit { ideal_ns, kind } = &e.kind {
-            return self.submit(e, *ideal_ns, kind);
-        }
-        let found = self.find(e.task);
-        let new = found.is_some_and(|i| self.is_new(i));
-        // The metrics' tallies, from every event whatever the checks say; the unit the
-        // event is about.
-        let unit = match e.kind {
-            Start { unit, from } => {
+        match &e.kind {
+            Submit { ideal_ns, kind } => self.submit(e, *ideal_ns, kind),
+            Enqueue { .. } => {
+                let Some(i) = self.find(e.task) else {
+                    return Err(self.missing(e));
+                };
+                // Waiting changes nothing in an outcome (nor makes an entry in `pending`).
+                self.not_new(i);
+                match self.pending.get((i - self.base) as usize) {
+                    Some(s) if s.stage == Stage::Running => {
+                        Err("enqueued while not new or yielded")
+                    }
+                    _ => Ok(()),
+                }
+            }
+            &Start { unit, from } => {
                 if matches!(from, QueueId::Unit(q) if q != unit) {
                     self.steals += 1;
                 }
-                let u = self.units.get_mut(unit as usize);
-                if let Some(u) = u {
+                let found = self.find(e.task);
+                let queued = found.is_some_and(|i| !self.is_new(i));
+                let mut u = self.units.get_mut(unit as usize);
+                if let Some(u) = u.as_deref_mut() {
                     u.seg_ns = t;
-                    Some(u)
-                } else {
-                    None
                 }
-            }
-            Stop { unit } | Complete { unit } => {
-                let u = self.units.get_mut(unit as usize);
-                if let Some(u) = u {
-                    if u.seg_ns != NO_TIME {
-                        u.busy_ns += t - std::mem::replace(&mut u.seg_ns, NO_TIME);
-                    }
-                    Some(u)
-                } else {
-                    None
-                }
-            }
-            Migrate { to, .. } => {
-                self.migrations += 1;
-                self.units.get_mut(to as usize)
-            }
-            _ => None,
-        };
-        let Some(i) = found else {
-            let ended = self.ended.as_ref().is_some_and(|m| m.get(e.task).is_some());
-            return Err(match e.kind {
-                _ if ended => "event after the task ended",
-                Enqueue { .. } => "enqueued while not new or yielded",
-                Start { .. } => "started while not queued",
-                Migrate { .. } => "migrated while not queued (stop first)",
-                Reject { .. } => "rejected while running",
-                _ => "stopped where it was not running",
-            });
-        };
-        let at = (i - self.base) as usize;
-        if let Enqueue { .. } = e.kind {
-            // Waiting changes nothing in an outcome (nor makes an entry in `pending`).
-            self.not_new(i);
-            return match self.pending.get(at) {
-                Some(s) if s.stage == Stage::Running => Err("enqueued while not new or yielded"),
-                _ => Ok(()),
-            };
-        }
-        // Usually the task just past the end (tasks start in submission order).
-        while at >= self.pending.len() {
-            self.pending.push_back(Since::NOTHING);
-        }
-        let o = &mut self.pending[at];
-        let queued = o.stage == Stage::Idle && !new;
-        let stop = |unit: Option<&mut Unit>, stage: Stage| match unit {
-            Some(u) if stage == Stage::Running && u.task == i => {
-                u.task = NO_INDEX;
-                Ok(())
-            }
-            _ => Err("stopped where it was not running"),
-        };
-        let checked = match &e.kind {
-            Start { .. } => {
-                let checked = match unit {
-                    Some(u) if queued && u.task == NO_INDEX => {
-                        u.task = i;
-                        Ok(())
-                    }
-                    Some(_) if queued => Err("unit already runs a task"),
-                    _ => Err("started while not queued"),
+                let Some(i) = found else {
+                    return Err(self.missing(e));
                 };
+                let o = since(&mut self.pending, (i - self.base) as usize);
+                let queued = queued && o.stage == Stage::Idle;
                 if o.first_start_ns == NO_TIME {
                     o.first_start_ns = t;
                 }
                 o.runs += 1;
                 o.at_ns = t;
                 o.stage = Stage::Running;
-                return checked;
+                match u {
+                    Some(u) if queued && u.task == NO_INDEX => {
+                        u.task = i;
+                        Ok(())
+                    }
+                    Some(_) if queued => Err("unit already runs a task"),
+                    _ => Err("started while not queued"),
+                }
             }
-            Stop { .. } => {
-                let checked = stop(unit, o.stage);
-                o.close_segment(t);
-                o.stage = Stage::Idle;
-                return checked;
-            }
-            Migrate { .. } => {
-                o.migrations += 1;
-                return match unit {
-                    Some(_) if queued => Ok(()),
-                    _ => Err("migrated while not queued (stop first)"),
+            &Stop { unit } | &Complete { unit } => {
+                let found = self.find(e.task);
+                let mut u = self.units.get_mut(unit as usize);
+                if let Some(u) = u.as_deref_mut() {
+                    if u.seg_ns != NO_TIME {
+                        u.busy_ns += t - std::mem::replace(&mut u.seg_ns, NO_TIME);
+                    }
+                }
+                let Some(i) = found else {
+                    return Err(self.missing(e));
                 };
-            }
-            Complete { unit: id } => {
-                let checked = stop(unit, o.stage);
+                let o = since(&mut self.pending, (i - self.base) as usize);
+                let checked = match u {
+                    Some(u) if o.stage == Stage::Running && u.task == i => {
+                        u.task = NO_INDEX;
+                        Ok(())
+                    }
+                    _ => Err("stopped where it was not running"),
+                };
                 o.close_segment(t);
-                o.unit = *id;
+                if let Stop { .. } = e.kind {
+                    o.stage = Stage::Idle;
+                    return checked;
+                }
+                o.unit = unit;
+                o.at_ns = t;
+                o.stage = Stage::Ended;
+                self.end(i, e.task, out);
                 checked
             }
+            &Migrate { to, .. } => {
+                self.migrations += 1;
+                let Some(i) = self.find(e.task) else {
+                    return Err(self.missing(e));
+                };
+                let queued = !self.is_new(i);
+                let o = since(&mut self.pending, (i - self.base) as usize);
+                o.migrations += 1;
+                match o.stage == Stage::Idle && queued && (to as usize) < self.units.len() {
+                    true => Ok(()),
+                    false => Err("migrated while not queued (stop first)"),
+                }
+            }
             Reject { .. } => {
+                let Some(i) = self.find(e.task) else {
+                    return Err(self.missing(e));
+                };
+                let o = since(&mut self.pending, (i - self.base) as usize);
                 let checked = match o.stage {
                     Stage::Running => Err("rejected while running"),
                     _ => Ok(()),
                 };
                 o.rejected = true;
+                o.at_ns = t;
+                o.stage = Stage::Ended;
+                self.end(i, e.task, out);
                 checked
             }
-            Submit { .. } | Enqueue { .. } => unreachable!("handled above"),
-        };
-        o.at_ns = t;
-        o.stage = Stage::Ended;
-        self.end(i, e.task, out);
-        checked
+        }
+    }
+
+    /// The violation of an event (not a `Submit`) for a task that is not live.
+    #[cold]
+    #[inline(never)]
+    fn missing(&self, e: &Event) -> &'static str {
+        use EventKind::*;
+        let ended = self.ended.as_ref().is_some_and(|m| m.get(e.task).is_some());
+        match e.kind {
+            _ if ended => "event after the task ended",
+            Enqueue { .. } => "enqueued while not new or yielded",
+            Start { .. } => "started while not queued",
+            Migrate { .. } => "migrated while not queued (stop first)",
+            Reject { .. } => "rejected while running",
+            _ => "stopped where it was not running",
+        }
     }
 
     /// A task ended (its entry says so): the outcomes now final leave.
@@ -369,8 +371,8 @@ impl RunStream {
         }
         // Memory follows the pending tasks down too (a million that waited at once
         // must not stay allocated while the metrics grow).
-        crate::id_map::shrink(&mut self.pending);
-        crate::id_map::shrink(&mut self.submits);
+        self.pending.shrink();
+        self.submits.shrink();
     }
 
     /// Whether the live task submitted `i`-th is new (neither enqueued nor rejected).
@@ -450,7 +452,7 @@ impl RunStream {
     }
 
     /// The submission index of a live task (submitted, not ended).
-    #[inline]
+    #[inline(always)]
     fn find(&self, task: TaskId) -> Option<u64> {
         if !self.live.is_empty() {
             if let Some(&i) = self.live.get(&task) {
@@ -519,6 +521,16 @@ impl RunStream {
             out(self.pop_front());
         }
     }
+}
+
+/// The entry of the pending task at `at`, made if nothing happened to it yet (usually
+/// the task just past the end: tasks start in submission order).
+#[inline(always)]
+fn since(pending: &mut Ring<Since>, at: usize) -> &mut Since {
+    while at >= pending.len() {
+        pending.push_back(Since::NOTHING);
+    }
+    pending.get_mut(at).expect("an entry")
 }
 
 /// An invariant violation, naming the event.

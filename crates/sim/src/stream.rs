@@ -115,7 +115,7 @@ impl<W: Write> StreamRecorder<W> {
 }
 
 impl<W: Write> Recorder for StreamRecorder<W> {
-    #[inline]
+    #[inline(always)]
     fn record(&mut self, event: Event) {
         let sink = &mut self.sink;
         if let Err(e) = self.run.push(&event, &mut |o| sink.take(o)) {
