@@ -29,7 +29,7 @@ use std::sync::Arc;
 struct Submits {
     arrival_ns: u64,
     ideal_ns: u64,
-    /// Its type, an index in `OutcomeStream::kinds`.
+    /// Its type, an index in `RunStream::kinds`.
     kind: u32,
     /// Tasks in the run (at least one).
     count: u32,
