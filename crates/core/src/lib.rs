@@ -9,7 +9,6 @@ pub mod ns;
 pub mod outcome_stream;
 pub mod policy;
 pub mod record;
-pub mod ring;
 pub mod slab;
 pub mod task;
 pub mod task_store;

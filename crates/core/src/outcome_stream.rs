@@ -16,9 +16,9 @@ use crate::id_map::IdMap;
 use crate::machine::UnitType;
 use crate::policy::UnitId;
 use crate::record::{Event, EventKind, Metrics, Stats, TaskOutcome};
-use crate::ring::Ring;
 use crate::task::{QueueId, TaskId};
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Submitted tasks whose outcomes have not been handed out yet, as their `Submit`s told
@@ -131,8 +131,8 @@ pub struct RunStream {
     offset: Option<u64>,
     /// Outcomes from submission index `base` to `next` (excluded): what happened since,
     /// and the submissions in runs.
-    pending: Ring<Since>,
-    submits: Ring<Submits>,
+    pending: VecDeque<Since>,
+    submits: VecDeque<Submits>,
     base: u64,
     next: u64,
     /// Task types, each once (`last_kind`: the index of the latest one met).
@@ -169,8 +169,8 @@ impl RunStream {
             live: FxHashMap::default(),
             strays: FxHashMap::default(),
             offset: None,
-            pending: Ring::default(),
-            submits: Ring::default(),
+            pending: VecDeque::new(),
+            submits: VecDeque::new(),
             base: 0,
             next: 0,
             kinds: Vec::new(),
@@ -371,8 +371,8 @@ impl RunStream {
         }
         // Memory follows the pending tasks down too (a million that waited at once
         // must not stay allocated while the metrics grow).
-        self.pending.shrink();
-        self.submits.shrink();
+        crate::id_map::shrink(&mut self.pending);
+        crate::id_map::shrink(&mut self.submits);
     }
 
     /// Whether the live task submitted `i`-th is new (neither enqueued nor rejected).
@@ -526,11 +526,11 @@ impl RunStream {
 /// The entry of the pending task at `at`, made if nothing happened to it yet (usually
 /// the task just past the end: tasks start in submission order).
 #[inline(always)]
-fn since(pending: &mut Ring<Since>, at: usize) -> &mut Since {
+fn since(pending: &mut VecDeque<Since>, at: usize) -> &mut Since {
     while at >= pending.len() {
         pending.push_back(Since::NOTHING);
     }
-    pending.get_mut(at).expect("an entry")
+    &mut pending[at]
 }
 
 /// An invariant violation, naming the event.
