@@ -62,6 +62,8 @@ typedef void (*qemu_plugin_vcpu_simple_cb_t)(qemu_plugin_id_t id, unsigned int v
 typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
 typedef void (*qemu_plugin_vcpu_mem_cb_t)(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
                                           uint64_t vaddr, void *userdata);
+typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
+typedef void (*qemu_plugin_simple_cb_t)(qemu_plugin_id_t id);
 void qemu_plugin_register_vcpu_init_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_simple_cb_t cb);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb,
                                     void *userdata);
@@ -69,6 +71,10 @@ void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id,
                                            qemu_plugin_vcpu_tb_trans_cb_t cb);
 void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb, enum qemu_plugin_op op,
                                               void *ptr, uint64_t imm);
+void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb,
+                                          qemu_plugin_vcpu_udata_cb_t cb,
+                                          enum qemu_plugin_cb_flags flags, void *userdata);
+void qemu_plugin_reset(qemu_plugin_id_t id, qemu_plugin_simple_cb_t cb);
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
 struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
 unsigned int qemu_plugin_mem_size_shift(qemu_plugin_meminfo_t info);
@@ -103,7 +109,11 @@ static uint64_t forks;
 static uint64_t buf[BUF_WORDS];
 static size_t used;
 
-static uint64_t instructions; /* bumped inline by translated code */
+/* Instructions: bumped inline by translated code while the program has one thread (an
+ * inline add is not atomic), by an atomic add per executed block once it has more (the
+ * second vCPU resets the plugin, so that every block is translated again that way). */
+static uint64_t instructions;
+static _Atomic uint64_t threaded_instructions;
 static uint64_t mem_ops, accesses, changes, repeats, pending_repeats;
 static uint64_t prev = EMPTY;
 
@@ -283,11 +293,22 @@ static void on_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t va
     }
 }
 
+static void on_block(unsigned int vcpu, void *n)
+{
+    (void)vcpu;
+    atomic_fetch_add_explicit(&threaded_instructions, (uintptr_t)n, memory_order_relaxed);
+}
+
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
     size_t n = qemu_plugin_tb_n_insns(tb);
-    qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &instructions, n);
+    if (atomic_load_explicit(&vcpus, memory_order_relaxed) > 1)
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block, QEMU_PLUGIN_CB_NO_REGS,
+                                             (void *)(uintptr_t)n);
+    else
+        qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &instructions,
+                                                 n);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         qemu_plugin_register_vcpu_mem_cb(insn, on_access, QEMU_PLUGIN_CB_NO_REGS,
@@ -295,11 +316,15 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     }
 }
 
+static void install(qemu_plugin_id_t id);
+
 static void on_vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
 {
-    (void)id;
     (void)vcpu;
-    atomic_fetch_add(&vcpus, 1);
+    /* The second thread: blocks translated so far count inline, which two threads would
+     * race on; the reset drops them (and every callback, installed again). */
+    if (atomic_fetch_add(&vcpus, 1) == 1)
+        qemu_plugin_reset(id, install);
 }
 
 static void on_guest_exit(qemu_plugin_id_t id, void *ud)
@@ -313,7 +338,7 @@ static void on_guest_exit(qemu_plugin_id_t id, void *ud)
             emit(TAG(T_REPEAT) | pending_repeats);
         pending_repeats = 0;
         emit(TAG(T_SUMMARY));
-        emit(instructions);
+        emit(instructions + atomic_load(&threaded_instructions));
         emit(mem_ops);
         emit(accesses);
         emit(changes);
@@ -372,8 +397,13 @@ EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int
     if (sampled)
         countdown = next_skip();
     pthread_atfork(NULL, after_fork_parent, after_fork_child);
+    install(id);
+    return 0;
+}
+
+static void install(qemu_plugin_id_t id)
+{
     qemu_plugin_register_vcpu_init_cb(id, on_vcpu_init);
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
     qemu_plugin_register_atexit_cb(id, on_guest_exit, NULL);
-    return 0;
 }
