@@ -99,8 +99,9 @@ struct Segment {
     slot: u32,
     /// The handle of its model's parameters (saves reading it from the task's entry).
     params: u32,
-    /// The NUMA node whose shared bandwidth the task draws on, if any.
-    bandwidth_node: Option<u32>,
+    /// The NUMA node whose shared bandwidth the task draws on, or `NO_NODE` (four
+    /// bytes, not an `Option`'s eight: with them the segment took two cache lines).
+    bandwidth_node: u32,
     /// Sequence number of the run end scheduled for this segment (0: none, e.g. it was
     /// cut short by a tick migration).
     run_end: u64,
@@ -118,13 +119,26 @@ struct Segment {
 
 const NO_SLICE_END: u64 = u64::MAX;
 
+/// No node: machine files number far fewer nodes.
+const NO_NODE: u32 = u32::MAX;
+
+const _: () = assert!(std::mem::size_of::<Segment>() == 64);
+
+impl Segment {
+    /// The NUMA node whose shared bandwidth the task draws on, if any.
+    #[inline]
+    fn bandwidth_node(&self) -> Option<u32> {
+        (self.bandwidth_node != NO_NODE).then_some(self.bandwidth_node)
+    }
+}
+
 impl Default for Segment {
     fn default() -> Self {
         Segment {
             finishes: false,
             slot: 0,
             params: 0,
-            bandwidth_node: None,
+            bandwidth_node: NO_NODE,
             run_end: 0,
             compute_from_ns: 0,
             compute_ns: 0,
@@ -452,7 +466,8 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         seg.slot = slot as u32;
         seg.params = h;
         seg.bandwidth_node =
-            Self::bandwidth_node(self.machine, &self.node_bandwidth, u, &e.task, params);
+            Self::bandwidth_node(self.machine, &self.node_bandwidth, u, &e.task, params)
+                .unwrap_or(NO_NODE);
         seg.remaining_ns = remaining;
         let stream = Self::io_stream(self.machine, u, &e.task, params);
         if let Some((device, node)) = stream {
@@ -469,7 +484,7 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         );
         if let Some(n) = node {
             self.replan(core, Some(u), |sim, v| {
-                sim.segs[v as usize].bandwidth_node == Some(n)
+                sim.segs[v as usize].bandwidth_node() == Some(n)
             });
         }
         if stream.is_some() {
@@ -489,7 +504,7 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         *self.remaining.get_mut(seg.slot as usize) = seg.remaining_ns;
         if let Some(n) = node {
             self.replan(core, None, |sim, v| {
-                sim.segs[v as usize].bandwidth_node == Some(n)
+                sim.segs[v as usize].bandwidth_node() == Some(n)
             });
         }
         if self.io.stop(u) {
@@ -638,7 +653,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     /// returns the node.
     #[inline]
     fn draw(&mut self, core: &EngineCore, u: UnitId, task: TaskId, sign: f64) -> Option<u32> {
-        let node = self.segs[u as usize].bandwidth_node?;
+        let node = self.segs[u as usize].bandwidth_node()?;
         let d = &mut self.node_demand[node as usize];
         let seg = &self.segs[u as usize];
         debug_assert_eq!(core.tasks().at_slot(seg.slot as usize).task.id, task);
@@ -730,7 +745,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     /// bandwidth and its I/O stream shared with the tasks running now.
     #[inline]
     fn factor(&self, task: &Task, u: UnitId, seg: &Segment) -> f64 {
-        let sigma = self.sigma(seg.bandwidth_node);
+        let sigma = self.sigma(seg.bandwidth_node());
         let model = self.models.shared(seg.params);
         self.speed
             .ns_per_work_s_shared(task, model, u, sigma, self.io.factor(u))
@@ -822,7 +837,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         }
         if core.checkpoint(policy, self, u)? == CheckpointDecision::Continue {
             // Same task on the same unit: the rate holds unless bandwidth is shared.
-            let shared = seg.bandwidth_node.is_some() || self.io.factor(u).is_some();
+            let shared = seg.bandwidth_node().is_some() || self.io.factor(u).is_some();
             let factor = (!shared).then_some(seg.factor);
             self.segment(core, policy, u, task, core.now(), factor);
         }
