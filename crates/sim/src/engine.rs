@@ -163,8 +163,12 @@ impl Default for Segment {
 struct Models {
     /// `work_s` by slot.
     work: Slab<f64, 32768>,
-    /// Parameters (`work_s` 0) by handle, with the number of models sharing them.
-    params: Vec<(Workload, u32)>,
+    /// Parameters (`work_s` 0) by handle, with the number of models sharing them and
+    /// their key: a number no other parameters had, so that a handle reused for other
+    /// parameters has another key (the speed model keeps ideal times by key).
+    params: Vec<(Workload, u32, u64)>,
+    /// Keys given so far.
+    keys: u64,
     /// Handles no model shares any more, to reuse.
     free: Vec<u32>,
     /// The handle of the latest staged task's parameters.
@@ -186,13 +190,15 @@ impl Models {
                 h
             }
             _ => {
+                self.keys += 1;
+                let shared = (params, 1, self.keys);
                 let h = match self.free.pop() {
                     Some(h) => {
-                        self.params[h as usize] = (params, 1);
+                        self.params[h as usize] = shared;
                         h
                     }
                     None => {
-                        self.params.push((params, 1));
+                        self.params.push(shared);
                         (self.params.len() - 1) as u32
                     }
                 };
@@ -234,13 +240,10 @@ impl Models {
         .work_ns()
     }
 
-    /// The whole workload model of the task in slot `slot` (parameters `h`).
+    /// The key of the parameters behind handle `h` (unique to them).
     #[inline]
-    fn workload(&self, slot: usize, h: u32) -> Workload {
-        Workload {
-            work_s: *self.work.get(slot),
-            ..*self.shared(h)
-        }
+    fn key(&self, h: u32) -> u64 {
+        self.params[h as usize].2
     }
 }
 
@@ -611,8 +614,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             return Err(Error::input(format!("task id {id} is used twice")));
         }
         self.summary.submitted += 1;
-        let work = self.models.workload(staged.slot(), h);
-        let ideal = self.speed.ideal_ns(task, &work);
+        let (params, key) = (self.models.shared(h), self.models.key(h));
+        let work_ns = self.models.work_ns(staged.slot());
+        let ideal = self.speed.ideal_ns(task, params, key, work_ns);
         if ideal.is_some() {
             let live = core.tasks().len() + 1;
             self.summary.peak_live = self.summary.peak_live.max(live);

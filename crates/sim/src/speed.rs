@@ -64,15 +64,16 @@ pub struct SpeedModel {
 /// What [`SpeedModel::ideal_ns`] needs of a kind of task but its work: for each unit
 /// class that runs it, its copy-in time, unit ns per reference ns and copy-out time.
 /// Why: they cost about 190 instructions a task, 8 % of an fcfs task's simulation
-/// (with them kept, about 150: comparing the model is most of it); tasks come from a
-/// few templates, mostly in runs, so those of the latest kind are kept. The kind is its
-/// class (held, so that its pointer stays its own), NUMA home and model without the
-/// work.
+/// (with them kept, about 150, most of it comparing the model's thirteen fields and
+/// copying it; with the model named by a key, a few); tasks come from a few templates,
+/// mostly in runs, so those of the latest kind are kept. The kind is its class (held,
+/// so that its pointer stays its own), NUMA home and the key of its model's
+/// parameters.
 #[derive(Clone, Debug)]
 struct IdealTerms {
     class: Arc<TaskClass>,
     numa_home: Option<u32>,
-    params: Workload,
+    params_key: u64,
     units: Vec<(u64, f64, u64)>,
 }
 
@@ -235,16 +236,21 @@ impl SpeedModel {
         ceil_u64(work_ns as f64 * factor)
     }
 
-    /// The task's time alone on the best unit for it (copies included).
-    pub fn ideal_ns(&mut self, task: &Task, model: &Workload) -> Option<u64> {
-        let params = Workload {
-            work_s: 0.0,
-            ..*model
-        };
+    /// The task's time alone on the best unit for it (copies included), for `work_ns`
+    /// reference nanoseconds of work under the model parameters `params` (their
+    /// `work_s` is not read). `params_key` names those parameters: the caller gives
+    /// equal keys to equal parameters only (the simulator's shared models do).
+    pub fn ideal_ns(
+        &mut self,
+        task: &Task,
+        params: &Workload,
+        params_key: u64,
+        work_ns: u64,
+    ) -> Option<u64> {
         let known = self.ideal.as_ref().is_some_and(|k| {
             Arc::ptr_eq(&k.class, &task.class)
                 && k.numa_home == task.numa_home()
-                && k.params == params
+                && k.params_key == params_key
         });
         if !known {
             let classes = if task.numa_home().is_some() || task.io_device.is_some() {
@@ -257,18 +263,17 @@ impl SpeedModel {
                 .copied()
                 .filter(|&u| task.affinity.runs_on(self.units[u as usize].kind))
                 .map(|u| {
-                    let factor = self.ns_per_work_s_shared(task, model, u, 1.0, None) * 1e-9;
+                    let factor = self.ns_per_work_s_shared(task, params, u, 1.0, None) * 1e-9;
                     (self.copy_in_ns(task, u), factor, self.copy_out_ns(task, u))
                 })
                 .collect();
             self.ideal = Some(IdealTerms {
                 class: Arc::clone(&task.class),
                 numa_home: task.numa_home(),
-                params,
+                params_key,
                 units,
             });
         }
-        let work_ns = model.work_ns();
         let terms = self.ideal.as_ref().expect("just set");
         terms
             .units
@@ -304,10 +309,15 @@ mod tests {
         let tasks = [&cpu, &gpu, &cpu, &bound, &bound, &gpu, &homed, &cpu];
         let mut model = SpeedModel::new(&machine);
         let mut seen = Vec::new();
+        // Keys name equal parameters: all but `bound`'s are the default model's.
+        let ideal = |speed: &mut SpeedModel, t: &SimTask| {
+            let key = (t.model.memory_bound > 0.0) as u64;
+            speed.ideal_ns(t, &t.model, key, t.work_ns())
+        };
         for t in tasks {
-            let alone = SpeedModel::new(&machine).ideal_ns(t, &t.model);
+            let alone = ideal(&mut SpeedModel::new(&machine), t);
             assert!(alone.is_some());
-            assert_eq!(model.ideal_ns(t, &t.model), alone, "task {}", t.id);
+            assert_eq!(ideal(&mut model, t), alone, "task {}", t.id);
             seen.push(alone);
         }
         // 1 s at half speed; 0.5 s half memory-bound: 0.25 × 2 + 0.25 s; the GPU task
