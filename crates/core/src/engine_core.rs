@@ -141,9 +141,10 @@ pub trait Host {
     /// `task` must give `unit` up; it is released by [`EngineCore::released`] (only
     /// when `RELEASES_AT_ONCE` is false).
     fn releasing(&mut self, _core: &EngineCore, _unit: UnitId, _task: TaskId) {}
-    /// `task` ends (completed, rejected or withdrawn); its entry is still live.
+    /// `task` (store slot `slot`) ends (completed, rejected or withdrawn); its entry is
+    /// still live.
     #[inline]
-    fn ended(&mut self, _core: &EngineCore, _task: TaskId) {}
+    fn ended(&mut self, _core: &EngineCore, _task: TaskId, _slot: usize) {}
     /// The memory-bound fraction of `task` running on `unit`, for its sample.
     fn memory_bound(&self, _core: &EngineCore, _unit: UnitId, _task: TaskId) -> Option<f64> {
         None
@@ -374,20 +375,26 @@ impl EngineCore {
                         };
                         let reason = v.to_string();
                         host.refuse(v)?;
-                        return Ok(self.reject(host, id, reason));
+                        return Ok(self.reject(host, id, staged.slot(), reason));
                     }
                 }
                 self.enqueue(host, id, staged.slot(), q);
                 self.wake(policy, host, q, id, staged.slot())?;
                 Ok(Arrival::Queued(q))
             }
-            SubmitDecision::Reject(reason) => Ok(self.reject(host, id, reason)),
+            SubmitDecision::Reject(reason) => Ok(self.reject(host, id, staged.slot(), reason)),
         }
     }
 
-    /// An admitted task leaves at once, rejected.
-    fn reject<H: Host + ?Sized>(&mut self, host: &mut H, id: TaskId, reason: String) -> Arrival {
-        host.ended(self, id);
+    /// An admitted task (store slot `slot`) leaves at once, rejected.
+    fn reject<H: Host + ?Sized>(
+        &mut self,
+        host: &mut H,
+        id: TaskId,
+        slot: usize,
+        reason: String,
+    ) -> Arrival {
+        host.ended(self, id, slot);
         self.view.tasks.discard(&id);
         self.emit(
             host,
@@ -480,6 +487,14 @@ impl EngineCore {
 
     /// Queue `q`, of store slots.
     #[inline]
+    fn queue_slots(&self, q: QueueId) -> &VecDeque<u32> {
+        match q {
+            QueueId::Unit(u) => &self.view.queues[u as usize],
+            QueueId::Central => &self.view.central,
+        }
+    }
+
+    #[inline]
     fn queue_mut(&mut self, q: QueueId) -> &mut VecDeque<u32> {
         match q {
             QueueId::Unit(u) => &mut self.view.queues[u as usize],
@@ -490,11 +505,24 @@ impl EngineCore {
     /// Where the task in store slot `slot` is in queue `q`.
     #[inline]
     fn position(&self, q: QueueId, slot: usize) -> Option<usize> {
-        let queue = match q {
-            QueueId::Unit(u) => &self.view.queues[u as usize],
-            QueueId::Central => &self.view.central,
-        };
-        queue.iter().position(|&s| s == slot as u32)
+        self.queue_slots(q).iter().position(|&s| s == slot as u32)
+    }
+
+    /// Where `task`, which unit `u` picked, waits: its store slot, queue (`u`'s or the
+    /// central one) and position there. The heads of both queues are checked first,
+    /// without the id look-up: most policies pick a head.
+    #[inline]
+    fn find_picked(&self, u: UnitId, task: TaskId) -> Option<(usize, QueueId, usize)> {
+        for q in [QueueId::Unit(u), QueueId::Central] {
+            if let Some(&s) = self.queue_slots(q).front() {
+                if self.view.tasks.at_slot(s as usize).task.id == task {
+                    return Some((s as usize, q, 0));
+                }
+            }
+        }
+        let slot = self.view.tasks.slot_of(&task)?;
+        let at = |q| self.position(q, slot).map(|i| (slot, q, i));
+        at(QueueId::Unit(u)).or_else(|| at(QueueId::Central))
     }
 
     #[inline]
@@ -534,19 +562,13 @@ impl EngineCore {
                 self.idle.insert(u);
                 return Ok(None);
             }
-            PickDecision::Run(t) => {
-                let found = self.view.tasks.slot_of(&t).and_then(|slot| {
-                    let at = |q| self.position(q, slot).map(|i| (slot, q, i));
-                    at(QueueId::Unit(u)).or_else(|| at(QueueId::Central))
-                });
-                match found {
-                    Some((slot, q, i)) => (t, slot, q, i),
-                    None => {
-                        let v = ContractError::NotQueued { unit: u, task: t };
-                        return self.refuse_pick(host, u, v);
-                    }
+            PickDecision::Run(t) => match self.find_picked(u, t) {
+                Some((slot, q, i)) => (t, slot, q, i),
+                None => {
+                    let v = ContractError::NotQueued { unit: u, task: t };
+                    return self.refuse_pick(host, u, v);
                 }
-            }
+            },
             PickDecision::Steal { from, task } => {
                 let found = (self.view.tasks.slot_of(&task))
                     .filter(|_| from != u && (from as usize) < self.view.queues.len())
@@ -680,22 +702,21 @@ impl EngineCore {
     }
 
     /// The task on `u` stops running there: its run and busy time are accounted.
+    /// Returns it and its store slot.
     #[inline]
-    fn vacate<H: Host + ?Sized>(&mut self, host: &mut H, u: UnitId) -> TaskId {
+    fn vacate<H: Host + ?Sized>(&mut self, host: &mut H, u: UnitId) -> (TaskId, usize) {
         let r = self.view.running[u as usize]
             .take()
             .expect("a vacated unit runs a task");
         if self.sampling {
             self.busy_ns[u as usize] += self.view.now_ns - r.since_ns.max(self.last_tick);
         }
-        let e = self
-            .view
-            .tasks
-            .at_slot_mut(self.running_slot[u as usize] as usize);
+        let slot = self.running_slot[u as usize] as usize;
+        let e = self.view.tasks.at_slot_mut(slot);
         debug_assert_eq!(e.task.id, r.task);
         e.run_ns += self.view.now_ns - r.since_ns;
         host.left(self, u, r.task);
-        r.task
+        (r.task, slot)
     }
 
     /// The task running on `u` finished: `complete`, then the unit picks.
@@ -706,8 +727,8 @@ impl EngineCore {
         host: &mut H,
         u: UnitId,
     ) -> Result<(), ContractError> {
-        let task = self.vacate(host, u);
-        self.finish(policy, host, u, task)
+        let (task, slot) = self.vacate(host, u);
+        self.finish(policy, host, u, task, slot)
     }
 
     /// `task` ended on `u` (which it no longer holds): recorded, `complete` (it still sees
@@ -719,10 +740,11 @@ impl EngineCore {
         host: &mut H,
         u: UnitId,
         task: TaskId,
+        slot: usize,
     ) -> Result<(), ContractError> {
         self.emit(host, task, EventKind::Complete { unit: u });
         policy.complete(self.view(), task, u);
-        host.ended(self, task);
+        host.ended(self, task, slot);
         self.view.tasks.discard(&task);
         self.pick(policy, host, u).map(|_| ())
     }
@@ -771,7 +793,7 @@ impl EngineCore {
         u: UnitId,
         then: Requeue,
     ) -> Result<(), ContractError> {
-        let task = self.vacate(host, u);
+        let (task, _) = self.vacate(host, u);
         if H::RELEASES_AT_ONCE {
             return self.requeue(policy, host, u, task, then);
         }
@@ -793,7 +815,8 @@ impl EngineCore {
             .take()
             .expect("a released unit was releasing");
         if finished {
-            return self.finish(policy, host, u, task);
+            let slot = self.slot_of(task);
+            return self.finish(policy, host, u, task, slot);
         }
         self.requeue(policy, host, u, task, then)
     }
@@ -995,7 +1018,7 @@ impl EngineCore {
             },
         );
         policy.complete(self.view(), task, unit);
-        host.ended(self, task);
+        host.ended(self, task, slot);
         self.view.tasks.discard(&task);
         if freed {
             self.pick(policy, host, unit)?;

@@ -971,7 +971,7 @@ impl Host for Live {
         }
     }
 
-    fn ended(&mut self, core: &EngineCore, task: TaskId) {
+    fn ended(&mut self, core: &EngineCore, task: TaskId, slot: usize) {
         if let Some(m) = &mut self.processes {
             if let Some(pid) = m.pids.remove(&task) {
                 m.sampler.untrack(pid);
@@ -981,7 +981,7 @@ impl Host for Live {
         let Some(st) = self.forget(task) else {
             return;
         };
-        let e = &core.tasks()[&task];
+        let e = core.tasks().at_slot(slot);
         if self.history.len() == HISTORY {
             self.history.pop_front();
         }

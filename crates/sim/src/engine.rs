@@ -517,9 +517,9 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
 
     /// Its model (and what it has still to do, if it started) goes.
     #[inline]
-    fn ended(&mut self, core: &EngineCore, task: TaskId) {
-        let slot = core.tasks().slot_of(&task).expect("a live task");
+    fn ended(&mut self, core: &EngineCore, task: TaskId, slot: usize) {
         let e = core.tasks().at_slot(slot);
+        debug_assert_eq!(e.task.id, task);
         self.models.release(slot, e.host());
         if e.runs > 0 {
             self.remaining.release(slot);
