@@ -180,17 +180,17 @@ impl Models {
     /// its parameters.
     #[inline]
     fn stage(&mut self, slot: usize, work: &Workload) -> u32 {
-        let params = Workload {
-            work_s: 0.0,
-            ..*work
-        };
         let handle = match self.last {
-            Some(h) if self.params[h as usize].0 == params => {
+            Some(h) if self.params[h as usize].0.same_params(work) => {
                 self.params[h as usize].1 += 1;
                 h
             }
             _ => {
                 self.keys += 1;
+                let params = Workload {
+                    work_s: 0.0,
+                    ..*work
+                };
                 let shared = (params, 1, self.keys);
                 let h = match self.free.pop() {
                     Some(h) => {

@@ -56,6 +56,34 @@ impl Workload {
     pub fn work_ns(&self) -> u64 {
         hetsched_core::ns::round_u64(self.work_s * 1e9)
     }
+
+    /// Whether the two models are equal but for their work: as `==` on copies with
+    /// `work_s` 0, without the copies (the simulator asks it of every arriving task).
+    #[inline]
+    pub fn same_params(&self, other: &Workload) -> bool {
+        // Destructured, so that a new field cannot be forgotten here.
+        let Workload {
+            work_s: _,
+            memory_bound,
+            mem_bandwidth,
+            speed,
+            instructions_per_s,
+            llc_mpki,
+            memory_bytes,
+            first_touch,
+            io_bound,
+            elasticity,
+        } = self;
+        *memory_bound == other.memory_bound
+            && *mem_bandwidth == other.mem_bandwidth
+            && *speed == other.speed
+            && *instructions_per_s == other.instructions_per_s
+            && *llc_mpki == other.llc_mpki
+            && *memory_bytes == other.memory_bytes
+            && *first_touch == other.first_touch
+            && *io_bound == other.io_bound
+            && *elasticity == other.elasticity
+    }
 }
 
 /// A task's meta info and its workload model. It dereferences to the meta info.
@@ -97,5 +125,44 @@ impl DerefMut for SimTask {
     #[inline]
     fn deref_mut(&mut self) -> &mut Task {
         &mut self.meta
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `same_params` is `==` on the models without their work, field by field.
+    #[test]
+    fn same_params_ignores_the_work_alone() {
+        let base = Workload {
+            work_s: 1.0,
+            ..Workload::default()
+        };
+        let mut variants = vec![base];
+        let mut each = |f: &dyn Fn(&mut Workload)| {
+            let mut w = base;
+            f(&mut w);
+            variants.push(w);
+        };
+        each(&|w| w.work_s = 2.0);
+        each(&|w| w.memory_bound = 0.5);
+        each(&|w| w.mem_bandwidth = 1e9);
+        each(&|w| w.speed.set(hetsched_core::machine::UnitType::Gpu, 4.0));
+        each(&|w| w.instructions_per_s = 1e9);
+        each(&|w| w.llc_mpki = 3.0);
+        each(&|w| w.memory_bytes = 1e6);
+        each(&|w| w.first_touch = true);
+        each(&|w| w.io_bound = 0.25);
+        each(&|w| w.elasticity = Some(0.5));
+        let no_work = |w: &Workload| Workload { work_s: 0.0, ..*w };
+        for a in &variants {
+            for b in &variants {
+                assert_eq!(a.same_params(b), no_work(a) == no_work(b), "{a:?} vs {b:?}");
+            }
+        }
+        // Only the work differs between the first two.
+        assert!(variants[0].same_params(&variants[1]));
+        assert!(!variants[0].same_params(&variants[2]));
     }
 }
