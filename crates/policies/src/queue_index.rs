@@ -58,8 +58,9 @@ impl QueueIndex {
     }
 
     /// The queued task of `u` with the least `key` (ties: nearest the head), with its key
-    /// and slot.
-    #[inline]
+    /// and slot. Inlined into its callers (cfs asks on every pick and slice end, mostly
+    /// of empty or short queues: a call cost as much as the scan).
+    #[inline(always)]
     pub fn least(
         &mut self,
         view: &View,
@@ -67,13 +68,13 @@ impl QueueIndex {
         key: impl Fn(TaskId, usize) -> u64,
     ) -> Option<(u64, TaskId, usize)> {
         let queue = view.queue(u);
-        if queue.len() <= SCAN_MAX {
-            if let Some(h) = self.heaps.get_mut(u as usize) {
-                h.clear();
-            }
-            return scan(queue, &key);
+        if queue.len() > SCAN_MAX {
+            return self.indexed(view, u, &key);
         }
-        self.indexed(view, u, &key)
+        if let Some(h) = self.heaps.get_mut(u as usize).filter(|h| !h.is_empty()) {
+            h.clear();
+        }
+        scan(queue, &key)
     }
 
     #[inline(never)]
