@@ -668,6 +668,7 @@ impl EngineCore {
     /// are placed by first touch (`first_touch`); a task whose memory is on another node
     /// of a machine with several gets the unit's node when the policy moves it
     /// ([`Policy::migrate_memory`]). The task's `numa_home` is updated.
+    #[inline]
     pub fn follow_memory<P: Policy + ?Sized>(
         &mut self,
         policy: &mut P,
@@ -676,12 +677,18 @@ impl EngineCore {
         slot: usize,
         first_touch: bool,
     ) -> MemoryMove {
+        let home = self.view.tasks.at_slot(slot).task.numa_home();
+        // Nothing to decide: the unit's entry (on one of many units, far from the
+        // cache) is not read.
+        if home.is_none() && !first_touch {
+            return MemoryMove::Stays;
+        }
         let unit = &self.view.machine.units[u as usize];
         let Some(node) = unit.numa_node.filter(|_| unit.kind == UnitType::Cpu) else {
             return MemoryMove::Stays;
         };
         // Node `u32::MAX` is no memory home (`Task::set_numa_home`): memory stays.
-        let moved = match self.view.tasks.at_slot(slot).task.numa_home() {
+        let moved = match home {
             None if first_touch && node != u32::MAX => MemoryMove::FirstTouch(node),
             Some(home)
                 if home != node

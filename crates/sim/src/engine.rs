@@ -463,7 +463,12 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
             }
             _ => *self.remaining.get(slot),
         };
-        let copy_in = self.speed.copy_in_ns(&e.task, u).saturating_add(moved);
+        // CPUs copy nothing (see the speed model): their speed entry is not read.
+        let copy_in = match core.unit_kind(u) {
+            UnitType::Cpu => 0,
+            _ => self.speed.copy_in_ns(&e.task, u),
+        }
+        .saturating_add(moved);
         let params = self.models.shared(h);
         let seg = &mut self.segs[u as usize];
         seg.slot = slot as u32;

@@ -389,6 +389,10 @@ pub struct IoStreams {
     streams: Vec<Option<Stream>>,
     /// Its I/O factor, by unit (meaningful where `streams` has one).
     factors: Vec<f64>,
+    /// Streams running: while none does (a workload without I/O tasks), a unit's
+    /// questions are answered without reading its entries, one cache miss less on every
+    /// run end and slice.
+    running: usize,
 }
 
 impl IoStreams {
@@ -403,6 +407,7 @@ impl IoStreams {
             local,
             streams: vec![None; units],
             factors: vec![1.0; units],
+            running: 0,
         }
     }
 
@@ -415,20 +420,30 @@ impl IoStreams {
     #[inline]
     pub fn factor(&self, unit: u32) -> Option<f64> {
         let u = unit as usize;
+        if self.running == 0 {
+            return None;
+        }
         self.streams[u].map(|_| self.factors[u])
     }
 
     /// The I/O task on `unit` starts a stream on `device` from `node`.
     pub fn start(&mut self, unit: u32, device: usize, node: u32) {
-        self.streams[unit as usize] = Some(Stream::of_task(device, node));
+        let stream = &mut self.streams[unit as usize];
+        self.running += stream.is_none() as usize;
+        *stream = Some(Stream::of_task(device, node));
         self.solve();
     }
 
     /// The task on `unit` stops; returns whether it was a stream (the others' factors
     /// changed).
+    #[inline]
     pub fn stop(&mut self, unit: u32) -> bool {
+        if self.running == 0 {
+            return false;
+        }
         let was = self.streams[unit as usize].take().is_some();
         if was {
+            self.running -= 1;
             self.solve();
         }
         was
