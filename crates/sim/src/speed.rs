@@ -125,48 +125,28 @@ impl SpeedModel {
                 }
             }
         }
-        let class_of = |with_node: bool| {
+        // The first unit of each (type, capacity, (node,) link), and each unit's index
+        // among them.
+        let classes_of = |with_node: bool| {
             let mut classes: Vec<u32> = Vec::new();
-            let mut seen = std::collections::HashSet::new();
-            for (i, u) in units.iter().enumerate() {
-                let link = u.link_bytes_per_s.map(f64::to_bits);
-                let node = u.numa_node.filter(|_| with_node);
-                if seen.insert((
-                    u.kind,
-                    u.capacity.to_bits(),
-                    node,
-                    link,
-                    u.link_latency_ns.to_bits(),
-                )) {
-                    classes.push(i as u32);
-                }
-            }
-            classes
+            let mut index = std::collections::HashMap::new();
+            let of_unit: Vec<u32> = (units.iter().enumerate())
+                .map(|(i, u)| {
+                    let link = u.link_bytes_per_s.map(f64::to_bits);
+                    let node = u.numa_node.filter(|_| with_node);
+                    let latency = u.link_latency_ns.to_bits();
+                    let key = (u.kind, u.capacity.to_bits(), node, link, latency);
+                    *index.entry(key).or_insert_with(|| {
+                        classes.push(i as u32);
+                        classes.len() as u32 - 1
+                    })
+                })
+                .collect();
+            (classes, of_unit)
         };
-        let (classes, flat_classes) = (class_of(true), class_of(false));
-        // A unit's class is the first of its kind, capacity, (node,) and link.
-        let same = |a: &UnitSpeed, b: &UnitSpeed, with_node: bool| {
-            (
-                a.kind,
-                a.capacity.to_bits(),
-                a.link_bytes_per_s.map(f64::to_bits),
-            ) == (
-                b.kind,
-                b.capacity.to_bits(),
-                b.link_bytes_per_s.map(f64::to_bits),
-            ) && a.link_latency_ns.to_bits() == b.link_latency_ns.to_bits()
-                && (!with_node || a.numa_node == b.numa_node)
-        };
-        let index = |classes: &[u32], u: &UnitSpeed, with_node: bool| {
-            let found = classes
-                .iter()
-                .position(|&c| same(&units[c as usize], u, with_node));
-            found.expect("every unit has a class") as u32
-        };
-        let class_of = units
-            .iter()
-            .map(|u| (index(&classes, u, true), index(&flat_classes, u, false)))
-            .collect();
+        let ((classes, of_unit), (flat_classes, of_unit_flat)) =
+            (classes_of(true), classes_of(false));
+        let class_of = of_unit.into_iter().zip(of_unit_flat).collect();
         let io = crate::io::IoModel::new(machine, Default::default());
         let nodes = machine.numa_nodes.iter().map(|n| n.os_index + 1).max();
         let io = (0..machine.io_devices.len())
