@@ -754,11 +754,17 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     /// bandwidth and its I/O stream shared with the tasks running now.
     #[inline]
     fn factor(&self, task: &Task, u: UnitId, seg: &Segment) -> f64 {
-        let sigma = self.sigma(seg.bandwidth_node());
         let model = self.models.shared(seg.params);
-        self.speed
-            .ns_per_work_s_shared(task, model, u, sigma, self.io.factor(u))
-            * 1e-9
+        match (seg.bandwidth_node(), self.io.factor(u)) {
+            (None, None) => {
+                let key = self.models.key(seg.params);
+                self.speed.factor_alone(task, model, key, u)
+            }
+            (node, io) => {
+                let sigma = self.sigma(node);
+                self.speed.ns_per_work_s_shared(task, model, u, sigma, io) * 1e-9
+            }
+        }
     }
 
     /// Schedules the next segment of `task` on `u`, computing from `from_ns` at `factor`

@@ -55,6 +55,8 @@ pub struct SpeedModel {
     /// for tasks with a NUMA home; `flat_classes` ignores the node (tasks without one).
     classes: Vec<u32>,
     flat_classes: Vec<u32>,
+    /// Each unit's index in `classes` and in `flat_classes`.
+    class_of: Vec<(u32, u32)>,
     /// `io[device][node]`: the I/O model's remote factor (see the module doc).
     io: Vec<Vec<f64>>,
     /// The terms of `ideal_ns` for the latest kind of task asked about.
@@ -69,12 +71,30 @@ pub struct SpeedModel {
 /// mostly in runs, so those of the latest kind are kept. The kind is its class (held,
 /// so that its pointer stays its own), NUMA home and the key of its model's
 /// parameters.
+///
+/// Its unit ns per reference ns on every unit class (infinite where it does not run)
+/// serve each segment of a task of this kind alone on its unit too ([`SpeedModel::
+/// factor_alone`]): tasks mostly start soon after they arrive, before another kind
+/// does, and this saves a segment the model's branches and its division.
 #[derive(Clone, Debug)]
 struct IdealTerms {
     class: Arc<TaskClass>,
     numa_home: Option<u32>,
     params_key: u64,
     units: Vec<(u64, f64, u64)>,
+    /// Whether the classes are `classes` (with the node), else `flat_classes`.
+    with_node: bool,
+    factors: Vec<f64>,
+}
+
+impl IdealTerms {
+    /// Whether `task` under the parameters named `params_key` is of this kind.
+    #[inline]
+    fn is_of(&self, task: &Task, params_key: u64) -> bool {
+        Arc::ptr_eq(&self.class, &task.class)
+            && self.numa_home == task.numa_home()
+            && self.params_key == params_key
+    }
 }
 
 impl SpeedModel {
@@ -105,25 +125,28 @@ impl SpeedModel {
                 }
             }
         }
-        let class_of = |with_node: bool| {
+        // The first unit of each (type, capacity, (node,) link), and each unit's index
+        // among them.
+        let classes_of = |with_node: bool| {
             let mut classes: Vec<u32> = Vec::new();
-            let mut seen = std::collections::HashSet::new();
-            for (i, u) in units.iter().enumerate() {
-                let link = u.link_bytes_per_s.map(f64::to_bits);
-                let node = u.numa_node.filter(|_| with_node);
-                if seen.insert((
-                    u.kind,
-                    u.capacity.to_bits(),
-                    node,
-                    link,
-                    u.link_latency_ns.to_bits(),
-                )) {
-                    classes.push(i as u32);
-                }
-            }
-            classes
+            let mut index = std::collections::HashMap::new();
+            let of_unit: Vec<u32> = (units.iter().enumerate())
+                .map(|(i, u)| {
+                    let link = u.link_bytes_per_s.map(f64::to_bits);
+                    let node = u.numa_node.filter(|_| with_node);
+                    let latency = u.link_latency_ns.to_bits();
+                    let key = (u.kind, u.capacity.to_bits(), node, link, latency);
+                    *index.entry(key).or_insert_with(|| {
+                        classes.push(i as u32);
+                        classes.len() as u32 - 1
+                    })
+                })
+                .collect();
+            (classes, of_unit)
         };
-        let (classes, flat_classes) = (class_of(true), class_of(false));
+        let ((classes, of_unit), (flat_classes, of_unit_flat)) =
+            (classes_of(true), classes_of(false));
+        let class_of = of_unit.into_iter().zip(of_unit_flat).collect();
         let io = crate::io::IoModel::new(machine, Default::default());
         let nodes = machine.numa_nodes.iter().map(|n| n.os_index + 1).max();
         let io = (0..machine.io_devices.len())
@@ -138,6 +161,7 @@ impl SpeedModel {
             numa,
             classes,
             flat_classes,
+            class_of,
             io,
             ideal: None,
         }
@@ -229,6 +253,19 @@ impl SpeedModel {
         self.copy_ns(task.bytes_out, unit)
     }
 
+    /// Unit ns per reference ns of `task` (model parameters `params`, named by
+    /// `params_key` as for [`Self::ideal_ns`]) alone on `unit`: neither memory bandwidth
+    /// nor an I/O stream shared, i.e. `ns_per_work_s_shared(task, params, unit, 1.0,
+    /// None) * 1e-9`, read from the kept terms when the task is of their kind.
+    #[inline]
+    pub fn factor_alone(&self, task: &Task, params: &Workload, params_key: u64, unit: u32) -> f64 {
+        if let Some(terms) = self.ideal.as_ref().filter(|k| k.is_of(task, params_key)) {
+            let (class, flat) = self.class_of[unit as usize];
+            return terms.factors[if terms.with_node { class } else { flat } as usize];
+        }
+        self.ns_per_work_s_shared(task, params, unit, 1.0, None) * 1e-9
+    }
+
     /// Unit nanoseconds for `work_ns` reference nanoseconds at `factor` unit ns per
     /// reference ns.
     #[inline]
@@ -247,31 +284,28 @@ impl SpeedModel {
         params_key: u64,
         work_ns: u64,
     ) -> Option<u64> {
-        let known = self.ideal.as_ref().is_some_and(|k| {
-            Arc::ptr_eq(&k.class, &task.class)
-                && k.numa_home == task.numa_home()
-                && k.params_key == params_key
-        });
+        let known = (self.ideal.as_ref()).is_some_and(|k| k.is_of(task, params_key));
         if !known {
-            let classes = if task.numa_home().is_some() || task.io_device.is_some() {
+            let with_node = task.numa_home().is_some() || task.io_device.is_some();
+            let classes = if with_node {
                 &self.classes
             } else {
                 &self.flat_classes
             };
-            let units = classes
-                .iter()
-                .copied()
-                .filter(|&u| task.affinity.runs_on(self.units[u as usize].kind))
-                .map(|u| {
-                    let factor = self.ns_per_work_s_shared(task, params, u, 1.0, None) * 1e-9;
-                    (self.copy_in_ns(task, u), factor, self.copy_out_ns(task, u))
-                })
+            let factors: Vec<f64> = (classes.iter())
+                .map(|&u| self.ns_per_work_s_shared(task, params, u, 1.0, None) * 1e-9)
+                .collect();
+            let units = (classes.iter().zip(&factors))
+                .filter(|&(&u, _)| task.affinity.runs_on(self.units[u as usize].kind))
+                .map(|(&u, &factor)| (self.copy_in_ns(task, u), factor, self.copy_out_ns(task, u)))
                 .collect();
             self.ideal = Some(IdealTerms {
                 class: Arc::clone(&task.class),
                 numa_home: task.numa_home(),
                 params_key,
                 units,
+                with_node,
+                factors,
             });
         }
         let terms = self.ideal.as_ref().expect("just set");
@@ -324,5 +358,37 @@ mod tests {
         // faster on the GPU (copy included) than its 4 s on the CPU.
         assert_eq!((seen[0], seen[3]), (Some(2_000_000_000), Some(750_000_000)));
         assert!(seen[1].unwrap() < 4_000_000_000);
+    }
+
+    /// A segment's factor alone on a unit is the model's, bit for bit, whichever kind
+    /// of task the kept terms are of (units of two CPU kinds, two nodes and a GPU).
+    #[test]
+    fn factor_alone_is_the_models_whatever_the_kept_kind() {
+        let text = "name = \"g\"\n[[cpu_kind]]\nname = \"s\"\ncapacity = 512\n\
+            [[cpu_kind]]\nname = \"b\"\ncapacity = 1024\n\
+            [[package]]\ncores = 2\nkind = [\"s\", \"b\"]\n\
+            [[package]]\ncores = 2\nkind = [\"b\", \"s\"]\n\
+            [[accelerator]]\ntype = \"gpu\"\nname = \"gpu0\"\nlink_bandwidth = \"1 GB/s\"\n";
+        let machine = crate::machine_from_toml(text, "g.toml").unwrap();
+        let cpu = SimTask::cpu(0, 1.0, 0);
+        let mut gpu = SimTask::cpu(1, 2.0, 0);
+        gpu.affinity.set(UnitType::Gpu, 8.0);
+        let mut bound = SimTask::cpu(2, 0.5, 0);
+        bound.model.memory_bound = 0.5;
+        let mut homed = bound.clone();
+        homed.set_numa_home(Some(1));
+        let tasks = [&cpu, &gpu, &bound, &homed];
+        let key = |t: &SimTask| (t.model.memory_bound > 0.0) as u64;
+        let mut model = SpeedModel::new(&machine);
+        for kept in tasks {
+            model.ideal_ns(kept, &kept.model, key(kept), kept.work_ns());
+            for t in tasks {
+                for u in 0..machine.units.len() as u32 {
+                    let direct = model.ns_per_work_s_shared(t, &t.model, u, 1.0, None) * 1e-9;
+                    let alone = model.factor_alone(t, &t.model, key(t), u);
+                    assert_eq!(alone.to_bits(), direct.to_bits(), "task {} unit {u}", t.id);
+                }
+            }
+        }
     }
 }
