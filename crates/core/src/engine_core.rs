@@ -160,9 +160,6 @@ pub struct EngineCore {
     /// The time, the machine, the queues, what runs where and the live tasks: what a
     /// policy reads, handed to it by reference.
     view: View,
-    /// Each unit's type, by unit id: 1 KiB for 1,024 units stays in cache, where the
-    /// machine's units are far apart.
-    kinds: Vec<UnitType>,
     /// The store slot of each unit's running task (saves a look-up when it leaves).
     running_slot: Vec<u32>,
     /// Idle online units that may be asked to pick (their last pick said `Idle`).
@@ -201,8 +198,8 @@ impl EngineCore {
                 central: VecDeque::new(),
                 running: vec![None; n],
                 tasks: TaskStore::default(),
+                kinds,
             },
-            kinds,
             running_slot: vec![0; n],
             idle: UnitSet::full(n),
             online: UnitSet::full(n),
@@ -247,12 +244,12 @@ impl EngineCore {
 
     #[inline]
     pub fn unit_kind(&self, unit: UnitId) -> UnitType {
-        self.kinds[unit as usize]
+        self.view.kinds[unit as usize]
     }
 
     #[inline]
     pub fn units(&self) -> usize {
-        self.kinds.len()
+        self.view.kinds.len()
     }
 
     #[inline]
@@ -282,12 +279,12 @@ impl EngineCore {
     }
 
     pub fn is_online(&self, unit: UnitId) -> bool {
-        (unit as usize) < self.kinds.len() && self.online.contains(unit)
+        (unit as usize) < self.view.kinds.len() && self.online.contains(unit)
     }
 
     /// Whether `unit` is idle, online and not releasing: a pick may be asked of it.
     pub fn is_idle(&self, unit: UnitId) -> bool {
-        (unit as usize) < self.kinds.len() && self.idle.contains(unit)
+        (unit as usize) < self.view.kinds.len() && self.idle.contains(unit)
     }
 
     /// The task a releasing unit waits for and where it goes.
@@ -318,9 +315,9 @@ impl EngineCore {
     /// Whether `unit` exists, is online, and a task of this affinity can run on it.
     #[inline]
     fn fits(&self, affinity: &Affinity, unit: UnitId) -> bool {
-        (unit as usize) < self.kinds.len()
+        (unit as usize) < self.view.kinds.len()
             && self.online.contains(unit)
-            && affinity.runs_on(self.kinds[unit as usize])
+            && affinity.runs_on(self.view.kinds[unit as usize])
     }
 
     /// Whether some online unit can run a task of this affinity.
@@ -477,7 +474,8 @@ impl EngineCore {
         let mut after = 0;
         while let Some(u) = self.idle.first_from(after) {
             after = u + 1;
-            if affinity.runs_on(self.kinds[u as usize]) && self.pick(policy, host, u)? == Some(task)
+            if affinity.runs_on(self.view.kinds[u as usize])
+                && self.pick(policy, host, u)? == Some(task)
             {
                 break;
             }
@@ -592,7 +590,7 @@ impl EngineCore {
             .at_slot(slot)
             .task
             .affinity
-            .runs_on(self.kinds[u as usize])
+            .runs_on(self.view.kinds[u as usize])
         {
             let v = ContractError::Misplaced {
                 who: "pick",
@@ -654,7 +652,7 @@ impl EngineCore {
         task: TaskId,
         slot: usize,
     ) -> Option<u64> {
-        let kind = self.kinds[u as usize];
+        let kind = self.view.kinds[u as usize];
         if kind == UnitType::Cpu {
             policy.time_slice(self.view(), u, task)
         } else {
@@ -975,7 +973,7 @@ impl EngineCore {
                     self.retarget(u, Requeue::Migrate(to));
                     return Ok(());
                 }
-                if self.kinds[u as usize] != UnitType::Cpu {
+                if self.view.kinds[u as usize] != UnitType::Cpu {
                     return host.refuse(ContractError::Accelerator { task, unit: u });
                 }
                 host.preempting(self, u, task);
@@ -1040,9 +1038,9 @@ impl EngineCore {
         host: &mut H,
         mut unit: Unit,
     ) -> Result<UnitId, ContractError> {
-        let id = self.kinds.len() as UnitId;
+        let id = self.view.kinds.len() as UnitId;
         unit.id = id;
-        self.kinds.push(unit.kind);
+        self.view.kinds.push(unit.kind);
         self.online_kinds[unit.kind as usize] += 1;
         self.view.machine.units.push(unit);
         self.view.queues.push(VecDeque::new());
@@ -1050,7 +1048,7 @@ impl EngineCore {
         self.running_slot.push(0);
         self.releasing.push(None);
         self.busy_ns.push(0);
-        let n = self.kinds.len();
+        let n = self.view.kinds.len();
         self.idle.grow(n);
         self.online.grow(n);
         self.online.insert(id);
@@ -1072,7 +1070,7 @@ impl EngineCore {
         }
         self.online.remove(unit);
         self.idle.remove(unit);
-        self.online_kinds[self.kinds[unit as usize] as usize] -= 1;
+        self.online_kinds[self.view.kinds[unit as usize] as usize] -= 1;
         let waiting = std::mem::take(&mut self.view.queues[unit as usize]);
         for slot in waiting {
             let slot = slot as usize;

@@ -361,7 +361,7 @@ impl Policy for Cfs {
         if from == unit {
             return PickDecision::Idle;
         }
-        let kind = view.unit(unit).kind;
+        let kind = view.unit_kind(unit);
         let Some(t) = view
             .queue(from)
             .entries()

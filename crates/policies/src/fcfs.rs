@@ -27,7 +27,7 @@ impl Policy for Fcfs {
         SubmitDecision::Enqueue(QueueId::Central)
     }
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
-        let kind = view.unit(unit).kind;
+        let kind = view.unit_kind(unit);
         match view
             .central()
             .entries()

@@ -463,8 +463,9 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
             }
             _ => *self.remaining.get(slot),
         };
+        let kind = core.unit_kind(u);
         // CPUs copy nothing (see the speed model): their speed entry is not read.
-        let copy_in = match core.unit_kind(u) {
+        let copy_in = match kind {
             UnitType::Cpu => 0,
             _ => self.speed.copy_in_ns(&e.task, u),
         }
@@ -473,11 +474,16 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         let seg = &mut self.segs[u as usize];
         seg.slot = slot as u32;
         seg.params = h;
-        seg.bandwidth_node =
-            Self::bandwidth_node(self.machine, &self.node_bandwidth, u, &e.task, params)
-                .unwrap_or(NO_NODE);
+        seg.bandwidth_node = Self::bandwidth_node(
+            self.machine,
+            &self.node_bandwidth,
+            (u, kind),
+            &e.task,
+            params,
+        )
+        .unwrap_or(NO_NODE);
         seg.remaining_ns = remaining;
-        let stream = Self::io_stream(self.machine, u, &e.task, params);
+        let stream = Self::io_stream(self.machine, (u, kind), &e.task, params);
         if let Some((device, node)) = stream {
             self.io.start(u, device, node);
         }
@@ -638,19 +644,20 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         Ok(())
     }
 
-    /// The NUMA node a task on CPU unit `u` draws memory bandwidth from, if shared.
+    /// The NUMA node a task on unit `u` (of type `kind`) draws memory bandwidth from,
+    /// if shared. The machine's entry of the unit is read only then.
+    #[inline]
     fn bandwidth_node(
         machine: &Machine,
         node_bandwidth: &[Option<f64>],
-        u: UnitId,
+        (u, kind): (UnitId, UnitType),
         t: &Task,
         model: &Workload,
     ) -> Option<u32> {
-        let unit = &machine.units[u as usize];
-        if model.mem_bandwidth <= 0.0 || model.memory_bound <= 0.0 || unit.kind != UnitType::Cpu {
+        if model.mem_bandwidth <= 0.0 || model.memory_bound <= 0.0 || kind != UnitType::Cpu {
             return None;
         }
-        let node = t.numa_home().or(unit.numa_node)?;
+        let node = t.numa_home().or(machine.units[u as usize].numa_node)?;
         node_bandwidth
             .get(node as usize)
             .copied()
@@ -686,14 +693,18 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
 
     /// The device and node of the I/O stream `t` runs on CPU unit `u`, if it has one:
     /// an I/O part, a device the machine lists, a unit on a known node.
-    fn io_stream(machine: &Machine, u: UnitId, t: &Task, model: &Workload) -> Option<(usize, u32)> {
-        let unit = &machine.units[u as usize];
+    #[inline]
+    fn io_stream(
+        machine: &Machine,
+        (u, kind): (UnitId, UnitType),
+        t: &Task,
+        model: &Workload,
+    ) -> Option<(usize, u32)> {
         let device = t.io_device? as usize;
-        if model.io_bound <= 0.0 || unit.kind != UnitType::Cpu || device >= machine.io_devices.len()
-        {
+        if model.io_bound <= 0.0 || kind != UnitType::Cpu || device >= machine.io_devices.len() {
             return None;
         }
-        Some((device, unit.numa_node?))
+        Some((device, machine.units[u as usize].numa_node?))
     }
 
     /// The set of I/O streams changed: the running I/O tasks continue at their new rates.
