@@ -131,8 +131,9 @@ pub trait Host {
         task: TaskId,
         slot: usize,
     ) -> Result<(), ContractError>;
-    /// `task` left `unit` (it no longer runs there; its time is accounted).
-    fn left(&mut self, core: &mut EngineCore, unit: UnitId, task: TaskId);
+    /// `task` left `unit` (it no longer runs there; its time is accounted); `ends`: it
+    /// will not run again (it completed, or is withdrawn).
+    fn left(&mut self, core: &mut EngineCore, unit: UnitId, task: TaskId, ends: bool);
     /// A tick moves `task`, running on CPU `unit`, off it now.
     fn preempting(&mut self, _core: &mut EngineCore, _unit: UnitId, _task: TaskId) {}
     /// `task` now waits in `queue`.
@@ -706,10 +707,10 @@ impl EngineCore {
         moved
     }
 
-    /// The task on `u` stops running there: its run and busy time are accounted.
-    /// Returns it and its store slot.
+    /// The task on `u` stops running there (`ends`: for good, it completed or is
+    /// withdrawn): its run and busy time are accounted. Returns it and its store slot.
     #[inline]
-    fn vacate<H: Host + ?Sized>(&mut self, host: &mut H, u: UnitId) -> (TaskId, usize) {
+    fn vacate<H: Host + ?Sized>(&mut self, host: &mut H, u: UnitId, ends: bool) -> (TaskId, usize) {
         let r = self.view.running[u as usize]
             .take()
             .expect("a vacated unit runs a task");
@@ -720,7 +721,7 @@ impl EngineCore {
         let e = self.view.tasks.at_slot_mut(slot);
         debug_assert_eq!(e.task.id, r.task);
         e.run_ns += self.view.now_ns - r.since_ns;
-        host.left(self, u, r.task);
+        host.left(self, u, r.task, ends);
         (r.task, slot)
     }
 
@@ -732,7 +733,7 @@ impl EngineCore {
         host: &mut H,
         u: UnitId,
     ) -> Result<(), ContractError> {
-        let (task, slot) = self.vacate(host, u);
+        let (task, slot) = self.vacate(host, u, true);
         self.finish(policy, host, u, task, slot)
     }
 
@@ -798,7 +799,7 @@ impl EngineCore {
         u: UnitId,
         then: Requeue,
     ) -> Result<(), ContractError> {
-        let (task, _) = self.vacate(host, u);
+        let (task, _) = self.vacate(host, u, false);
         if H::RELEASES_AT_ONCE {
             return self.requeue(policy, host, u, task, then);
         }
@@ -1000,7 +1001,7 @@ impl EngineCore {
         let (unit, freed) = match self.view.tasks.at_slot(slot).placement() {
             Placement::Running(u) => {
                 if self.view.running[u as usize].is_some_and(|r| r.task == task) {
-                    self.vacate(host, u);
+                    self.vacate(host, u, true);
                 } else {
                     self.releasing[u as usize] = None;
                 }

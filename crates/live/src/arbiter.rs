@@ -941,7 +941,7 @@ impl Host for Live {
         Ok(())
     }
 
-    fn left(&mut self, _core: &mut EngineCore, u: UnitId, _task: TaskId) {
+    fn left(&mut self, _core: &mut EngineCore, u: UnitId, _task: TaskId, _ends: bool) {
         self.deadlines.retain(|d| d.1 != u);
         self.vacated = true;
     }

@@ -507,15 +507,18 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         Ok(())
     }
 
-    /// The task's remaining work goes back to its entry; its node's other tasks are
-    /// re-planned without its draw.
+    /// The task's remaining work goes back to its entry, unless it ends (a write to a
+    /// line far from the cache, for a value nobody would read); its node's other tasks
+    /// are re-planned without its draw.
     #[inline]
-    fn left(&mut self, core: &mut EngineCore, u: UnitId, task: TaskId) {
+    fn left(&mut self, core: &mut EngineCore, u: UnitId, task: TaskId, ends: bool) {
         let node = self.draw(core, u, task, -1.0);
         let seg = &mut self.segs[u as usize];
         seg.run_end = 0;
         debug_assert_eq!(core.tasks().at_slot(seg.slot as usize).task.id, task);
-        *self.remaining.get_mut(seg.slot as usize) = seg.remaining_ns;
+        if !ends {
+            *self.remaining.get_mut(seg.slot as usize) = seg.remaining_ns;
+        }
         if let Some(n) = node {
             self.replan(core, None, |sim, v| {
                 sim.segs[v as usize].bandwidth_node() == Some(n)
