@@ -161,8 +161,9 @@ impl Default for Segment {
 /// [`TaskEntry::host`]: hetsched_core::task::TaskEntry::host
 #[derive(Default)]
 struct Models {
-    /// `work_s` by slot.
-    work: Slab<f64, 32768>,
+    /// The work in reference ns by slot ([`Workload::work_ns`], rounded once as the
+    /// task is staged: arrival, first start and completion each read it).
+    work: Slab<u64, 32768>,
     /// Parameters (`work_s` 0) by handle, with the number of models sharing them and
     /// their key: a number no other parameters had, so that a handle reused for other
     /// parameters has another key (the speed model keeps ideal times by key).
@@ -205,7 +206,7 @@ impl Models {
                 *self.last.insert(h)
             }
         };
-        *self.work.take(slot) = work.work_s;
+        *self.work.take(slot) = work.work_ns();
         handle
     }
 
@@ -233,11 +234,7 @@ impl Models {
     /// ([`Workload::work_ns`]).
     #[inline]
     fn work_ns(&self, slot: usize) -> u64 {
-        Workload {
-            work_s: *self.work.get(slot),
-            ..Workload::default()
-        }
-        .work_ns()
+        *self.work.get(slot)
     }
 
     /// The key of the parameters behind handle `h` (unique to them).
