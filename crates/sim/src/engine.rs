@@ -90,7 +90,7 @@ enum Next {
 
 /// The current segment of a busy unit, and what the engine reads of its task on every
 /// run end: one cache line, so that a slice that continues does not touch the task's
-/// entry (about 1,000 live entries of 224 bytes do not stay in the L1 cache).
+/// entry or model (those of about 1,000 live tasks do not stay in the L1 cache).
 #[derive(Clone, Copy, Debug)]
 #[repr(align(64))]
 struct Segment {
