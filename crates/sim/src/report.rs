@@ -153,13 +153,13 @@ fn eight_digits(n: u32) -> [u8; 8] {
     let n = n as u64;
     // Lanes of 32 bits: [n / 10^4, n % 10^4] (the first lane is the low one, first in
     // memory).
-    let x = n / 10_000 | (n % 10_000) << 32;
+    let x = (n / 10_000) | ((n % 10_000) << 32);
     let hundreds = ((x * 10486) >> 20) & 0x0000_007F_0000_007F;
     // Lanes of 16 bits: [v / 100, v % 100] for each four-digit v.
-    let x = hundreds | (x - hundreds * 100) << 16;
+    let x = hundreds | ((x - hundreds * 100) << 16);
     let tens = ((x * 103) >> 10) & 0x000F_000F_000F_000F;
     // Bytes: [w / 10, w % 10] for each two-digit w.
-    let x = tens | (x - tens * 10) << 8;
+    let x = tens | ((x - tens * 10) << 8);
     (x | 0x3030_3030_3030_3030).to_le_bytes()
 }
 
