@@ -100,8 +100,9 @@ struct Segment {
     /// The handle of its model's parameters (saves reading it from the task's entry).
     params: u32,
     /// The NUMA node whose shared bandwidth the task draws on, or `NO_NODE` (four
-    /// bytes, not an `Option`'s eight: with them the segment took two cache lines).
-    bandwidth_node: u32,
+    /// bytes, not an `Option`'s eight: with them the segment took two cache lines);
+    /// read through [`Segment::bandwidth_node`].
+    node: u32,
     /// Sequence number of the run end scheduled for this segment (0: none, e.g. it was
     /// cut short by a tick migration).
     run_end: u64,
@@ -128,7 +129,7 @@ impl Segment {
     /// The NUMA node whose shared bandwidth the task draws on, if any.
     #[inline]
     fn bandwidth_node(&self) -> Option<u32> {
-        (self.bandwidth_node != NO_NODE).then_some(self.bandwidth_node)
+        (self.node != NO_NODE).then_some(self.node)
     }
 }
 
@@ -138,7 +139,7 @@ impl Default for Segment {
             finishes: false,
             slot: 0,
             params: 0,
-            bandwidth_node: NO_NODE,
+            node: NO_NODE,
             run_end: 0,
             compute_from_ns: 0,
             compute_ns: 0,
@@ -164,10 +165,8 @@ struct Models {
     /// The work in reference ns by slot ([`Workload::work_ns`], rounded once as the
     /// task is staged: arrival, first start and completion each read it).
     work: Slab<u64, 32768>,
-    /// Parameters (`work_s` 0) by handle, with the number of models sharing them and
-    /// their key: a number no other parameters had, so that a handle reused for other
-    /// parameters has another key (the speed model keeps ideal times by key).
-    params: Vec<(Workload, u32, u64)>,
+    /// Parameters by handle.
+    params: Vec<Shared>,
     /// Keys given so far.
     keys: u64,
     /// Handles no model shares any more, to reuse.
@@ -176,23 +175,37 @@ struct Models {
     last: Option<u32>,
 }
 
+/// Model parameters shared by the tasks staged in a row with equal ones.
+struct Shared {
+    /// The parameters (`work_s` 0).
+    params: Workload,
+    /// Models sharing them.
+    users: u32,
+    /// A number no other parameters had, so that a handle reused for other parameters
+    /// has another key (the speed model keeps ideal times by key).
+    key: u64,
+}
+
 impl Models {
     /// Task store slot `slot` (not in use) takes the model `work`; returns the handle of
     /// its parameters.
     #[inline]
     fn stage(&mut self, slot: usize, work: &Workload) -> u32 {
         let handle = match self.last {
-            Some(h) if self.params[h as usize].0.same_params(work) => {
-                self.params[h as usize].1 += 1;
+            Some(h) if self.params[h as usize].params.same_params(work) => {
+                self.params[h as usize].users += 1;
                 h
             }
             _ => {
                 self.keys += 1;
-                let params = Workload {
-                    work_s: 0.0,
-                    ..*work
+                let shared = Shared {
+                    params: Workload {
+                        work_s: 0.0,
+                        ..*work
+                    },
+                    users: 1,
+                    key: self.keys,
                 };
-                let shared = (params, 1, self.keys);
                 let h = match self.free.pop() {
                     Some(h) => {
                         self.params[h as usize] = shared;
@@ -214,9 +227,9 @@ impl Models {
     #[inline]
     fn release(&mut self, slot: usize, h: u32) {
         self.work.release(slot);
-        let shared = &mut self.params[h as usize].1;
-        *shared -= 1;
-        if *shared == 0 {
+        let users = &mut self.params[h as usize].users;
+        *users -= 1;
+        if *users == 0 {
             self.free.push(h);
             if self.last == Some(h) {
                 self.last = None;
@@ -227,7 +240,7 @@ impl Models {
     /// The parameters behind handle `h` (of a live task; `work_s` 0).
     #[inline]
     fn shared(&self, h: u32) -> &Workload {
-        &self.params[h as usize].0
+        &self.params[h as usize].params
     }
 
     /// The work of the task in slot `slot` in reference nanoseconds
@@ -240,7 +253,7 @@ impl Models {
     /// The key of the parameters behind handle `h` (unique to them).
     #[inline]
     fn key(&self, h: u32) -> u64 {
-        self.params[h as usize].2
+        self.params[h as usize].key
     }
 }
 
@@ -471,7 +484,7 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         let seg = &mut self.segs[u as usize];
         seg.slot = slot as u32;
         seg.params = h;
-        seg.bandwidth_node = Self::bandwidth_node(
+        seg.node = Self::bandwidth_node(
             self.machine,
             &self.node_bandwidth,
             (u, kind),
