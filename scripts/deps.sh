@@ -13,6 +13,7 @@ APT_PACKAGES=(
   gzip xz-utils bzip2 python3      # programs the signature validation traces
   libfontconfig1-dev libfreetype-dev fonts-dejavu-core  # PNG plots (plotters' ttf text)
   chromium                         # renders the reproduce report headless in its test (~12 s to install)
+  g++ libsimgrid-dev               # SimGrid 3.32 (S4U), the peer `hetsched bench peers` runs beside the simulator
 )
 
 missing=()
@@ -31,6 +32,13 @@ if ((${#missing[@]})); then
     echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
     exit 1
   fi
+fi
+
+# SimPy, the other peer of `hetsched bench peers` (its test runs both peers).
+PY=${PYTHON:-python3}
+if ! "$PY" -c "import simpy" >/dev/null 2>&1; then
+  echo "deps: installing simpy" >&2
+  "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore "simpy>=4,<5"
 fi
 
 if ! cargo nextest --version >/dev/null 2>&1; then

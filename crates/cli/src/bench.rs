@@ -25,6 +25,9 @@ pub enum Bench {
     O2(crate::o2_cmd::BenchO2Args),
     /// Reuse-distance analysis (exact, sampled) and trace parsing throughput.
     Reuse(ReuseArgs),
+    /// The simulator beside SimGrid (S4U) and SimPy on one bag of tasks, the same task
+    /// stream for each: CPU per task, peak memory, and the outputs checked to agree.
+    Peers(crate::peers_bench::PeersBench),
     /// Slowdown of each live trace source over native, profiling gzip on generated text.
     Profile(crate::profile_bench::ProfileBench),
 }
@@ -40,6 +43,7 @@ pub fn run(which: Bench) -> Result<()> {
         Bench::O2(a) => crate::o2_cmd::bench_o2(a),
         Bench::Reuse(a) => reuse(a),
         Bench::Profile(a) => crate::profile_bench::run(a),
+        Bench::Peers(a) => crate::peers_bench::run(a),
     }
 }
 
@@ -190,14 +194,14 @@ fn thread_cpu_s() -> f64 {
 }
 
 /// Peak resident memory of this process in KiB (Linux `VmHWM`), if readable.
-fn peak_rss_kib() -> Option<u64> {
+pub(crate) fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// CPU seconds (this thread's) and wall seconds `f` takes, and its result.
-fn timed<T>(f: impl FnOnce() -> T) -> (f64, f64, T) {
+pub(crate) fn timed<T>(f: impl FnOnce() -> T) -> (f64, f64, T) {
     let start = Instant::now();
     let cpu0 = thread_cpu_s();
     let out = f();
@@ -291,27 +295,33 @@ fn load_average() -> Option<f64> {
 
 /// The best CPU time of a figure's runs and the range of the load average over them.
 #[derive(Default)]
-struct Figure {
+pub(crate) struct Figure {
     cpu: Option<f64>,
     load: Option<(f64, f64)>,
 }
 
 impl Figure {
     /// Times one run of `f` (this thread's CPU), noting the load average after it.
-    fn run<T>(&mut self, f: impl FnOnce() -> T) -> T {
+    pub(crate) fn run<T>(&mut self, f: impl FnOnce() -> T) -> T {
         let (cpu, _, out) = timed(f);
+        self.add(cpu);
+        out
+    }
+
+    /// A run that took `cpu` seconds (measured elsewhere: a child's own report), noting
+    /// the load average now.
+    pub(crate) fn add(&mut self, cpu: f64) {
         self.cpu = Some(self.cpu.map_or(cpu, |c| c.min(cpu)));
         if let Some(l) = load_average() {
             self.load = Some(self.load.map_or((l, l), |(lo, hi)| (lo.min(l), hi.max(l))));
         }
-        out
     }
 
-    fn cpu(&self) -> f64 {
+    pub(crate) fn cpu(&self) -> f64 {
         self.cpu.unwrap_or(f64::NAN)
     }
 
-    fn load(&self) -> String {
+    pub(crate) fn load(&self) -> String {
         match self.load {
             Some((lo, hi)) if lo == hi => format!("load {lo:.2}"),
             Some((lo, hi)) => format!("load {lo:.2}-{hi:.2}"),

@@ -15,6 +15,7 @@ mod experiment;
 mod iobench_cmd;
 mod nuca_cmd;
 mod o2_cmd;
+mod peers_bench;
 mod policies_cmd;
 mod profile_bench;
 mod reproduce_cmd;

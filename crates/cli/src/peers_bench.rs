@@ -1,0 +1,391 @@
+//! `hetsched bench peers`: hetsched's simulator beside the simulators a user would pick
+//! instead, SimGrid (S4U, C++) and SimPy, on one bag of tasks, in one run.
+//!
+//! Why: a figure of ours means little without the peer's beside it, measured in the same
+//! session on the same machine (issue #21 measured the engine at 5–6× SimGrid 3.32 and
+//! 3–4× SimPy 4.1, and `simulate` at par with SimGrid). Every simulator gets the same
+//! tasks: `bench sim`'s stream (exponential work, Poisson arrivals), written once as
+//! integer nanoseconds. Each runs first-come first-served on identical units (SimGrid: a
+//! worker actor per host taking from one queue; SimPy: one `Resource` of that capacity;
+//! hetsched: `fcfs`), so all make the same schedule, and the bench checks that they agree
+//! (completed tasks, mean turnaround, makespan) before it prints a ratio. Each reports
+//! the CPU time of its simulation alone: the peers read their input first, and
+//! hetsched's timed runs take the stream from memory.
+//!
+//! The peers' programs are in `peers/`. SimGrid's is compiled at first use with the
+//! system's C++ compiler against Debian's `libsimgrid-dev`; SimPy's runs under `python3`
+//! (or `$PYTHON`) with `simpy` from PyPI. A peer that is not installed is reported as
+//! such, with what it needs, and left out.
+
+use crate::bench::{peak_rss_kib, Figure};
+use clap::Args;
+use hetsched_core::record::{EventCounter, Metrics};
+use hetsched_core::{Error, Result};
+use hetsched_sim::stream::StreamRecorder;
+use hetsched_sim::SimTask;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Args)]
+pub struct PeersBench {
+    /// Tasks in the bag.
+    #[arg(long, default_value_t = 1_000_000)]
+    tasks: u64,
+    /// Packages of the generated machine (equal cores).
+    #[arg(long, default_value_t = 64)]
+    packages: u32,
+    /// Cores per package.
+    #[arg(long, default_value_t = 16)]
+    cores: u32,
+    /// Mean task work in reference seconds (exponential sizes).
+    #[arg(long, default_value_t = 0.01)]
+    mean_work: f64,
+    /// Offered load as a fraction of the machine's capacity (Poisson arrivals).
+    #[arg(long, default_value_t = 0.9)]
+    load: f64,
+    /// Runs of each simulator; the fastest counts (the machine is shared).
+    #[arg(long, default_value_t = 3)]
+    repeat: u32,
+    /// Peers to run beside hetsched (default: both).
+    #[arg(long, value_delimiter = ',', value_parser = ["simgrid", "simpy"])]
+    peer: Vec<String>,
+    /// Where the task stream and the compiled SimGrid program go.
+    #[arg(long, default_value = "hetsched-out/bench-peers")]
+    out: PathBuf,
+}
+
+/// What a simulator reported of its run.
+#[derive(Clone, Copy)]
+struct Report {
+    completed: u64,
+    makespan_s: f64,
+    mean_turnaround_s: f64,
+    peak_rss_kib: Option<u64>,
+}
+
+/// A peer: its name, and how to start it on a task file (or why it cannot run here).
+struct Peer {
+    name: String,
+    command: std::result::Result<Command, String>,
+}
+
+pub fn run(a: PeersBench) -> Result<()> {
+    let machine = hetsched_sim::bench::machine(a.packages, a.cores)?;
+    let units = machine.units.len();
+    let stream = || hetsched_sim::bench::tasks(a.tasks, units, a.mean_work, a.load, 1);
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| Error::runtime(format!("{}: {e}", a.out.display())))?;
+    let repeat = a.repeat.max(1);
+
+    // hetsched generates the stream as it goes, as `bench sim` does: its figures include
+    // drawing the tasks (printed apart), where the peers' exclude reading them.
+    let (mut engine, mut metrics_fig) = (Figure::default(), Figure::default());
+    let (mut summary, mut metrics, mut engine_rss) = (None, None, None);
+    for _ in 0..repeat {
+        let mut policy = hetsched_policies::build("fcfs", 1)?;
+        let ran = engine.run(|| {
+            hetsched_sim::run(
+                &machine,
+                policy.as_mut(),
+                stream(),
+                &hetsched_sim::Config::default(),
+                &mut EventCounter::default(),
+            )
+        })?;
+        if summary.as_ref().is_some_and(|s| s != &ran) {
+            return Err(Error::runtime(
+                "bench peers: two runs of hetsched differ (the engine must be deterministic)",
+            ));
+        }
+        summary = Some(ran);
+        // The engine's peak, before a run with metrics (their per-task values) raises it.
+        engine_rss = engine_rss.or_else(peak_rss_kib);
+        metrics = Some(metrics_fig.run(|| with_metrics(&machine, stream()))?);
+    }
+    let draw_all = || std::hint::black_box(stream().map(|t| t.model.work_s).sum::<f64>());
+    let (generating, _, _) = crate::bench::timed(draw_all);
+    let metrics = metrics.expect("one run at least");
+    let ours = Report {
+        completed: metrics.completed as u64,
+        makespan_s: metrics.makespan_s,
+        mean_turnaround_s: metrics.turnaround_s.mean,
+        peak_rss_kib: peak_rss_kib(),
+    };
+
+    let path = a.out.join("tasks.txt");
+    write_stream(&path, units, stream())?;
+    let chosen = |p: &str| a.peer.is_empty() || a.peer.iter().any(|q| q == p);
+    let mut peers = Vec::new();
+    if chosen("simgrid") {
+        peers.push(simgrid(&a.out));
+    }
+    if chosen("simpy") {
+        peers.push(simpy());
+    }
+
+    println!(
+        "bag of tasks: {} tasks, exponential work (mean {} s), Poisson arrivals at load {} on {} x {} = {units} equal units, first come first served; the same stream for every simulator ({}); best of {repeat} runs, CPU of the simulation alone (input read before)",
+        a.tasks,
+        a.mean_work,
+        a.load,
+        a.packages,
+        a.cores,
+        path.display()
+    );
+    let row = |what: &str, fig: &Figure, r: &Report, ratio: String| {
+        println!(
+            "{what:<44} {:>8.3} s CPU {:>7.2} M tasks/CPU s  peak RSS {:>9}  mean turnaround {:.9} s  makespan {:.6} s  {ratio}({})",
+            fig.cpu(),
+            r.completed as f64 / fig.cpu() / 1e6,
+            r.peak_rss_kib.map_or("?".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0)),
+            r.mean_turnaround_s,
+            r.makespan_s,
+            fig.load()
+        );
+    };
+    row(
+        "hetsched engine (counting recorder)",
+        &engine,
+        &ours,
+        String::new(),
+    );
+    row(
+        "hetsched engine + metrics (simulate --summary)",
+        &metrics_fig,
+        &ours,
+        String::new(),
+    );
+    let mut disagree = Vec::new();
+    for peer in peers {
+        let mut command = match peer.command {
+            Ok(c) => c,
+            Err(why) => {
+                println!("{:<44} not run here: {why}", peer.name);
+                continue;
+            }
+        };
+        command.arg(&path);
+        let mut fig = Figure::default();
+        let mut report = None;
+        let mut version = String::new();
+        for _ in 0..repeat {
+            let (fields, cpu) = run_peer(&peer.name, &mut command)?;
+            fig.add(cpu);
+            version = fields.get("version").cloned().unwrap_or_default();
+            report = Some(parse_report(&peer.name, &fields)?);
+        }
+        let r = report.expect("one run at least");
+        if !agrees(&ours, &r) {
+            disagree.push(peer.name.clone());
+        }
+        let ratio = format!(
+            "hetsched {:.2}x (engine), {:.2}x (+ metrics)  ",
+            fig.cpu() / engine.cpu(),
+            fig.cpu() / metrics_fig.cpu()
+        );
+        row(&format!("{} {version}", peer.name), &fig, &r, ratio);
+    }
+    println!(
+        "hetsched's figures include drawing the tasks as it goes ({generating:.3} s CPU of them alone), the peers' exclude reading them; peak RSS: hetsched's with the stream drawn as it goes, the peers' with the whole stream read first"
+    );
+    let _ = std::fs::remove_file(&path);
+    if !disagree.is_empty() {
+        return Err(Error::runtime(format!(
+            "bench peers: {} disagree with hetsched (completed tasks, mean turnaround or makespan): the models differ",
+            disagree.join(", ")
+        )));
+    }
+    println!("outputs agree: every simulator completed the same tasks with the same mean turnaround and makespan (relative difference <= 1e-6)");
+    Ok(())
+}
+
+/// The engine on `tasks` with the metrics `simulate --summary` computes.
+#[inline(never)]
+fn with_metrics(
+    machine: &hetsched_core::machine::Machine,
+    tasks: impl Iterator<Item = SimTask>,
+) -> Result<Metrics> {
+    let mut rec = StreamRecorder::<std::fs::File>::new(
+        "fcfs",
+        &machine.units.iter().map(|u| u.kind).collect::<Vec<_>>(),
+        machine.units.iter().map(|u| u.name.clone()).collect(),
+        None,
+    );
+    let mut policy = hetsched_policies::build("fcfs", 1)?;
+    hetsched_sim::run(
+        machine,
+        policy.as_mut(),
+        tasks,
+        &hetsched_sim::Config::default(),
+        &mut rec,
+    )?;
+    rec.finish()
+}
+
+/// Whether a peer's run matches ours: the same tasks completed, the same mean turnaround
+/// and makespan within a relative 1e-6 (the peers add seconds in `f64`, we nanoseconds).
+fn agrees(ours: &Report, theirs: &Report) -> bool {
+    let near = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1e-9);
+    ours.completed == theirs.completed
+        && near(ours.mean_turnaround_s, theirs.mean_turnaround_s)
+        && near(ours.makespan_s, theirs.makespan_s)
+}
+
+/// The task file the peers read: `units N`, then `arrival_ns work_ns` per task.
+fn write_stream(path: &Path, units: usize, tasks: impl Iterator<Item = SimTask>) -> Result<()> {
+    let io = |e: std::io::Error| Error::runtime(format!("{}: {e}", path.display()));
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+    writeln!(w, "units {units}").map_err(io)?;
+    for t in tasks {
+        writeln!(w, "{} {}", t.arrival_ns, t.work_ns()).map_err(io)?;
+    }
+    w.flush().map_err(io)
+}
+
+/// SimGrid's program, built once per source text into `out` (a C++ compiler and
+/// `libsimgrid-dev` needed).
+fn simgrid(out: &Path) -> Peer {
+    const SOURCE: &str = include_str!("peers/simgrid_bag.cpp");
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    SOURCE.hash(&mut h);
+    let bin = out.join(format!("simgrid-bag-{:016x}", h.finish()));
+    let name = "SimGrid (S4U)".to_string();
+    if bin.exists() {
+        return Peer {
+            name,
+            command: Ok(Command::new(bin)),
+        };
+    }
+    let needs = "needs a C++ compiler and SimGrid (apt-get install g++ libsimgrid-dev)";
+    let src = out.join("simgrid_bag.cpp");
+    if let Err(e) = std::fs::write(&src, SOURCE) {
+        return Peer {
+            name,
+            command: Err(format!("{}: {e}", src.display())),
+        };
+    }
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let built = Command::new(&cxx)
+        .args(["-O2", "-std=c++17"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&bin)
+        .arg("-lsimgrid")
+        .output();
+    let command = match built {
+        Ok(o) if o.status.success() => Ok(Command::new(bin)),
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            Err(format!(
+                "{needs}: {cxx}: {}",
+                err.lines().next().unwrap_or("failed")
+            ))
+        }
+        Err(e) => Err(format!("{needs}: {cxx}: {e}")),
+    };
+    Peer { name, command }
+}
+
+/// SimPy's program under `$PYTHON` or `python3` (`pip install simpy` needed).
+fn simpy() -> Peer {
+    const SOURCE: &str = include_str!("peers/simpy_bag.py");
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let name = "SimPy".to_string();
+    let has = Command::new(&python)
+        .args(["-c", "import simpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has {
+        return Peer {
+            name,
+            command: Err(format!(
+                "needs {python} with SimPy ({python} -m pip install simpy)"
+            )),
+        };
+    }
+    let mut c = Command::new(python);
+    c.args(["-c", SOURCE]);
+    Peer {
+        name,
+        command: Ok(c),
+    }
+}
+
+/// Runs a peer once: its report's fields and the CPU seconds it spent simulating.
+fn run_peer(name: &str, command: &mut Command) -> Result<(HashMap<String, String>, f64)> {
+    let out = command
+        .output()
+        .map_err(|e| Error::runtime(format!("{name}: {e}")))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().rev().find(|l| l.contains("cpu_s="));
+    let (true, Some(line)) = (out.status.success(), line) else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(Error::runtime(format!(
+            "{name}: {} without a report: {}",
+            out.status,
+            err.lines().last().unwrap_or("")
+        )));
+    };
+    let fields: HashMap<String, String> = line
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let cpu = number(name, &fields, "cpu_s")?;
+    Ok((fields, cpu))
+}
+
+fn number(name: &str, fields: &HashMap<String, String>, key: &str) -> Result<f64> {
+    fields
+        .get(key)
+        .and_then(|v| v.parse::<f64>().ok())
+        .ok_or_else(|| Error::runtime(format!("{name}: its report has no number {key}=")))
+}
+
+fn parse_report(name: &str, fields: &HashMap<String, String>) -> Result<Report> {
+    Ok(Report {
+        completed: number(name, fields, "completed")? as u64,
+        makespan_s: number(name, fields, "makespan_s")?,
+        mean_turnaround_s: number(name, fields, "mean_turnaround_s")?,
+        peak_rss_kib: fields.get("peak_rss_kib").and_then(|v| v.parse().ok()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(completed: u64, mean: f64, makespan: f64) -> Report {
+        Report {
+            completed,
+            makespan_s: makespan,
+            mean_turnaround_s: mean,
+            peak_rss_kib: None,
+        }
+    }
+
+    #[test]
+    fn agreement_is_the_same_tasks_and_times_within_a_millionth() {
+        let ours = report(1000, 0.0125, 10.5);
+        assert!(agrees(&ours, &report(1000, 0.0125 * (1.0 + 5e-7), 10.5)));
+        assert!(agrees(&ours, &report(1000, 0.0125, 10.5 * (1.0 - 5e-7))));
+        assert!(!agrees(&ours, &report(999, 0.0125, 10.5)));
+        assert!(!agrees(&ours, &report(1000, 0.0125 * (1.0 + 2e-6), 10.5)));
+        assert!(!agrees(&ours, &report(1000, 0.0125, 10.5 * (1.0 + 2e-6))));
+        assert!(agrees(&report(0, 0.0, 0.0), &report(0, 0.0, 0.0)));
+        assert!(!agrees(&ours, &report(1000, f64::NAN, 10.5)));
+    }
+
+    #[test]
+    fn a_report_lacking_a_number_is_an_error_naming_the_field() {
+        let fields: HashMap<String, String> = [("completed", "3"), ("makespan_s", "x")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let e = parse_report("SimPy", &fields).err().unwrap().to_string();
+        assert!(e.contains("SimPy") && e.contains("makespan_s="), "{e}");
+    }
+}
