@@ -7,8 +7,9 @@
 // worker after the last task ends the run.
 //
 // Input (the file the bench writes): "units N", then "arrival_ns work_ns" per task in
-// arrival order. Output, one line: the library's version, tasks, makespan, mean turnaround, CPU seconds of the
-// simulation alone (reading the file excluded), CPU seconds of reading, peak RSS in KiB.
+// arrival order. Output, one line: the library's version, tasks, makespan, mean
+// turnaround, CPU seconds of the simulation alone (reading the file excluded), CPU
+// seconds of reading, peak RSS in KiB.
 #include <simgrid/s4u.hpp>
 #include <simgrid/version.h>
 

@@ -4,8 +4,9 @@ a source process starts a process per task at its arrival, and that process hold
 unit for the task's work (seconds of a reference unit).
 
 Input (the file the bench writes): "units N", then "arrival_ns work_ns" per task in
-arrival order. Output, one line: SimPy's version, tasks, makespan, mean turnaround, CPU seconds of the
-simulation alone (reading the file excluded), CPU seconds of reading, peak RSS in KiB.
+arrival order. Output, one line: SimPy's version, tasks, makespan, mean turnaround, CPU
+seconds of the simulation alone (reading the file excluded), CPU seconds of reading,
+peak RSS in KiB.
 """
 
 import sys
