@@ -72,6 +72,16 @@ struct Peer {
 }
 
 pub fn run(a: PeersBench) -> Result<()> {
+    for (flag, v) in [("--mean-work", a.mean_work), ("--load", a.load)] {
+        if !(v.is_finite() && v > 0.0) {
+            return Err(Error::input(format!(
+                "{flag} {v}: a finite number > 0 is accepted"
+            )));
+        }
+    }
+    if a.packages == 0 || a.cores == 0 {
+        return Err(Error::input("--packages and --cores: at least 1 each"));
+    }
     let machine = hetsched_sim::bench::machine(a.packages, a.cores)?;
     let units = machine.units.len();
     let stream = || hetsched_sim::bench::tasks(a.tasks, units, a.mean_work, a.load, 1);

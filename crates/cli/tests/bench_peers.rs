@@ -86,3 +86,18 @@ fn a_peer_that_cannot_run_is_named_with_what_it_needs() {
     // hetsched's own rows are still there.
     assert!(t.contains("hetsched engine + metrics"), "{t}");
 }
+
+#[test]
+fn absurd_workloads_are_refused_naming_the_flag_and_range() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flag, value) in [("--load", "0"), ("--mean-work", "-1"), ("--load", "inf")] {
+        let o = Command::new(env!("CARGO_BIN_EXE_hetsched"))
+            .args(["bench", "peers", &format!("{flag}={value}"), "--out"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{t}");
+        assert!(t.contains(flag) && t.contains("a finite number > 0"), "{t}");
+    }
+}
