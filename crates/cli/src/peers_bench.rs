@@ -155,10 +155,14 @@ pub fn run(a: PeersBench) -> Result<()> {
             fig.load()
         );
     };
+    let engine_row = Report {
+        peak_rss_kib: engine_rss,
+        ..ours
+    };
     row(
         "hetsched engine (counting recorder)",
         &engine,
-        &ours,
+        &engine_row,
         String::new(),
     );
     row(
