@@ -162,23 +162,55 @@ fn topology(args: TopologyBench) -> Result<()> {
     Ok(())
 }
 
+/// `bench sim`'s workload, which `bench peers` runs too: a bag of independent tasks of
+/// exponential work arriving as a Poisson stream on `packages × cores` equal units.
 #[derive(Args)]
-pub struct SimBench {
+pub(crate) struct BagArgs {
     /// Tasks to simulate.
     #[arg(long, default_value_t = 1_000_000)]
-    tasks: u64,
+    pub(crate) tasks: u64,
     /// Packages of the generated machine.
     #[arg(long, default_value_t = 64)]
-    packages: u32,
+    pub(crate) packages: u32,
     /// Cores per package.
     #[arg(long, default_value_t = 16)]
-    cores: u32,
+    pub(crate) cores: u32,
     /// Mean task work in reference seconds (exponential sizes).
     #[arg(long, default_value_t = 0.01)]
-    mean_work: f64,
+    pub(crate) mean_work: f64,
     /// Offered load as a fraction of the machine's capacity (Poisson arrivals).
     #[arg(long, default_value_t = 0.9)]
-    load: f64,
+    pub(crate) load: f64,
+}
+
+impl BagArgs {
+    /// The generated machine; absurd values are refused naming the flag and the range.
+    pub(crate) fn machine(&self) -> Result<hetsched_core::machine::Machine> {
+        for (flag, v) in [("--mean-work", self.mean_work), ("--load", self.load)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(hetsched_core::Error::input(format!(
+                    "{flag} {v}: a finite number > 0 is accepted"
+                )));
+            }
+        }
+        if self.packages == 0 || self.cores == 0 {
+            return Err(hetsched_core::Error::input(
+                "--packages and --cores: at least 1 each",
+            ));
+        }
+        hetsched_sim::bench::machine(self.packages, self.cores)
+    }
+
+    /// The task stream (seed 1) on `units` units, drawn as it is read.
+    pub(crate) fn stream(&self, units: usize) -> impl Iterator<Item = hetsched_sim::SimTask> {
+        hetsched_sim::bench::tasks(self.tasks, units, self.mean_work, self.load, 1)
+    }
+}
+
+#[derive(Args)]
+pub struct SimBench {
+    #[command(flatten)]
+    bag: BagArgs,
     /// Policies to time.
     #[arg(long = "policy", default_values_t = ["cfs".to_string(), "fcfs".to_string()])]
     policies: Vec<String>,
@@ -211,12 +243,13 @@ pub(crate) fn timed<T>(f: impl FnOnce() -> T) -> (f64, f64, T) {
 }
 
 fn sim(args: SimBench) -> Result<()> {
-    let machine = hetsched_sim::bench::machine(args.packages, args.cores)?;
+    let bag = &args.bag;
+    let machine = bag.machine()?;
     let units = machine.units.len();
-    let tasks = || hetsched_sim::bench::tasks(args.tasks, units, args.mean_work, args.load, 1);
+    let tasks = || bag.stream(units);
     println!(
         "machine: {} x {} = {units} units; {} tasks, exponential work mean {} s, load {}; best of {} runs",
-        args.packages, args.cores, args.tasks, args.mean_work, args.load, args.repeat
+        bag.packages, bag.cores, bag.tasks, bag.mean_work, bag.load, args.repeat
     );
     for spec in &args.policies {
         let mut best: Option<(f64, f64)> = None;
@@ -265,7 +298,7 @@ fn sim(args: SimBench) -> Result<()> {
     std::hint::black_box(work);
     println!(
         "of which generating the {} tasks alone: {gen_cpu:.2} s CPU",
-        args.tasks
+        bag.tasks
     );
     println!("goal: >= 10 M events/s on one core and <= 5 s per 1,000,000-task run");
     Ok(())

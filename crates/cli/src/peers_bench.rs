@@ -17,7 +17,7 @@
 //! (or `$PYTHON`) with `simpy` from PyPI. A peer that is not installed is reported as
 //! such, with what it needs, and left out.
 
-use crate::bench::{peak_rss_kib, Figure};
+use crate::bench::{peak_rss_kib, BagArgs, Figure};
 use clap::Args;
 use hetsched_core::record::{EventCounter, Metrics};
 use hetsched_core::{Error, Result};
@@ -30,21 +30,8 @@ use std::process::Command;
 
 #[derive(Args)]
 pub struct PeersBench {
-    /// Tasks in the bag.
-    #[arg(long, default_value_t = 1_000_000)]
-    tasks: u64,
-    /// Packages of the generated machine (equal cores).
-    #[arg(long, default_value_t = 64)]
-    packages: u32,
-    /// Cores per package.
-    #[arg(long, default_value_t = 16)]
-    cores: u32,
-    /// Mean task work in reference seconds (exponential sizes).
-    #[arg(long, default_value_t = 0.01)]
-    mean_work: f64,
-    /// Offered load as a fraction of the machine's capacity (Poisson arrivals).
-    #[arg(long, default_value_t = 0.9)]
-    load: f64,
+    #[command(flatten)]
+    bag: BagArgs,
     /// Runs of each simulator; the fastest counts (the machine is shared).
     #[arg(long, default_value_t = 3)]
     repeat: u32,
@@ -72,19 +59,10 @@ struct Peer {
 }
 
 pub fn run(a: PeersBench) -> Result<()> {
-    for (flag, v) in [("--mean-work", a.mean_work), ("--load", a.load)] {
-        if !(v.is_finite() && v > 0.0) {
-            return Err(Error::input(format!(
-                "{flag} {v}: a finite number > 0 is accepted"
-            )));
-        }
-    }
-    if a.packages == 0 || a.cores == 0 {
-        return Err(Error::input("--packages and --cores: at least 1 each"));
-    }
-    let machine = hetsched_sim::bench::machine(a.packages, a.cores)?;
+    let bag = &a.bag;
+    let machine = bag.machine()?;
     let units = machine.units.len();
-    let stream = || hetsched_sim::bench::tasks(a.tasks, units, a.mean_work, a.load, 1);
+    let stream = || bag.stream(units);
     std::fs::create_dir_all(&a.out)
         .map_err(|e| Error::runtime(format!("{}: {e}", a.out.display())))?;
     let repeat = a.repeat.max(1);
@@ -137,11 +115,11 @@ pub fn run(a: PeersBench) -> Result<()> {
 
     println!(
         "bag of tasks: {} tasks, exponential work (mean {} s), Poisson arrivals at load {} on {} x {} = {units} equal units, first come first served; the same stream for every simulator ({}); best of {repeat} runs, CPU of the simulation alone (input read before)",
-        a.tasks,
-        a.mean_work,
-        a.load,
-        a.packages,
-        a.cores,
+        bag.tasks,
+        bag.mean_work,
+        bag.load,
+        bag.packages,
+        bag.cores,
         path.display()
     );
     let row = |what: &str, fig: &Figure, r: &Report, ratio: String| {
