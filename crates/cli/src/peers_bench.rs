@@ -9,8 +9,9 @@
 //! worker actor per host taking from one queue; SimPy: one `Resource` of that capacity;
 //! hetsched: `fcfs`), so all make the same schedule, and the bench checks that they agree
 //! (completed tasks, mean turnaround, makespan) before it prints a ratio. Each reports
-//! the CPU time of its simulation alone: the peers read their input first, and
-//! hetsched's timed runs take the stream from memory.
+//! the CPU time of its simulation: the peers read their input before their clock
+//! starts; hetsched draws the stream as it goes, as `bench sim` does, and pays for it
+//! (the drawing's own cost is printed): against us, and memory stays with live tasks.
 //!
 //! The peers' programs are in `peers/`. SimGrid's is compiled at first use with the
 //! system's C++ compiler against Debian's `libsimgrid-dev`; SimPy's runs under `python3`
