@@ -14,6 +14,7 @@ APT_PACKAGES=(
   libfontconfig1-dev libfreetype-dev fonts-dejavu-core  # PNG plots (plotters' ttf text)
   chromium                         # renders the reproduce report headless in its test (~12 s to install)
   g++ libsimgrid-dev               # SimGrid 3.32 (S4U), the peer `hetsched bench peers` runs beside the simulator
+  starpu-examples                  # StarPU 1.3's overhead examples, which `hetsched bench daemon` runs beside the daemon
 )
 
 missing=()

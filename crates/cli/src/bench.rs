@@ -76,6 +76,10 @@ pub struct DaemonBench {
     /// Empty tasks each batched-case client runs.
     #[arg(long, default_value_t = 200_000)]
     batch_tasks: usize,
+    /// Tasks of each of StarPU's overhead examples run beside (Debian's
+    /// `starpu-examples`, if installed); 0 leaves StarPU out.
+    #[arg(long, default_value_t = 20_000)]
+    starpu_tasks: usize,
     /// Run as one batched-case client of the daemon at this socket (the bench starts
     /// its client processes so).
     #[arg(long, hide = true)]
@@ -116,6 +120,9 @@ fn daemon(args: DaemonBench) -> Result<()> {
         batched,
     })?;
     print!("{report}");
+    if args.starpu_tasks > 0 {
+        crate::peers_bench::starpu_beside(&report, args.starpu_tasks);
+    }
     Ok(())
 }
 
@@ -321,7 +328,7 @@ pub struct SimulateBench {
 }
 
 /// The 1-minute load average (`/proc/loadavg`), if readable.
-fn load_average() -> Option<f64> {
+pub(crate) fn load_average() -> Option<f64> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;
     text.split_whitespace().next()?.parse().ok()
 }

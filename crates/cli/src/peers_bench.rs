@@ -1,5 +1,7 @@
-//! `hetsched bench peers`: hetsched's simulator beside the simulators a user would pick
-//! instead, SimGrid (S4U, C++) and SimPy, on one bag of tasks, in one run.
+//! hetsched beside the peers a user would pick instead, run by our benchmarks in the same
+//! session: `hetsched bench peers` puts the simulator beside SimGrid (S4U, C++) and
+//! SimPy on one bag of tasks; `hetsched bench daemon` ends with StarPU's own overhead
+//! examples ([`starpu_beside`]).
 //!
 //! Why: a figure of ours means little without the peer's beside it, measured in the same
 //! session on the same machine (issue #21 measured the engine at 5–6× SimGrid 3.32 and
@@ -13,7 +15,7 @@
 //! starts; hetsched draws the stream as it goes, as `bench sim` does, and pays for it
 //! (the drawing's own cost is printed): against us, and memory stays with live tasks.
 //!
-//! The peers' programs are in `peers/`. SimGrid's is compiled at first use with the
+//! The simulator's peers' programs are in `peers/`. SimGrid's is compiled at first use with the
 //! system's C++ compiler against Debian's `libsimgrid-dev`; SimPy's runs under `python3`
 //! (or `$PYTHON`) with `simpy` from PyPI. A peer that is not installed is reported as
 //! such, with what it needs, and left out.
@@ -345,6 +347,111 @@ fn parse_report(name: &str, fields: &HashMap<String, String>) -> Result<Report> 
         mean_turnaround_s: number(name, fields, "mean_turnaround_s")?,
         peak_rss_kib: fields.get("peak_rss_kib").and_then(|v| v.parse().ok()),
     })
+}
+
+/// StarPU's overhead examples (Debian's `starpu-examples`) with `tasks` tasks each, beside
+/// the daemon's figures in `report`: what a StarPU user pays per task, in-process, run
+/// now on this machine. Not installed (or `$STARPU_EXAMPLES` not a directory of them):
+/// said so, with what it needs. An example that fails is reported and the others run.
+pub fn starpu_beside(report: &hetsched_live::bench::Report, tasks: usize) {
+    let Some(dir) = starpu_examples() else {
+        println!(
+            "beside StarPU: not run here: needs StarPU's examples (apt-get install starpu-examples, or STARPU_EXAMPLES=DIR)"
+        );
+        return;
+    };
+    let version = Command::new("dpkg-query")
+        .args(["-W", "-f", "${Version}", "starpu-examples"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| format!(" {}", String::from_utf8_lossy(&o.stdout)))
+        .unwrap_or_default();
+    println!(
+        "beside StarPU{version} (its overhead examples in {}, tasks in-process, {tasks} each, run now):",
+        dir.display()
+    );
+    let runs = [
+        ("sync_tasks_overhead", "one task submitted, then waited for"),
+        ("async_tasks_overhead", "tasks submitted asynchronously"),
+        ("tasks_overhead", "tasks submitted, then all waited for"),
+    ];
+    for (example, what) in runs {
+        let us = match starpu_per_task_us(&dir.join(example), tasks) {
+            Ok(us) => us,
+            Err(e) => {
+                println!("  {example}: {e}");
+                continue;
+            }
+        };
+        let ours = match example {
+            "sync_tasks_overhead" => report.apart_round_trip_p50_us().map(|p50| {
+                format!(
+                    "; {:.1}x hetsched's alloc+free round trip pinned apart (p50 {p50:.1} us)",
+                    us / p50
+                )
+            }),
+            "async_tasks_overhead" => report.apart_batched_per_s().map(|per_s| {
+                format!(
+                    "; hetsched batched, pinned apart: {:.0}k tasks/s, {:.1}x this rate",
+                    per_s / 1e3,
+                    per_s * us / 1e6
+                )
+            }),
+            _ => None,
+        };
+        println!(
+            "  {what} ({example} -i {tasks}): {us:.2} us per task, {:.0}k tasks/s{} (load {})",
+            1e3 / us,
+            ours.unwrap_or_default(),
+            crate::bench::load_average().map_or("?".into(), |l| format!("{l:.2}"))
+        );
+    }
+}
+
+/// Where StarPU's examples are: `$STARPU_EXAMPLES` if set, else where Debian and a
+/// source install put them.
+fn starpu_examples() -> Option<PathBuf> {
+    let has = |d: &Path| d.join("tasks_overhead").is_file();
+    if let Some(dir) = std::env::var_os("STARPU_EXAMPLES") {
+        return Some(PathBuf::from(dir)).filter(|d| has(d));
+    }
+    let triplet = format!("{}-linux-gnu", std::env::consts::ARCH);
+    [
+        format!("/usr/lib/{triplet}/starpu/examples"),
+        "/usr/lib/starpu/examples".into(),
+        "/usr/local/lib/starpu/examples".into(),
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .find(|d| has(d))
+}
+
+/// Runs one StarPU overhead example; the figure of its "Per task: X usecs" line.
+fn starpu_per_task_us(example: &Path, tasks: usize) -> std::result::Result<f64, String> {
+    let out = Command::new(example)
+        .args(["-i", &tasks.to_string()])
+        .env("STARPU_SILENT", "1")
+        .output()
+        .map_err(|e| format!("{e}"))?;
+    // The examples print their figures on standard error.
+    let text = [&out.stdout[..], &out.stderr[..]].concat();
+    let per_task = String::from_utf8_lossy(&text)
+        .lines()
+        .find_map(|l| l.strip_prefix("Per task:"))
+        .and_then(|rest| rest.split_whitespace().next()?.parse::<f64>().ok())
+        .filter(|us| us.is_finite() && *us > 0.0);
+    match (out.status.success(), per_task) {
+        (true, Some(us)) => Ok(us),
+        _ => Err(format!(
+            "{} without a \"Per task: X usecs\" line: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
-//! `hetsched bench peers` with the real peers (SimGrid's S4U program compiled against
-//! the system's libsimgrid, SimPy under python3; `make deps` installs both): on one small
-//! bag of tasks every simulator must make hetsched's schedule (the bench checks the
-//! completed tasks, mean turnaround and makespan agree, and fails otherwise), and a peer
-//! that cannot run is named with what it needs, not an error.
+//! The benchmarks' peers, real ones (`make deps` installs them): `hetsched bench peers`
+//! with SimGrid's S4U program compiled against the system's libsimgrid and SimPy under
+//! python3 — on one small bag of tasks every simulator must make hetsched's schedule (the
+//! bench checks the completed tasks, mean turnaround and makespan agree, and fails
+//! otherwise) — and `hetsched bench daemon` ending with StarPU's overhead examples beside
+//! the daemon's figures. A peer that cannot run is named with what it needs, not an
+//! error.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -100,4 +102,66 @@ fn absurd_workloads_are_refused_naming_the_flag_and_range() {
         assert_eq!(o.status.code(), Some(2), "{t}");
         assert!(t.contains(flag) && t.contains("a finite number > 0"), "{t}");
     }
+}
+
+/// `hetsched bench daemon`, small, pinned apart only, with StarPU's examples of 500 tasks.
+fn daemon_bench(env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hetsched"));
+    c.args(["bench", "daemon", "--round-trips", "200", "--clients", "2"])
+        .args([
+            "--batch-tasks",
+            "2000",
+            "--placement",
+            "apart",
+            "--starpu-tasks",
+            "500",
+        ]);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn the_daemon_bench_ends_with_starpus_overhead_examples_beside_it() {
+    let o = daemon_bench(&[]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("beside StarPU 1.3"), "{t}");
+    for example in [
+        "sync_tasks_overhead",
+        "async_tasks_overhead",
+        "tasks_overhead",
+    ] {
+        let line = t
+            .lines()
+            .find(|l| l.contains(&format!("({example} -i 500)")))
+            .unwrap_or_else(|| panic!("no {example} line (run `make deps`):\n{t}"));
+        let us: f64 = line
+            .split("): ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no time per task: {line}"));
+        assert!(us > 0.0 && us < 1e6, "{line}");
+    }
+    // Our own figures beside StarPU's, where both were measured.
+    assert!(
+        t.contains("x hetsched's alloc+free round trip pinned apart"),
+        "{t}"
+    );
+    assert!(t.contains("hetsched batched, pinned apart:"), "{t}");
+}
+
+#[test]
+fn without_starpus_examples_the_daemon_bench_says_what_it_needs() {
+    let o = daemon_bench(&[("STARPU_EXAMPLES", "/nonexistent")]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains(
+            "beside StarPU: not run here: needs StarPU's examples (apt-get install starpu-examples"
+        ),
+        "{t}"
+    );
 }

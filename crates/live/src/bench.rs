@@ -282,6 +282,29 @@ pub struct Report {
     batched: Option<(usize, usize, usize)>,
 }
 
+impl Report {
+    /// The figures measured with the daemon and the timed client pinned apart.
+    fn apart(&self) -> Option<&Figures> {
+        self.figures
+            .iter()
+            .find(|f| f.placement == Placement::Apart)
+    }
+
+    /// The median alloc+free round trip pinned apart, microseconds, if measured.
+    pub fn apart_round_trip_p50_us(&self) -> Option<f64> {
+        self.apart()
+            .filter(|f| !f.round_trips.is_empty())
+            .map(|f| percentile(&f.round_trips, 0.5))
+    }
+
+    /// Batched empty tasks per second pinned apart, if measured.
+    pub fn apart_batched_per_s(&self) -> Option<f64> {
+        let (clients, tasks, _) = self.batched?;
+        let b = self.apart()?.batched.as_ref()?;
+        Some((clients * tasks) as f64 / b.secs)
+    }
+}
+
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         let cpus = &self.cpus;
