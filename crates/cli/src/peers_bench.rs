@@ -263,15 +263,21 @@ fn simgrid(out: &Path) -> Peer {
         };
     }
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    // Built under another name and renamed: an interrupted build leaves no program that
+    // a later run would take as built.
+    let partial = out.join("simgrid-bag.partial");
     let built = Command::new(&cxx)
         .args(["-O2", "-std=c++17"])
         .arg(&src)
         .arg("-o")
-        .arg(&bin)
+        .arg(&partial)
         .arg("-lsimgrid")
         .output();
     let command = match built {
-        Ok(o) if o.status.success() => Ok(Command::new(bin)),
+        Ok(o) if o.status.success() => match std::fs::rename(&partial, &bin) {
+            Ok(()) => Ok(Command::new(bin)),
+            Err(e) => Err(format!("{}: {e}", bin.display())),
+        },
         Ok(o) => {
             let err = String::from_utf8_lossy(&o.stderr);
             Err(format!(
