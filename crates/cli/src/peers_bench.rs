@@ -15,10 +15,10 @@
 //! starts; hetsched draws the stream as it goes, as `bench sim` does, and pays for it
 //! (the drawing's own cost is printed): against us, and memory stays with live tasks.
 //!
-//! The simulator's peers' programs are in `peers/`. SimGrid's is compiled at first use with the
-//! system's C++ compiler against Debian's `libsimgrid-dev`; SimPy's runs under `python3`
-//! (or `$PYTHON`) with `simpy` from PyPI. A peer that is not installed is reported as
-//! such, with what it needs, and left out.
+//! The simulator's peers' programs are in `peers/`. SimGrid's is compiled at first use
+//! with the system's C++ compiler against Debian's `libsimgrid-dev`; SimPy's runs under
+//! `python3` (or `$PYTHON`) with `simpy` from PyPI. A peer that is not installed is
+//! reported as such, with what it needs, and left out.
 
 use crate::bench::{peak_rss_kib, BagArgs, Figure};
 use clap::Args;
@@ -202,12 +202,7 @@ fn with_metrics(
     machine: &hetsched_core::machine::Machine,
     tasks: impl Iterator<Item = SimTask>,
 ) -> Result<Metrics> {
-    let mut rec = StreamRecorder::<std::fs::File>::new(
-        "fcfs",
-        &machine.units.iter().map(|u| u.kind).collect::<Vec<_>>(),
-        machine.units.iter().map(|u| u.name.clone()).collect(),
-        None,
-    );
+    let mut rec = StreamRecorder::<std::fs::File>::new("fcfs", machine, None);
     let mut policy = hetsched_policies::build("fcfs", 1)?;
     hetsched_sim::run(
         machine,

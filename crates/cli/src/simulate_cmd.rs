@@ -54,13 +54,7 @@ pub fn run_streamed<W: std::io::Write>(
     csv: Option<(W, String)>,
     on_task: &mut dyn FnMut(&hetsched_sim::SimTask),
 ) -> Result<(hetsched_core::record::Metrics, hetsched_sim::RunSummary)> {
-    let m = &scenario.machine;
-    let mut rec = StreamRecorder::new(
-        policy,
-        &m.units.iter().map(|u| u.kind).collect::<Vec<_>>(),
-        m.units.iter().map(|u| u.name.clone()).collect(),
-        csv,
-    );
+    let mut rec = StreamRecorder::new(policy, &scenario.machine, csv);
     let mut built = hetsched_policies::build(policy, scenario.seed)?;
     let summary = hetsched_sim::run_into(scenario, built.as_mut(), on_task, &mut rec)?;
     let metrics = rec

@@ -71,14 +71,15 @@ impl<W: Write> Sink<W> {
 }
 
 impl<W: Write> StreamRecorder<W> {
-    /// A recorder for a run of `policy` on units of these types and names, writing the
-    /// per-task CSV to `csv` if given (with its name for errors, e.g. its path).
+    /// A recorder for a run of `policy` on `machine`, writing the per-task CSV to `csv`
+    /// if given (with its name for errors, e.g. its path).
     pub fn new(
         policy: &str,
-        unit_kinds: &[hetsched_core::machine::UnitType],
-        unit_names: Vec<String>,
+        machine: &hetsched_core::machine::Machine,
         csv: Option<(W, String)>,
     ) -> StreamRecorder<W> {
+        let unit_kinds: Vec<_> = machine.units.iter().map(|u| u.kind).collect();
+        let unit_names = machine.units.iter().map(|u| u.name.clone()).collect();
         let (csv, csv_name) = match csv {
             Some((w, name)) => {
                 // Room for the lines of one write and the one that crosses the mark.
@@ -89,7 +90,7 @@ impl<W: Write> StreamRecorder<W> {
             None => (None, String::new()),
         };
         let sink = Sink {
-            metrics: MetricsBuilder::new(policy, unit_kinds),
+            metrics: MetricsBuilder::new(policy, &unit_kinds),
             csv,
             csv_name,
             unit_names,
