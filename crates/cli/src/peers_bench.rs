@@ -22,9 +22,9 @@
 
 use crate::bench::{peak_rss_kib, BagArgs, Figure};
 use clap::Args;
+use hetsched_core::outcome_stream::SummaryStream;
 use hetsched_core::record::{EventCounter, Metrics};
 use hetsched_core::{Error, Result};
-use hetsched_sim::stream::StreamRecorder;
 use hetsched_sim::SimTask;
 use std::collections::HashMap;
 use std::io::Write;
@@ -202,7 +202,7 @@ fn with_metrics(
     machine: &hetsched_core::machine::Machine,
     tasks: impl Iterator<Item = SimTask>,
 ) -> Result<Metrics> {
-    let mut rec = StreamRecorder::<std::fs::File>::new("fcfs", machine, None);
+    let mut rec = SummaryStream::new("fcfs", machine);
     let mut policy = hetsched_policies::build("fcfs", 1)?;
     hetsched_sim::run(
         machine,
@@ -211,7 +211,7 @@ fn with_metrics(
         &hetsched_sim::Config::default(),
         &mut rec,
     )?;
-    rec.finish()
+    Ok(rec.finish())
 }
 
 /// Whether a peer's run matches ours: the same tasks completed, the same mean turnaround

@@ -1,6 +1,7 @@
 //! `hetsched simulate SCENARIO.toml`: compare policies on a scenario in the simulator.
 
 use clap::Args;
+use hetsched_core::outcome_stream::SummaryStream;
 use hetsched_core::{Error, Result};
 use hetsched_sim::scenario::Scenario;
 use hetsched_sim::stream::StreamRecorder;
@@ -46,7 +47,8 @@ fn write(path: &std::path::Path, text: &str) -> Result<()> {
 }
 
 /// One run of `policy` on `scenario` with its outputs made as it goes (no trace): its
-/// metrics, and its per-task CSV written to `csv` if given (with its name for errors).
+/// metrics, and its per-task CSV written to `csv` if given (with its name for errors);
+/// without the CSV, the metrics alone ([`SummaryStream`]: no outcomes, no record checks).
 /// `hetsched simulate` without `--trace` and `hetsched bench simulate` both run this.
 pub fn run_streamed<W: std::io::Write>(
     scenario: &Scenario,
@@ -54,8 +56,14 @@ pub fn run_streamed<W: std::io::Write>(
     csv: Option<(W, String)>,
     on_task: &mut dyn FnMut(&hetsched_sim::SimTask),
 ) -> Result<(hetsched_core::record::Metrics, hetsched_sim::RunSummary)> {
-    let mut rec = StreamRecorder::new(policy, &scenario.machine, csv);
     let mut built = hetsched_policies::build(policy, scenario.seed)?;
+    let machine = &scenario.machine;
+    let Some((file, name)) = csv else {
+        let mut rec = SummaryStream::new(policy, machine);
+        let summary = hetsched_sim::run_into(scenario, built.as_mut(), on_task, &mut rec)?;
+        return Ok((rec.finish(), summary));
+    };
+    let mut rec = StreamRecorder::new(policy, machine, file, name);
     let summary = hetsched_sim::run_into(scenario, built.as_mut(), on_task, &mut rec)?;
     let metrics = rec
         .finish()

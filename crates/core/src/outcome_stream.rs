@@ -13,7 +13,7 @@
 //! sums.
 
 use crate::id_map::IdMap;
-use crate::machine::UnitType;
+use crate::machine::{Machine, UnitType};
 use crate::policy::UnitId;
 use crate::record::{Event, EventKind, Metrics, Stats, TaskOutcome};
 use crate::task::{QueueId, TaskId};
@@ -513,6 +513,15 @@ impl RunStream {
         o
     }
 
+    /// Each unit's busy time, the migrations and the steals so far.
+    pub fn tallies(&self) -> Tallies {
+        Tallies {
+            busy_ns: self.units.iter().map(|u| u.busy_ns).collect(),
+            migrations: self.migrations,
+            steals: self.steals,
+        }
+    }
+
     /// The end of the stream: the outcomes still held (tasks that never ended among
     /// them), in submission order.
     pub fn finish(&mut self, out: &mut impl FnMut(&TaskOutcome)) {
@@ -540,17 +549,27 @@ fn violation(n: u64, e: &Event, m: &str) -> String {
     format!("event {n} (t={} ns, task {}): {m}", e.t_ns, e.task)
 }
 
-/// The metrics of a run from its outcomes (in submission order) and its [`RunStream`]'s
-/// tallies of busy time, steals and migrations.
+/// What the metrics take from a run's events besides its tasks: each unit's busy time,
+/// the migrations and the steals.
+pub struct Tallies {
+    pub busy_ns: Vec<u64>,
+    pub migrations: usize,
+    pub steals: usize,
+}
+
+/// The metrics of a run from its tasks (in submission order) and its [`Tallies`].
 pub struct MetricsBuilder {
     policy: String,
     unit_kinds: Vec<UnitType>,
     tasks: usize,
     rejected: usize,
     makespan_ns: u64,
-    /// Turnarounds and waits in ns (sorted as integers at the end: [`Stats::of_ns`]).
+    /// Turnarounds and non-zero waits in ns (sorted as integers at the end:
+    /// [`Stats::of_ns`]), and how many waits were zero (tasks that started as they
+    /// arrived and ran through: most, on a machine that is not saturated).
     turnaround: Vec<u64>,
     wait: Vec<u64>,
+    zero_waits: usize,
     slowdown_sum: f64,
     slowdown_sum_sq: f64,
 }
@@ -565,6 +584,7 @@ impl MetricsBuilder {
             makespan_ns: 0,
             turnaround: Vec::new(),
             wait: Vec::new(),
+            zero_waits: 0,
             slowdown_sum: 0.0,
             slowdown_sum_sq: 0.0,
         }
@@ -573,21 +593,41 @@ impl MetricsBuilder {
     /// Takes one task's outcome (in submission order).
     #[inline]
     pub fn outcome(&mut self, o: &TaskOutcome) {
+        let completed = o.end_ns.filter(|_| !o.rejected);
+        self.task(o.arrival_ns, completed, o.run_ns, o.ideal_ns, o.rejected);
+    }
+
+    /// Takes one task (in submission order): completed at `completed_ns` if it did,
+    /// having run `run_ns` (what [`TaskOutcome::turnaround_ns`] and
+    /// [`TaskOutcome::wait_ns`] are made of).
+    #[inline(always)]
+    fn task(
+        &mut self,
+        arrival_ns: u64,
+        completed_ns: Option<u64>,
+        run_ns: u64,
+        ideal_ns: u64,
+        rejected: bool,
+    ) {
         self.tasks += 1;
-        self.rejected += o.rejected as usize;
-        let Some(turnaround) = o.turnaround_ns() else {
+        self.rejected += rejected as usize;
+        let Some(end_ns) = completed_ns else {
             return;
         };
-        self.makespan_ns = self.makespan_ns.max(o.end_ns.unwrap_or(0));
+        let turnaround = end_ns - arrival_ns;
+        self.makespan_ns = self.makespan_ns.max(end_ns);
         self.turnaround.push(turnaround);
-        self.wait.push(o.wait_ns().expect("a turnaround"));
-        let slowdown = turnaround as f64 / o.ideal_ns.max(1) as f64;
+        match turnaround - run_ns {
+            0 => self.zero_waits += 1,
+            wait => self.wait.push(wait),
+        }
+        let slowdown = turnaround as f64 / ideal_ns.max(1) as f64;
         self.slowdown_sum += slowdown;
         self.slowdown_sum_sq += slowdown * slowdown;
     }
 
-    /// The metrics, with the tallies of the stream the outcomes came from.
-    pub fn finish(mut self, run: &RunStream) -> Metrics {
+    /// The metrics, with the tallies of the stream the tasks came from.
+    pub fn finish(mut self, run: &Tallies) -> Metrics {
         let done = self.turnaround.len();
         let fairness = if done == 0 {
             1.0
@@ -605,7 +645,7 @@ impl MetricsBuilder {
             }
             let b: u64 = units
                 .iter()
-                .map(|&u| run.units.get(u).map_or(0, |u| u.busy_ns))
+                .map(|&u| run.busy_ns.get(u).copied().unwrap_or(0))
                 .sum();
             let denom = units.len() as f64 * makespan_ns as f64;
             utilisation.push((kind, if denom > 0.0 { b as f64 / denom } else { 0.0 }));
@@ -618,7 +658,7 @@ impl MetricsBuilder {
             rejected: self.rejected,
             makespan_s,
             turnaround_s: Stats::of_ns(&mut self.turnaround),
-            wait_s: Stats::of_ns(&mut self.wait),
+            wait_s: Stats::of_ns_and_zeros(&mut self.wait, self.zero_waits),
             throughput_per_s: if makespan_ns > 0 {
                 done as f64 / makespan_s
             } else {
@@ -629,6 +669,213 @@ impl MetricsBuilder {
             steals: run.steals,
             fairness,
         }
+    }
+}
+
+/// A run's metrics alone, from its events: what `hetsched simulate --summary` keeps.
+///
+/// Why a second follower: [`RunStream`] makes each task's whole outcome (type, unit,
+/// runs, migrations, first start) and checks the record's invariants at every event,
+/// about three quarters of what a 1M-task run costs beyond the engine. The metrics need
+/// less of each task: its arrival and ideal time (kept in runs, as `RunStream` does), its
+/// run time and its end; and no checks (the engine core refuses a policy's contract
+/// violations on every path; the record's invariants are checked wherever outcomes are
+/// made: the per-task CSV, `--trace`, [`Record::check`](crate::record::Record::check)).
+/// The tasks are folded in submission order, as `RunStream`'s outcomes are, so the
+/// metrics are the same to the bit (tested on every policy and scenario).
+///
+/// An event for a task that is not live (never submitted, or ended) changes nothing.
+pub struct SummaryStream {
+    metrics: MetricsBuilder,
+    /// `Some(offset)` once a task was submitted: ids that follow are `offset + index`.
+    offset: Option<u64>,
+    /// Submission index of each live task whose id does not follow.
+    strays: FxHashMap<TaskId, u64>,
+    /// Submissions from index `base` to `next` (excluded), in runs; what happened to
+    /// them since, made when it first does.
+    submits: VecDeque<Submits>,
+    window: VecDeque<Lapse>,
+    base: u64,
+    next: u64,
+    /// Each unit's running segment's start ([`NO_TIME`] if idle) and busy time.
+    units: Vec<(u64, u64)>,
+    migrations: usize,
+    steals: usize,
+}
+
+/// What happened to a submitted task since, as far as the metrics go (24 bytes).
+#[derive(Clone, Copy)]
+struct Lapse {
+    /// The start of its running segment, or [`NO_TIME`].
+    seg_ns: u64,
+    run_ns: u64,
+    /// Its end ([`NO_TIME`]: not yet), and whether it was a rejection.
+    end_ns: u64,
+    rejected: bool,
+}
+
+impl Lapse {
+    const NOTHING: Lapse = Lapse {
+        seg_ns: NO_TIME,
+        run_ns: 0,
+        end_ns: NO_TIME,
+        rejected: false,
+    };
+}
+
+impl SummaryStream {
+    /// The metrics of a run of `policy` on `machine`.
+    pub fn new(policy: &str, machine: &Machine) -> SummaryStream {
+        let unit_kinds: Vec<_> = machine.units.iter().map(|u| u.kind).collect();
+        SummaryStream {
+            metrics: MetricsBuilder::new(policy, &unit_kinds),
+            offset: None,
+            strays: FxHashMap::default(),
+            submits: VecDeque::new(),
+            window: VecDeque::new(),
+            base: 0,
+            next: 0,
+            units: vec![(NO_TIME, 0); machine.units.len()],
+            migrations: 0,
+            steals: 0,
+        }
+    }
+
+    /// Takes one event.
+    #[inline(always)]
+    pub fn push(&mut self, e: &Event) {
+        use EventKind::*;
+        let t = e.t_ns;
+        match &e.kind {
+            &Submit { ideal_ns, .. } => self.submit(e.task, t, ideal_ns),
+            Enqueue { .. } => {}
+            &Start { unit, from } => {
+                if matches!(from, QueueId::Unit(q) if q != unit) {
+                    self.steals += 1;
+                }
+                if let Some(u) = self.units.get_mut(unit as usize) {
+                    u.0 = t;
+                }
+                if let Some(l) = self.lapse(e.task) {
+                    l.seg_ns = t;
+                }
+            }
+            &Stop { unit } | &Complete { unit } => {
+                if let Some(u) = self.units.get_mut(unit as usize) {
+                    if u.0 != NO_TIME {
+                        u.1 += t - std::mem::replace(&mut u.0, NO_TIME);
+                    }
+                }
+                let Some(l) = self.lapse(e.task) else {
+                    return;
+                };
+                if l.seg_ns != NO_TIME {
+                    l.run_ns += t - std::mem::replace(&mut l.seg_ns, NO_TIME);
+                }
+                if let Complete { .. } = e.kind {
+                    l.end_ns = t;
+                    self.ended(e.task);
+                }
+            }
+            Migrate { .. } => self.migrations += 1,
+            Reject { .. } => {
+                if let Some(l) = self.lapse(e.task) {
+                    (l.end_ns, l.rejected) = (t, true);
+                    self.ended(e.task);
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn submit(&mut self, task: TaskId, t_ns: u64, ideal_ns: u64) {
+        let index = self.next;
+        self.next += 1;
+        let offset = *self.offset.get_or_insert(task.wrapping_sub(index));
+        if task != offset.wrapping_add(index) {
+            self.strays.insert(task, index);
+        } else if !self.strays.is_empty() {
+            self.strays.remove(&task);
+        }
+        match self.submits.back_mut() {
+            Some(s) if (s.arrival_ns, s.ideal_ns) == (t_ns, ideal_ns) && s.count < u32::MAX => {
+                s.count += 1
+            }
+            _ => self.submits.push_back(Submits {
+                arrival_ns: t_ns,
+                ideal_ns,
+                kind: 0, // types are not kept here
+                count: 1,
+            }),
+        }
+    }
+
+    /// What happened to a live task since it was submitted (made if nothing did yet).
+    #[inline(always)]
+    fn lapse(&mut self, task: TaskId) -> Option<&mut Lapse> {
+        let i = match self.strays.is_empty() {
+            false if self.strays.contains_key(&task) => self.strays[&task],
+            _ => task.wrapping_sub(self.offset?),
+        };
+        let at = i.wrapping_sub(self.base);
+        if at >= self.next - self.base {
+            return None;
+        }
+        while at as usize >= self.window.len() {
+            self.window.push_back(Lapse::NOTHING);
+        }
+        let l = &mut self.window[at as usize];
+        (l.end_ns == NO_TIME).then_some(l)
+    }
+
+    /// A task ended: the tasks now ended in submission order are folded in.
+    #[inline]
+    fn ended(&mut self, task: TaskId) {
+        if !self.strays.is_empty() {
+            self.strays.remove(&task);
+        }
+        while self.window.front().is_some_and(|l| l.end_ns != NO_TIME) {
+            let l = self.window.pop_front().expect("a front");
+            self.fold(l);
+        }
+        crate::id_map::shrink(&mut self.window);
+        crate::id_map::shrink(&mut self.submits);
+    }
+
+    /// The task submitted `base`-th leaves, with what happened to it.
+    #[inline]
+    fn fold(&mut self, l: Lapse) {
+        self.base += 1;
+        let s = self.submits.front_mut().expect("a submission per task");
+        let (arrival_ns, ideal_ns) = (s.arrival_ns, s.ideal_ns);
+        s.count -= 1;
+        if s.count == 0 {
+            self.submits.pop_front();
+        }
+        let completed = (l.end_ns != NO_TIME && !l.rejected).then_some(l.end_ns);
+        self.metrics
+            .task(arrival_ns, completed, l.run_ns, ideal_ns, l.rejected);
+    }
+
+    /// The metrics, the tasks that never ended counted among the run's tasks.
+    pub fn finish(mut self) -> Metrics {
+        while self.base < self.next {
+            let l = self.window.pop_front().unwrap_or(Lapse::NOTHING);
+            self.fold(l);
+        }
+        let tallies = Tallies {
+            busy_ns: self.units.iter().map(|u| u.1).collect(),
+            migrations: self.migrations,
+            steals: self.steals,
+        };
+        self.metrics.finish(&tallies)
+    }
+}
+
+impl crate::record::Recorder for SummaryStream {
+    #[inline(always)]
+    fn record(&mut self, event: Event) {
+        self.push(&event);
     }
 }
 
@@ -893,6 +1140,142 @@ mod tests {
         // Each check failed somewhere, some after many valid events.
         assert_eq!(messages.len(), 8, "{messages:?}");
         assert!(longest > 20, "{longest}");
+    }
+
+    /// On random valid runs (yields, migrations, steals, rejections, tasks left
+    /// unfinished, stray ids, equal and distinct submissions), the metrics alone are
+    /// those of the kept record, to the bit.
+    #[test]
+    fn summary_metrics_equal_the_records() {
+        use crate::machine::{Machine, Unit};
+        use crate::record::Record;
+        use crate::task::Placement;
+        use EventKind::*;
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rand = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let kinds = [UnitType::Cpu, UnitType::Cpu, UnitType::Gpu];
+        let machine = Machine {
+            units: (0..3)
+                .map(|i| Unit {
+                    id: i,
+                    kind: kinds[i as usize],
+                    os_index: None,
+                    cpus: Vec::new(),
+                    cpu_kind: None,
+                    capacity: 1024,
+                    numa_node: None,
+                    accelerator: None,
+                    name: format!("u{i}"),
+                })
+                .collect(),
+            ..Machine::default()
+        };
+        let mut strays = 0;
+        for round in 0..300 {
+            let mut record = Record::new("p", kinds.to_vec(), Vec::new());
+            // Live tasks: queued (None) or running on a unit.
+            let mut live: Vec<(TaskId, Option<UnitId>)> = Vec::new();
+            let mut busy = [false; 3];
+            let (mut t, mut next_id) = (0u64, 1000 * round);
+            let kind: Arc<str> = Arc::from("k");
+            for _ in 0..rand(80) {
+                t += rand(3) * rand(1_000_000);
+                let mut push = |task, kind| record.events.push(event(t, task, kind));
+                match rand(6) {
+                    0 | 1 => {
+                        // A stray id now and then, far from the others and never reused.
+                        let id = match rand(10) {
+                            0 => {
+                                strays += 1;
+                                1_000_000_000 + round * 1000 + rand(1000) * 7 + next_id
+                            }
+                            _ => next_id,
+                        };
+                        next_id += 1;
+                        let ideal_ns = [1, 1_000, rand(5_000_000)][rand(3) as usize];
+                        let kind = kind.clone();
+                        push(id, Submit { ideal_ns, kind });
+                        match rand(8) {
+                            0 => push(id, Reject { reason: "r".into() }),
+                            _ => {
+                                push(
+                                    id,
+                                    Enqueue {
+                                        queue: QueueId::Central,
+                                    },
+                                );
+                                live.push((id, None));
+                            }
+                        }
+                    }
+                    2 | 3 => {
+                        // A queued task starts on an idle unit, from its own queue or not.
+                        let queued: Vec<usize> =
+                            (0..live.len()).filter(|&i| live[i].1.is_none()).collect();
+                        let idle: Vec<u32> = (0..3).filter(|&u| !busy[u as usize]).collect();
+                        if queued.is_empty() || idle.is_empty() {
+                            continue;
+                        }
+                        let i = queued[rand(queued.len() as u64) as usize];
+                        let unit = idle[rand(idle.len() as u64) as usize];
+                        let from = match rand(3) {
+                            0 => QueueId::Central,
+                            1 => QueueId::Unit(unit),
+                            _ => QueueId::Unit((unit + 1) % 3),
+                        };
+                        push(live[i].0, Start { unit, from });
+                        live[i].1 = Some(unit);
+                        busy[unit as usize] = true;
+                    }
+                    _ => {
+                        // A running task yields (and may migrate) or completes.
+                        let running: Vec<usize> =
+                            (0..live.len()).filter(|&i| live[i].1.is_some()).collect();
+                        if running.is_empty() {
+                            continue;
+                        }
+                        let i = running[rand(running.len() as u64) as usize];
+                        let (id, unit) = (live[i].0, live[i].1.unwrap());
+                        busy[unit as usize] = false;
+                        if rand(3) == 0 {
+                            push(id, Stop { unit });
+                            live[i].1 = None;
+                            if rand(2) == 0 {
+                                let from = Placement::Queued(QueueId::Unit(unit));
+                                push(
+                                    id,
+                                    Migrate {
+                                        from,
+                                        to: (unit + 1) % 3,
+                                    },
+                                );
+                            }
+                        } else {
+                            push(id, Complete { unit });
+                            live.swap_remove(i);
+                        }
+                    }
+                }
+            }
+            assert_eq!(
+                record.check(),
+                Ok(()),
+                "round {round}: the generator is valid"
+            );
+            let mut summary = SummaryStream::new("p", &machine);
+            for e in &record.events {
+                summary.push(e);
+            }
+            let (kept, alone) = (record.metrics(), summary.finish());
+            // Debug text: NaN equals itself there, and every bit of a float shows.
+            assert_eq!(format!("{kept:?}"), format!("{alone:?}"), "round {round}");
+        }
+        assert!(strays > 20, "{strays}");
     }
 
     /// Ids in submission order and strays (an id out of order, one used again after it

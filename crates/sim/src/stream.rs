@@ -1,5 +1,6 @@
 //! A run's outputs made while it runs: the recorder behind `hetsched simulate` when no
-//! trace is asked for.
+//! trace is asked for and the per-task CSV is (with `--summary`, the metrics alone come
+//! from `hetsched_core::outcome_stream::SummaryStream`).
 //!
 //! Why: keeping the whole run record (four events per task) and deriving the per-task
 //! CSV and the metrics afterwards cost about five times the simulation on a 1M-task
@@ -26,9 +27,10 @@ pub struct StreamRecorder<W: Write> {
 /// Where final outcomes go: the metrics and the per-task CSV.
 struct Sink<W: Write> {
     metrics: MetricsBuilder,
-    /// The per-task CSV, if asked for: the file, the lines not yet written to it, the
-    /// unit names it prints and its name for errors.
-    csv: Option<(W, Vec<u8>)>,
+    /// The per-task CSV: the file, the lines not yet written to it, the unit names it
+    /// prints and its name for errors.
+    csv: W,
+    buf: Vec<u8>,
     csv_name: String,
     unit_names: Vec<String>,
     /// The first invariant violation or write error (the run goes on; `finish` says).
@@ -39,11 +41,9 @@ impl<W: Write> Sink<W> {
     #[inline]
     fn take(&mut self, o: &TaskOutcome) {
         self.metrics.outcome(o);
-        if let Some((_, buf)) = &mut self.csv {
-            write_csv_row(buf, o, &self.unit_names);
-            if buf.len() >= CSV_BUFFER {
-                self.flush();
-            }
+        write_csv_row(&mut self.buf, o, &self.unit_names);
+        if self.buf.len() >= CSV_BUFFER {
+            self.flush();
         }
     }
 
@@ -57,11 +57,9 @@ impl<W: Write> Sink<W> {
     /// Writes out the lines gathered (the first write error is kept for `finish`).
     #[cold]
     fn flush(&mut self) {
-        let Some((w, buf)) = &mut self.csv else {
-            return;
-        };
-        let written = w.write_all(buf).and_then(|()| w.flush());
-        buf.clear();
+        let w = &mut self.csv;
+        let written = w.write_all(&self.buf).and_then(|()| w.flush());
+        self.buf.clear();
         if let Err(e) = written {
             let name = &self.csv_name;
             self.error
@@ -72,26 +70,22 @@ impl<W: Write> Sink<W> {
 
 impl<W: Write> StreamRecorder<W> {
     /// A recorder for a run of `policy` on `machine`, writing the per-task CSV to `csv`
-    /// if given (with its name for errors, e.g. its path).
+    /// (named `csv_name` in errors, e.g. its path).
     pub fn new(
         policy: &str,
         machine: &hetsched_core::machine::Machine,
-        csv: Option<(W, String)>,
+        csv: W,
+        csv_name: String,
     ) -> StreamRecorder<W> {
         let unit_kinds: Vec<_> = machine.units.iter().map(|u| u.kind).collect();
         let unit_names = machine.units.iter().map(|u| u.name.clone()).collect();
-        let (csv, csv_name) = match csv {
-            Some((w, name)) => {
-                // Room for the lines of one write and the one that crosses the mark.
-                let mut buf = Vec::with_capacity(CSV_BUFFER + CSV_BUFFER / 4);
-                buf.extend_from_slice(TASKS_CSV_HEADER.as_bytes());
-                (Some((w, buf)), name)
-            }
-            None => (None, String::new()),
-        };
+        // Room for the lines of one write and the one that crosses the mark.
+        let mut buf = Vec::with_capacity(CSV_BUFFER + CSV_BUFFER / 4);
+        buf.extend_from_slice(TASKS_CSV_HEADER.as_bytes());
         let sink = Sink {
             metrics: MetricsBuilder::new(policy, &unit_kinds),
             csv,
+            buf,
             csv_name,
             unit_names,
             error: None,
@@ -110,7 +104,7 @@ impl<W: Write> StreamRecorder<W> {
         sink.flush();
         match self.sink.error {
             Some(e) => Err(e),
-            None => Ok(self.sink.metrics.finish(&self.run)),
+            None => Ok(self.sink.metrics.finish(&self.run.tallies())),
         }
     }
 }
