@@ -15,7 +15,7 @@
 use crate::id_map::IdMap;
 use crate::machine::{Machine, UnitType};
 use crate::policy::UnitId;
-use crate::record::{Event, EventKind, Metrics, Stats, TaskOutcome};
+use crate::record::{Event, EventKind, Metrics, NsValues, TaskOutcome};
 use crate::task::{QueueId, TaskId};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
@@ -564,12 +564,9 @@ pub struct MetricsBuilder {
     tasks: usize,
     rejected: usize,
     makespan_ns: u64,
-    /// Turnarounds and non-zero waits in ns (sorted as integers at the end:
-    /// [`Stats::of_ns`]), and how many waits were zero (tasks that started as they
-    /// arrived and ran through: most, on a machine that is not saturated).
-    turnaround: Vec<u64>,
-    wait: Vec<u64>,
-    zero_waits: usize,
+    /// Turnarounds and waits in ns.
+    turnaround: NsValues,
+    wait: NsValues,
     slowdown_sum: f64,
     slowdown_sum_sq: f64,
 }
@@ -582,9 +579,8 @@ impl MetricsBuilder {
             tasks: 0,
             rejected: 0,
             makespan_ns: 0,
-            turnaround: Vec::new(),
-            wait: Vec::new(),
-            zero_waits: 0,
+            turnaround: NsValues::default(),
+            wait: NsValues::default(),
             slowdown_sum: 0.0,
             slowdown_sum_sq: 0.0,
         }
@@ -617,10 +613,7 @@ impl MetricsBuilder {
         let turnaround = end_ns - arrival_ns;
         self.makespan_ns = self.makespan_ns.max(end_ns);
         self.turnaround.push(turnaround);
-        match turnaround - run_ns {
-            0 => self.zero_waits += 1,
-            wait => self.wait.push(wait),
-        }
+        self.wait.push(turnaround - run_ns);
         let slowdown = turnaround as f64 / ideal_ns.max(1) as f64;
         self.slowdown_sum += slowdown;
         self.slowdown_sum_sq += slowdown * slowdown;
@@ -657,8 +650,8 @@ impl MetricsBuilder {
             completed: done,
             rejected: self.rejected,
             makespan_s,
-            turnaround_s: Stats::of_ns(&mut self.turnaround),
-            wait_s: Stats::of_ns_and_zeros(&mut self.wait, self.zero_waits),
+            turnaround_s: self.turnaround.stats(),
+            wait_s: self.wait.stats(),
             throughput_per_s: if makespan_ns > 0 {
                 done as f64 / makespan_s
             } else {
