@@ -696,23 +696,27 @@ pub struct SummaryStream {
     steals: usize,
 }
 
-/// What happened to a submitted task since, as far as the metrics go (24 bytes).
+/// What happened to a submitted task since, as far as the metrics go (24 bytes: the
+/// drain reads them once each, long after they were written).
 #[derive(Clone, Copy)]
 struct Lapse {
     /// The start of its running segment, or [`NO_TIME`].
     seg_ns: u64,
     run_ns: u64,
-    /// Its end ([`NO_TIME`]: not yet), and whether it was a rejection.
+    /// When it completed, or [`NO_TIME`] (not yet), or [`REJECTED`].
     end_ns: u64,
-    rejected: bool,
 }
+
+/// A rejected task's end in [`Lapse`] (the metrics do not read when).
+const REJECTED: u64 = NO_TIME - 1;
+
+const _: () = assert!(std::mem::size_of::<Lapse>() == 24);
 
 impl Lapse {
     const NOTHING: Lapse = Lapse {
         seg_ns: NO_TIME,
         run_ns: 0,
         end_ns: NO_TIME,
-        rejected: false,
     };
 }
 
@@ -773,7 +777,7 @@ impl SummaryStream {
             Migrate { .. } => self.migrations += 1,
             Reject { .. } => {
                 if let Some(l) = self.lapse(e.task) {
-                    (l.end_ns, l.rejected) = (t, true);
+                    l.end_ns = REJECTED;
                     self.ended(e.task);
                 }
             }
@@ -845,9 +849,10 @@ impl SummaryStream {
         if s.count == 0 {
             self.submits.pop_front();
         }
-        let completed = (l.end_ns != NO_TIME && !l.rejected).then_some(l.end_ns);
+        let rejected = l.end_ns == REJECTED;
+        let completed = (l.end_ns < REJECTED).then_some(l.end_ns);
         self.metrics
-            .task(arrival_ns, completed, l.run_ns, ideal_ns, l.rejected);
+            .task(arrival_ns, completed, l.run_ns, ideal_ns, rejected);
     }
 
     /// The metrics, the tasks that never ended counted among the run's tasks.
