@@ -33,7 +33,8 @@ pub struct SimulateArgs {
     /// Stop each run at this simulated time in seconds (overrides `end.max_time_s`).
     #[arg(long)]
     pub max_time_s: Option<f64>,
-    /// Write the metrics only (table.txt, metrics.json), no per-task CSVs.
+    /// Write the metrics only (table.txt, metrics.json), no per-task CSVs; the run
+    /// record's invariants are then not checked (without `--trace`).
     #[arg(long)]
     pub summary: bool,
     /// Fail a run that takes more engine events than this (overrides `end.max_events`;

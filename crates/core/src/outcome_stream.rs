@@ -10,7 +10,8 @@
 //!
 //! Outcomes come out in submission order (a task that ended waits for the tasks
 //! submitted before it), which is the order of the per-task CSV and of the metrics'
-//! sums.
+//! sums. [`RunStream`] makes outcomes and checks the invariants; [`SummaryStream`]
+//! makes the metrics alone, for runs that want nothing else.
 
 use crate::id_map::IdMap;
 use crate::machine::{Machine, UnitType};
