@@ -6,7 +6,8 @@
 //! by event, memory follows the live tasks (plus one turnaround and one wait per task
 //! for the exact median and p95). [`Record`](crate::record::Record) derives its own
 //! outcomes, metrics and checks through these same types, so a streamed run and a kept
-//! record give identical results by construction.
+//! record give identical results by construction; [`SummaryStream`]'s metrics are
+//! identical by test.
 //!
 //! Outcomes come out in submission order (a task that ended waits for the tasks
 //! submitted before it), which is the order of the per-task CSV and of the metrics'
@@ -30,7 +31,8 @@ use std::sync::Arc;
 struct Submits {
     arrival_ns: u64,
     ideal_ns: u64,
-    /// Its type, an index in `RunStream::kinds`.
+    /// Its type, an index in `RunStream::kinds` (0 in [`SummaryStream`], which keeps
+    /// no types).
     kind: u32,
     /// Tasks in the run (at least one).
     count: u32,
@@ -85,7 +87,7 @@ impl Since {
     #[inline]
     fn close_segment(&mut self, t_ns: u64) {
         if self.stage == Stage::Running {
-            self.run_ns += t_ns - self.at_ns;
+            self.run_ns += t_ns.saturating_sub(self.at_ns);
         }
     }
 }
@@ -281,7 +283,7 @@ impl RunStream {
                 let mut u = self.units.get_mut(unit as usize);
                 if let Some(u) = u.as_deref_mut() {
                     if u.seg_ns != NO_TIME {
-                        u.busy_ns += t - std::mem::replace(&mut u.seg_ns, NO_TIME);
+                        u.busy_ns += t.saturating_sub(std::mem::replace(&mut u.seg_ns, NO_TIME));
                     }
                 }
                 let Some(i) = found else {
@@ -611,10 +613,12 @@ impl MetricsBuilder {
         let Some(end_ns) = completed_ns else {
             return;
         };
-        let turnaround = end_ns - arrival_ns;
+        // Saturating: a record whose time goes back (refused by the checks) must not
+        // panic here.
+        let turnaround = end_ns.saturating_sub(arrival_ns);
         self.makespan_ns = self.makespan_ns.max(end_ns);
         self.turnaround.push(turnaround);
-        self.wait.push(turnaround - run_ns);
+        self.wait.push(turnaround.saturating_sub(run_ns));
         let slowdown = turnaround as f64 / ideal_ns.max(1) as f64;
         self.slowdown_sum += slowdown;
         self.slowdown_sum_sq += slowdown * slowdown;
@@ -678,23 +682,34 @@ impl MetricsBuilder {
 /// The tasks are folded in submission order, as `RunStream`'s outcomes are, so the
 /// metrics are the same to the bit (tested on every policy and scenario).
 ///
-/// An event for a task that is not live (never submitted, or ended) changes nothing.
+/// An event for a task that is not live (never submitted, or ended) changes no task's
+/// figures (a unit's busy time, the steals and the migrations are counted as
+/// `RunStream` counts them). Times stay below `u64::MAX - 1` (the simulator's end of
+/// time is 10^18 ns): the two highest values mark a task not ended and a rejected one.
 pub struct SummaryStream {
     metrics: MetricsBuilder,
     /// `Some(offset)` once a task was submitted: ids that follow are `offset + index`.
     offset: Option<u64>,
-    /// Submission index of each live task whose id does not follow.
-    strays: FxHashMap<TaskId, u64>,
+    /// Submission index of each live task whose id does not follow, and the indices
+    /// of such tasks not folded in yet (no other id may reach them).
+    live: FxHashMap<TaskId, u64>,
+    strays: FxHashSet<u64>,
     /// Submissions from index `base` to `next` (excluded), in runs; what happened to
     /// them since, made when it first does.
     submits: VecDeque<Submits>,
     window: VecDeque<Lapse>,
     base: u64,
     next: u64,
-    /// Each unit's running segment's start ([`NO_TIME`] if idle) and busy time.
-    units: Vec<(u64, u64)>,
+    units: Vec<Busy>,
     migrations: usize,
     steals: usize,
+}
+
+/// A unit's running segment's start ([`NO_TIME`] if idle) and its busy time.
+#[derive(Clone, Copy)]
+struct Busy {
+    seg_ns: u64,
+    busy_ns: u64,
 }
 
 /// What happened to a submitted task since, as far as the metrics go (24 bytes: the
@@ -728,12 +743,19 @@ impl SummaryStream {
         SummaryStream {
             metrics: MetricsBuilder::new(policy, &unit_kinds),
             offset: None,
-            strays: FxHashMap::default(),
+            live: FxHashMap::default(),
+            strays: FxHashSet::default(),
             submits: VecDeque::new(),
             window: VecDeque::new(),
             base: 0,
             next: 0,
-            units: vec![(NO_TIME, 0); machine.units.len()],
+            units: vec![
+                Busy {
+                    seg_ns: NO_TIME,
+                    busy_ns: 0
+                };
+                machine.units.len()
+            ],
             migrations: 0,
             steals: 0,
         }
@@ -752,7 +774,7 @@ impl SummaryStream {
                     self.steals += 1;
                 }
                 if let Some(u) = self.units.get_mut(unit as usize) {
-                    u.0 = t;
+                    u.seg_ns = t;
                 }
                 if let Some(l) = self.lapse(e.task) {
                     l.seg_ns = t;
@@ -760,17 +782,18 @@ impl SummaryStream {
             }
             &Stop { unit } | &Complete { unit } => {
                 if let Some(u) = self.units.get_mut(unit as usize) {
-                    if u.0 != NO_TIME {
-                        u.1 += t - std::mem::replace(&mut u.0, NO_TIME);
+                    if u.seg_ns != NO_TIME {
+                        u.busy_ns += t.saturating_sub(std::mem::replace(&mut u.seg_ns, NO_TIME));
                     }
                 }
                 let Some(l) = self.lapse(e.task) else {
                     return;
                 };
                 if l.seg_ns != NO_TIME {
-                    l.run_ns += t - std::mem::replace(&mut l.seg_ns, NO_TIME);
+                    l.run_ns += t.saturating_sub(std::mem::replace(&mut l.seg_ns, NO_TIME));
                 }
                 if let Complete { .. } = e.kind {
+                    debug_assert!(t < REJECTED, "a time within the engine's horizon");
                     l.end_ns = t;
                     self.ended(e.task);
                 }
@@ -791,9 +814,10 @@ impl SummaryStream {
         self.next += 1;
         let offset = *self.offset.get_or_insert(task.wrapping_sub(index));
         if task != offset.wrapping_add(index) {
-            self.strays.insert(task, index);
-        } else if !self.strays.is_empty() {
-            self.strays.remove(&task);
+            self.live.insert(task, index);
+            self.strays.insert(index);
+        } else if !self.live.is_empty() {
+            self.live.remove(&task);
         }
         match self.submits.back_mut() {
             Some(s) if (s.arrival_ns, s.ideal_ns) == (t_ns, ideal_ns) && s.count < u32::MAX => {
@@ -802,7 +826,7 @@ impl SummaryStream {
             _ => self.submits.push_back(Submits {
                 arrival_ns: t_ns,
                 ideal_ns,
-                kind: 0, // types are not kept here
+                kind: 0,
                 count: 1,
             }),
         }
@@ -811,9 +835,19 @@ impl SummaryStream {
     /// What happened to a live task since it was submitted (made if nothing did yet).
     #[inline(always)]
     fn lapse(&mut self, task: TaskId) -> Option<&mut Lapse> {
-        let i = match self.strays.is_empty() {
-            false if self.strays.contains_key(&task) => self.strays[&task],
-            _ => task.wrapping_sub(self.offset?),
+        let stray = match self.live.is_empty() {
+            true => None,
+            false => self.live.get(&task).copied(),
+        };
+        let i = match stray {
+            Some(i) => i,
+            None => {
+                let i = task.wrapping_sub(self.offset?);
+                if !self.strays.is_empty() && self.strays.contains(&i) {
+                    return None;
+                }
+                i
+            }
         };
         let at = i.wrapping_sub(self.base);
         if at >= self.next - self.base {
@@ -829,8 +863,8 @@ impl SummaryStream {
     /// A task ended: the tasks now ended in submission order are folded in.
     #[inline]
     fn ended(&mut self, task: TaskId) {
-        if !self.strays.is_empty() {
-            self.strays.remove(&task);
+        if !self.live.is_empty() {
+            self.live.remove(&task);
         }
         while self.window.front().is_some_and(|l| l.end_ns != NO_TIME) {
             let l = self.window.pop_front().expect("a front");
@@ -843,6 +877,9 @@ impl SummaryStream {
     /// The task submitted `base`-th leaves, with what happened to it.
     #[inline]
     fn fold(&mut self, l: Lapse) {
+        if !self.strays.is_empty() {
+            self.strays.remove(&self.base);
+        }
         self.base += 1;
         let s = self.submits.front_mut().expect("a submission per task");
         let (arrival_ns, ideal_ns) = (s.arrival_ns, s.ideal_ns);
@@ -863,7 +900,7 @@ impl SummaryStream {
             self.fold(l);
         }
         let tallies = Tallies {
-            busy_ns: self.units.iter().map(|u| u.1).collect(),
+            busy_ns: self.units.iter().map(|u| u.busy_ns).collect(),
             migrations: self.migrations,
             steals: self.steals,
         };
@@ -1275,6 +1312,72 @@ mod tests {
             assert_eq!(format!("{kept:?}"), format!("{alone:?}"), "round {round}");
         }
         assert!(strays > 20, "{strays}");
+    }
+
+    /// Events a valid record never has change no task's figures in the metrics alone,
+    /// as in the record's own: an id that was never submitted but falls on a stray's
+    /// index, a late event for an ended task. Time going back is an error of the
+    /// checks, not a panic of either stream.
+    #[test]
+    fn summary_ignores_tasks_that_are_not_live() {
+        use crate::machine::{Machine, Unit};
+        use crate::record::Record;
+        use EventKind::*;
+        let unit = Unit {
+            id: 0,
+            kind: UnitType::Cpu,
+            os_index: None,
+            cpus: Vec::new(),
+            cpu_kind: None,
+            capacity: 1024,
+            numa_node: None,
+            accelerator: None,
+            name: "u0".into(),
+        };
+        let machine = Machine {
+            units: vec![unit],
+            ..Machine::default()
+        };
+        let submit = |t, id| {
+            let kind = Arc::from("k");
+            event(t, id, Submit { ideal_ns: 5, kind })
+        };
+        let start = |t, id| {
+            let from = QueueId::Central;
+            event(t, id, Start { unit: 0, from })
+        };
+        let complete = |t, id| event(t, id, Complete { unit: 0 });
+        let reject = |t, id| event(t, id, Reject { reason: "r".into() });
+        let cases = [
+            // 11 is task 10's successor, but index 1 is the stray 500's.
+            vec![
+                submit(0, 10),
+                submit(0, 500),
+                reject(1, 11),
+                start(2, 500),
+                complete(3, 500),
+            ],
+            vec![
+                submit(0, 10),
+                start(1, 10),
+                complete(2, 10),
+                complete(4, 10),
+                reject(5, 10),
+            ],
+            // Time goes back: 10 ends before it started, or starts before it came.
+            vec![submit(0, 10), start(5, 10), complete(2, 10)],
+            vec![submit(5, 10), start(1, 10), complete(6, 10)],
+            vec![submit(5, 10), start(6, 10), complete(3, 10)],
+        ];
+        for (i, events) in cases.into_iter().enumerate() {
+            let mut record = Record::new("p", vec![UnitType::Cpu], Vec::new());
+            record.events = events;
+            let mut summary = SummaryStream::new("p", &machine);
+            record.events.iter().for_each(|e| summary.push(e));
+            let (kept, alone) = (record.metrics(), summary.finish());
+            assert_eq!(format!("{kept:?}"), format!("{alone:?}"), "case {i}");
+            assert!(record.check().is_err(), "case {i} is not a valid record");
+        }
     }
 
     /// Ids in submission order and strays (an id out of order, one used again after it

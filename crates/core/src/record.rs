@@ -124,14 +124,6 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// The statistics of nanosecond values, in seconds: the same as [`Stats::of`] on
-    /// `ns as f64 * 1e-9` (that map keeps the order, so integers sort instead of floats).
-    pub fn of_ns(values: &[u64]) -> Stats {
-        let mut kept = NsValues::default();
-        values.iter().for_each(|&v| kept.push(v));
-        kept.stats()
-    }
-
     pub fn of(values: &mut [f64]) -> Stats {
         values.sort_by(f64::total_cmp);
         Stats::of_sorted(values.len(), |i| values[i], values.iter().copied())
@@ -279,12 +271,12 @@ impl Record {
 
 #[cfg(test)]
 mod tests {
-    use super::Stats;
+    use super::{NsValues, Stats};
 
     /// Integer nanoseconds give the statistics, bit for bit, of their values in seconds
     /// ([`NsValues`]: zeros, narrow and wide values kept apart).
     #[test]
-    fn stats_of_ns_equal_stats_of_seconds() {
+    fn ns_values_give_the_stats_of_their_seconds() {
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         for n in [0usize, 1, 2, 3, 10, 11, 1000, 1001] {
             let ns: Vec<u64> = (0..n)
@@ -298,7 +290,9 @@ mod tests {
                 })
                 .collect();
             let mut s: Vec<f64> = ns.iter().map(|&v| v as f64 * 1e-9).collect();
-            let (a, b) = (Stats::of_ns(&ns), Stats::of(&mut s));
+            let mut kept = NsValues::default();
+            ns.iter().for_each(|&v| kept.push(v));
+            let (a, b) = (kept.stats(), Stats::of(&mut s));
             for (p, q) in [(a.mean, b.mean), (a.median, b.median), (a.p95, b.p95)] {
                 assert_eq!(p.to_bits(), q.to_bits(), "n = {n}");
             }
