@@ -923,6 +923,35 @@ mod tests {
         Event { t_ns, task, kind }
     }
 
+    /// A xorshift generator: `rand(n)` is below `n`.
+    fn xorshift(mut x: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        }
+    }
+
+    /// A machine of units of these types (only their types and count matter here).
+    fn machine(kinds: &[UnitType]) -> crate::machine::Machine {
+        let units = (0..kinds.len() as u32).map(|i| crate::machine::Unit {
+            id: i,
+            kind: kinds[i as usize],
+            os_index: None,
+            cpus: Vec::new(),
+            cpu_kind: None,
+            capacity: 1024,
+            numa_node: None,
+            accelerator: None,
+            name: format!("u{i}"),
+        });
+        crate::machine::Machine {
+            units: units.collect(),
+            ..Default::default()
+        }
+    }
+
     /// Each invariant's violation is caught with its message, keeping ended tasks or
     /// not, and a valid run (with a yield and a migration) passes.
     #[test]
@@ -1063,13 +1092,7 @@ mod tests {
             Running(UnitId),
             Ended,
         }
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let mut rand = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rand = xorshift(0x2545_F491_4F6C_DD1D);
         let mut messages = std::collections::BTreeSet::new();
         let mut longest = 0;
         for round in 0..4_000 {
@@ -1183,34 +1206,12 @@ mod tests {
     /// those of the kept record, to the bit.
     #[test]
     fn summary_metrics_equal_the_records() {
-        use crate::machine::{Machine, Unit};
         use crate::record::Record;
         use crate::task::Placement;
         use EventKind::*;
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut rand = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rand = xorshift(0x9E37_79B9_7F4A_7C15);
         let kinds = [UnitType::Cpu, UnitType::Cpu, UnitType::Gpu];
-        let machine = Machine {
-            units: (0..3)
-                .map(|i| Unit {
-                    id: i,
-                    kind: kinds[i as usize],
-                    os_index: None,
-                    cpus: Vec::new(),
-                    cpu_kind: None,
-                    capacity: 1024,
-                    numa_node: None,
-                    accelerator: None,
-                    name: format!("u{i}"),
-                })
-                .collect(),
-            ..Machine::default()
-        };
+        let machine = machine(&kinds);
         let mut strays = 0;
         for round in 0..300 {
             let mut record = Record::new("p", kinds.to_vec(), Vec::new());
@@ -1320,24 +1321,9 @@ mod tests {
     /// checks, not a panic of either stream.
     #[test]
     fn summary_ignores_tasks_that_are_not_live() {
-        use crate::machine::{Machine, Unit};
         use crate::record::Record;
         use EventKind::*;
-        let unit = Unit {
-            id: 0,
-            kind: UnitType::Cpu,
-            os_index: None,
-            cpus: Vec::new(),
-            cpu_kind: None,
-            capacity: 1024,
-            numa_node: None,
-            accelerator: None,
-            name: "u0".into(),
-        };
-        let machine = Machine {
-            units: vec![unit],
-            ..Machine::default()
-        };
+        let machine = machine(&[UnitType::Cpu]);
         let submit = |t, id| {
             let kind = Arc::from("k");
             event(t, id, Submit { ideal_ns: 5, kind })
