@@ -51,8 +51,15 @@ pub struct IdMap<V> {
     /// `window[i]`: the value of id `base + i`, or `V::VACANT`.
     window: VecDeque<V>,
     base: TaskId,
-    /// Values of ids outside the window.
+    /// Values of ids outside the window: all below the window's (see `insert`).
     overflow: FxHashMap<TaskId, V>,
+    /// No id in `overflow` is above this (`None` when it is empty; kept as ids leave it
+    /// until it empties, an upper bound then). Why: the ids there are mostly old ones (a task that lives long while many newer ones come and go),
+    /// so a new id is above them all, and neither inserting it (the id just past the
+    /// window) nor looking it up while absent need the hash map. Without the bound,
+    /// one long-lived task sent every insert of a 1M-task run through the slow path
+    /// (about 120 instructions a task instead of 30; see docs/simulator.md).
+    top: Option<TaskId>,
     len: usize,
 }
 
@@ -62,6 +69,7 @@ impl<V> Default for IdMap<V> {
             window: VecDeque::new(),
             base: 0,
             overflow: FxHashMap::default(),
+            top: None,
             len: 0,
         }
     }
@@ -85,7 +93,7 @@ impl<V: Vacant> IdMap<V> {
         if i < self.window.len() as u64 {
             let v = self.window[i as usize];
             (v != V::VACANT).then_some(v)
-        } else if self.overflow.is_empty() {
+        } else if self.above_overflow(id) {
             None
         } else {
             self.overflow.get(&id).copied()
@@ -99,7 +107,7 @@ impl<V: Vacant> IdMap<V> {
         if i < self.window.len() as u64 {
             let v = &mut self.window[i as usize];
             (*v != V::VACANT).then_some(v)
-        } else if self.overflow.is_empty() {
+        } else if self.above_overflow(id) {
             None
         } else {
             self.overflow.get_mut(&id)
@@ -120,8 +128,8 @@ impl<V: Vacant> IdMap<V> {
             return None;
         }
         // The usual case: the id just past the window (ids come in order), within its
-        // bound (below), none held outside it.
-        if i == self.window.len() as u64 && i < 8 * self.len as u64 + 64 && self.overflow.is_empty()
+        // bound (below), above the ids held outside it.
+        if i == self.window.len() as u64 && i < 8 * self.len as u64 + 64 && self.above_overflow(id)
         {
             self.window.push_back(v);
             self.len += 1;
@@ -131,11 +139,17 @@ impl<V: Vacant> IdMap<V> {
             return Some(std::mem::replace(old, v));
         }
         self.len += 1;
+        // The window holds only ids above those in the hash map, so that the two never
+        // overlap (an id below them, arriving late, goes to the hash map too).
         if self.window.is_empty() {
+            if !self.above_overflow(id) {
+                self.spill(id, v);
+                return None;
+            }
             self.base = id;
         }
         let Some(i) = id.checked_sub(self.base) else {
-            self.overflow.insert(id, v);
+            self.spill(id, v);
             return None;
         };
         // Bounded by the ids present: beyond that, older ids move out to the hash map.
@@ -165,10 +179,22 @@ impl<V: Vacant> IdMap<V> {
     fn pop_front(&mut self) {
         if let Some(v) = self.window.pop_front() {
             if v != V::VACANT {
-                self.overflow.insert(self.base, v);
+                self.spill(self.base, v);
             }
-            self.base += 1;
+            self.base = self.base.wrapping_add(1); // wraps past the largest id only, emptied
         }
+    }
+
+    /// Puts `id` (not present) in the hash map.
+    fn spill(&mut self, id: TaskId, v: V) {
+        self.overflow.insert(id, v);
+        self.top = Some(self.top.map_or(id, |t| t.max(id)));
+    }
+
+    /// Whether `id` is above every id in the hash map (so not there).
+    #[inline]
+    fn above_overflow(&self, id: TaskId) -> bool {
+        self.top.is_none_or(|t| id > t)
     }
 
     /// Removes `id`; returns its value.
@@ -183,12 +209,18 @@ impl<V: Vacant> IdMap<V> {
             // Absent ids at the front leave the window.
             while self.window.front() == Some(&V::VACANT) {
                 self.window.pop_front();
-                self.base += 1;
+                self.base = self.base.wrapping_add(1); // wraps past the largest id only, emptied
             }
             shrink(&mut self.window);
             v
+        } else if self.above_overflow(id) {
+            return None;
         } else {
-            self.overflow.remove(&id)?
+            let v = self.overflow.remove(&id)?;
+            if self.overflow.is_empty() {
+                self.top = None;
+            }
+            v
         };
         self.len -= 1;
         Some(v)
@@ -206,7 +238,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     /// Random inserts and removes (ids mostly increasing, some far out, some reused)
-    /// agree with a map.
+    /// agree with a map; so do look-ups, of ids in the hash map and above it.
     #[test]
     fn behaves_like_a_map() {
         let mut ids = IdMap::<u32>::default();
@@ -223,6 +255,8 @@ mod tests {
                     next += 1 + r % 3;
                     next
                 }
+                // Far out, up to the largest id.
+                4 if r % 20 == 4 => TaskId::MAX - r % 3,
                 4 => r % 1_000_000_000,
                 _ => *map
                     .keys()
@@ -235,7 +269,10 @@ mod tests {
                 assert_eq!(ids.remove(id), map.remove(&id));
             }
             assert_eq!(ids.len(), map.len());
-            let probe = r % (next + 2);
+            let probe = match r % 7 {
+                0 => TaskId::MAX - r % 3,
+                _ => r % (next + 2),
+            };
             assert_eq!(ids.get(probe), map.get(&probe).copied());
             if let (Some(v), Some(w)) = (ids.get_mut(probe), map.get_mut(&probe)) {
                 (*v, *w) = (step, step);
