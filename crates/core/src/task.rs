@@ -258,6 +258,14 @@ pub struct TaskEntry {
     placement: PlacementCode,
 }
 
+/// What a task store's slot holds before its first task: task 0 of the CPU class,
+/// never live (the store's index says which slots are).
+impl Default for TaskEntry {
+    fn default() -> TaskEntry {
+        TaskEntry::new(Task::cpu(0, 0))
+    }
+}
+
 impl TaskEntry {
     /// A task that has not run yet, in the central queue, its host word 0.
     #[inline]
