@@ -338,6 +338,8 @@ pub(crate) fn load_average() -> Option<f64> {
 pub(crate) struct Figure {
     cpu: Option<f64>,
     load: Option<(f64, f64)>,
+    /// Every run's CPU time, in order (for ratios round by round).
+    runs: Vec<f64>,
 }
 
 impl Figure {
@@ -351,6 +353,7 @@ impl Figure {
     /// A run that took `cpu` seconds (measured elsewhere: a child's own report), noting
     /// the load average now.
     pub(crate) fn add(&mut self, cpu: f64) {
+        self.runs.push(cpu);
         self.cpu = Some(self.cpu.map_or(cpu, |c| c.min(cpu)));
         if let Some(l) = load_average() {
             self.load = Some(self.load.map_or((l, l), |(lo, hi)| (lo.min(l), hi.max(l))));
@@ -359,6 +362,20 @@ impl Figure {
 
     pub(crate) fn cpu(&self) -> f64 {
         self.cpu.unwrap_or(f64::NAN)
+    }
+
+    /// The ratios of this figure's runs to `base`'s, run by run: median, least and
+    /// largest. Why beside the ratio of the best runs: the host's speed drifts by 10 %
+    /// and more over minutes here, and runs of one round are seconds apart.
+    pub(crate) fn ratios_to(&self, base: &Figure) -> (f64, f64, f64) {
+        let mut r: Vec<f64> = (self.runs.iter().zip(&base.runs))
+            .map(|(a, b)| a / b)
+            .collect();
+        r.sort_by(f64::total_cmp);
+        match (r.first(), r.last()) {
+            (Some(&lo), Some(&hi)) => (r[r.len() / 2], lo, hi),
+            _ => (f64::NAN, f64::NAN, f64::NAN),
+        }
     }
 
     pub(crate) fn load(&self) -> String {
@@ -494,8 +511,9 @@ fn simulate(args: SimulateBench) -> Result<()> {
     ];
     for (what, figure, goal) in rows {
         let ratio = goal.map_or(String::new(), |goal| {
+            let (median, lo, hi) = figure.ratios_to(&engine);
             format!(
-                "  {:.2}x (a), goal <= {goal}x; {:.2}x the reference",
+                "  {:.2}x (a), goal <= {goal}x (round by round: median {median:.2}x, {lo:.2}-{hi:.2}x); {:.2}x the reference",
                 figure.cpu() / base,
                 figure.cpu() / bench
             )

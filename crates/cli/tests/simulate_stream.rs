@@ -161,4 +161,22 @@ fn bench_simulate_prints_the_ratios_of_the_commands_runs() {
     for goal in ["x (a), goal <= 1.2x", "x (a), goal <= 2x"] {
         assert!(text.contains(goal), "{goal:?} in\n{text}");
     }
+    // Each ratio round by round too: a median within the least and the largest, of
+    // runs that took time.
+    for row in ["(b) simulate --summary", "(c) simulate, CSV on"] {
+        let l = text.lines().find(|l| l.starts_with(row)).unwrap();
+        let figures = l
+            .split("round by round: median ")
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .unwrap_or_else(|| panic!("no ratios round by round in {l}"));
+        let x: Vec<f64> = figures
+            .split(['x', ',', '-', ' '])
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        assert!(
+            x.len() == 3 && x[1] > 0.0 && x[1] <= x[0] && x[0] <= x[2],
+            "{figures:?} in {l}"
+        );
+    }
 }
