@@ -510,7 +510,7 @@ impl EngineCore {
     /// Where `task`, which unit `u` picked, waits: its store slot, queue (`u`'s or the
     /// central one) and position there. The heads of both queues are checked first,
     /// without the id look-up: most policies pick a head.
-    #[inline]
+    #[inline(always)]
     fn find_picked(&self, u: UnitId, task: TaskId) -> Option<(usize, QueueId, usize)> {
         for q in [QueueId::Unit(u), QueueId::Central] {
             if let Some(&s) = self.queue_slots(q).front() {

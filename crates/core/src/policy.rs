@@ -203,8 +203,14 @@ impl<'a> Queue<'a> {
     /// The id of the `i`-th task from the head.
     #[inline]
     pub fn get(&self, i: usize) -> Option<TaskId> {
-        let s = *self.slots.get(i)?;
-        Some(self.tasks.at_slot(s as usize).task.id)
+        Some(self.entry(i)?.1.task.id)
+    }
+
+    /// The slot and entry of the `i`-th task from the head.
+    #[inline]
+    pub fn entry(&self, i: usize) -> Option<(usize, &'a TaskEntry)> {
+        let s = *self.slots.get(i)? as usize;
+        Some((s, self.tasks.at_slot(s)))
     }
 
     /// The tasks' ids, head first.

@@ -28,12 +28,20 @@ impl Policy for Fcfs {
     }
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
         let kind = view.unit_kind(unit);
-        match view
-            .central()
-            .entries()
-            .find(|(_, e)| e.task.affinity.runs_on(kind))
-        {
-            Some((_, e)) => PickDecision::Run(e.task.id),
+        let central = view.central();
+        // The head first, without an iterator (most picks end there: the queue is
+        // empty or its head runs here; the scan's set-up was half of this call).
+        let first = match central.entry(0) {
+            None => return PickDecision::Idle,
+            Some((_, e)) if e.task.affinity.runs_on(kind) => Some(e),
+            Some(_) => central
+                .entries()
+                .skip(1)
+                .map(|(_, e)| e)
+                .find(|e| e.task.affinity.runs_on(kind)),
+        };
+        match first {
+            Some(e) => PickDecision::Run(e.task.id),
             None => PickDecision::Idle,
         }
     }
