@@ -53,12 +53,14 @@ pub struct IdMap<V> {
     base: TaskId,
     /// Values of ids outside the window: all below the window's (see `insert`).
     overflow: FxHashMap<TaskId, V>,
-    /// No id in `overflow` is above this (`None` when it is empty; kept as ids leave it
-    /// until it empties, an upper bound then). Why: the ids there are mostly old ones (a task that lives long while many newer ones come and go),
-    /// so a new id is above them all, and neither inserting it (the id just past the
-    /// window) nor looking it up while absent need the hash map. Without the bound,
-    /// one long-lived task sent every insert of a 1M-task run through the slow path
-    /// (about 120 instructions a task instead of 30; see docs/simulator.md).
+    /// No id in `overflow` is above this (`None` when it is empty; kept as ids leave
+    /// it until it empties, an upper bound then). Why: the ids there are mostly old
+    /// ones (a task that lives long while many newer ones come and go), so a new id is
+    /// above them all, and neither inserting it (the id just past the window) nor
+    /// looking it up while absent need the hash map. Without the bound, one long-lived
+    /// task sent every insert of a 1M-task run through the slow path (the task store's
+    /// admission took 121 instructions a task instead of about 70; see
+    /// docs/simulator.md).
     top: Option<TaskId>,
     len: usize,
 }

@@ -27,8 +27,8 @@ pub struct Slab<T, const N: usize> {
     /// Chunk 0's `N` values, held apart (empty while chunk 0 is not held): a run whose
     /// live tasks fit in one chunk (the usual case, as slots are reused last-freed
     /// first) reads its values as from a `Vec`, one bounds check and no chunk table.
-    /// The engine reads a slot some twenty times per task; in the chunk table's
-    /// `Option` it took about four instructions more each time (see docs/simulator.md).
+    /// The engines read a slot some twenty times per task; as an `Option` of a chunk,
+    /// a read took about four instructions more (see docs/simulator.md).
     head: Box<[T]>,
     /// The other chunks by number (entry 0 unused).
     chunks: Vec<Option<Chunk<T, N>>>,
