@@ -183,7 +183,7 @@ impl<V: Vacant> IdMap<V> {
             if v != V::VACANT {
                 self.spill(self.base, v);
             }
-            self.base = self.base.wrapping_add(1); // wraps past the largest id only, emptied
+            self.base = self.base.wrapping_add(1); // wraps only past u64::MAX, emptied
         }
     }
 
@@ -211,7 +211,7 @@ impl<V: Vacant> IdMap<V> {
             // Absent ids at the front leave the window.
             while self.window.front() == Some(&V::VACANT) {
                 self.window.pop_front();
-                self.base = self.base.wrapping_add(1); // wraps past the largest id only, emptied
+                self.base = self.base.wrapping_add(1); // wraps only past u64::MAX, emptied
             }
             shrink(&mut self.window);
             v
