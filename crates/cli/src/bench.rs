@@ -372,8 +372,9 @@ impl Figure {
             .map(|(a, b)| a / b)
             .collect();
         r.sort_by(f64::total_cmp);
+        let n = r.len();
         match (r.first(), r.last()) {
-            (Some(&lo), Some(&hi)) => (r[r.len() / 2], lo, hi),
+            (Some(&lo), Some(&hi)) => ((r[(n - 1) / 2] + r[n / 2]) / 2.0, lo, hi),
             _ => (f64::NAN, f64::NAN, f64::NAN),
         }
     }
@@ -586,4 +587,30 @@ fn reuse(a: ReuseArgs) -> Result<()> {
         text.len() as f64 / blen as f64
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Figure;
+
+    fn figure(runs: &[f64]) -> Figure {
+        let mut f = Figure::default();
+        for &cpu in runs {
+            f.add(cpu);
+        }
+        f
+    }
+
+    /// Ratios round by round: the median (of the two middle ones for an even count),
+    /// the least and the largest, each run against the same round's base run.
+    #[test]
+    fn ratios_round_by_round_are_the_median_and_range() {
+        let base = figure(&[1.0, 2.0, 1.0, 1.0]);
+        let (median, lo, hi) = figure(&[1.5, 2.0, 1.2, 1.1]).ratios_to(&base);
+        assert_eq!((lo, hi), (1.0, 1.5));
+        assert!((median - 1.15).abs() < 1e-12, "{median}");
+        let (median, lo, hi) = figure(&[3.0, 1.0, 2.0]).ratios_to(&figure(&[1.0; 3]));
+        assert_eq!((median, lo, hi), (2.0, 1.0, 3.0));
+        assert!(figure(&[]).ratios_to(&base).0.is_nan());
+    }
 }

@@ -129,9 +129,12 @@ impl<V: Vacant> IdMap<V> {
             self.len += 1;
             return None;
         }
-        // The usual case: the id just past the window (ids come in order), within its
-        // bound (below), above the ids held outside it.
-        if i == self.window.len() as u64 && i < 8 * self.len as u64 + 64 && self.above_overflow(id)
+        // The usual case: the id just past the window (ids come in order; not past
+        // `u64::MAX` back to 0), within its bound (below), above the ids held outside it.
+        if i == self.window.len() as u64
+            && id >= self.base
+            && i < 8 * self.len as u64 + 64
+            && self.above_overflow(id)
         {
             self.window.push_back(v);
             self.len += 1;
@@ -238,6 +241,27 @@ impl<V: Vacant> IdMap<V> {
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    /// An id of 0 just after `u64::MAX` does not extend the window past the largest id
+    /// (it wrapped to 0 and then grew over an id held in the hash map, which look-ups
+    /// then missed).
+    #[test]
+    fn the_window_does_not_wrap_past_the_largest_id() {
+        let mut ids = IdMap::<u32>::default();
+        assert_eq!(ids.insert(TaskId::MAX, 1), None);
+        assert_eq!(ids.insert(0, 2), None);
+        assert_eq!(ids.insert(5, 3), None);
+        assert_eq!(ids.remove(TaskId::MAX), Some(1));
+        assert_eq!(ids.insert(6, 4), None);
+        for (id, v) in [(0, 2), (5, 3), (6, 4)] {
+            assert_eq!(ids.get(id), Some(v), "id {id}");
+        }
+        assert_eq!(ids.insert(5, 7), Some(3));
+        assert_eq!(ids.len(), 3);
+        assert_eq!(ids.remove(5), Some(7));
+        assert_eq!(ids.get(5), None);
+        assert_eq!(ids.len(), 2);
+    }
 
     /// Random inserts and removes (ids mostly increasing, some far out, some reused)
     /// agree with a map; so do look-ups, of ids in the hash map and above it.

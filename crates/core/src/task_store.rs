@@ -28,8 +28,8 @@ impl Staged {
 pub struct TaskStore {
     /// The slab: each slot's entry (a [default](TaskEntry::default) one until the slot
     /// is first used). Only slots the index points to are live (a staged task's slot
-    /// is not, yet); a freed one holds its last task's entry until it is reused or its
-    /// chunk is freed. Not `Option`s: the engines read a slot some twenty times per
+    /// is not, yet); one freed by `discard` or `unstage` holds its last task's entry
+    /// until it is reused or its chunk is freed (`remove` takes the entry out). Not `Option`s: the engines read a slot some twenty times per
     /// task, and each read tested the `Option` (about 2 % of `bench sim`'s
     /// instructions).
     slots: Slab<TaskEntry, 4096>,
@@ -65,7 +65,9 @@ impl TaskStore {
     }
 
     /// The entry in slot `slot` of a live task (from [`Self::slot_of`]), without the
-    /// index look-up: for an engine that remembers where its running tasks are.
+    /// index look-up: for an engine that remembers where its running tasks are. Of a
+    /// slot that is not live it is a stale or default entry (no panic unless its chunk
+    /// is not held): the caller knows its slots.
     #[inline]
     pub fn at_slot(&self, slot: usize) -> &TaskEntry {
         self.slots.get(slot)
