@@ -29,9 +29,9 @@ pub struct TaskStore {
     /// The slab: each slot's entry (a [default](TaskEntry::default) one until the slot
     /// is first used). Only slots the index points to are live (a staged task's slot
     /// is not, yet); one freed by `discard` or `unstage` holds its last task's entry
-    /// until it is reused or its chunk is freed (`remove` takes the entry out). Not `Option`s: the engines read a slot some twenty times per
-    /// task, and each read tested the `Option` (about 2 % of `bench sim`'s
-    /// instructions).
+    /// until it is reused or its chunk is freed (`remove` takes the entry out). Not
+    /// `Option`s: the engines read a slot some twenty times per task, and each read
+    /// tested the `Option` (about 2 % of `bench sim`'s instructions).
     slots: Slab<TaskEntry, 4096>,
     /// Slots freed, to reuse (a stack: the latest first), and the first slot never used.
     free: Vec<u32>,
