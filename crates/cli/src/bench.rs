@@ -262,12 +262,12 @@ fn sim(args: SimBench) -> Result<()> {
         let mut best: Option<(f64, f64)> = None;
         let mut result = None;
         for _ in 0..args.repeat.max(1) {
-            let mut policy = hetsched_policies::build(spec, 1)?;
             let mut counter = hetsched_core::record::EventCounter::default();
             let (cpu, wall, summary) = timed(|| {
-                hetsched_sim::run(
+                hetsched_sim::run_spec(
                     &machine,
-                    policy.as_mut(),
+                    spec,
+                    1,
                     tasks(),
                     &hetsched_sim::Config::default(),
                     &mut counter,
@@ -401,8 +401,7 @@ fn engine_alone(
     hetsched_core::record::EventCounter,
 )> {
     let mut counter = hetsched_core::record::EventCounter::default();
-    let mut policy = hetsched_policies::build(spec, scenario.seed)?;
-    let summary = hetsched_sim::run_into(scenario, policy.as_mut(), on_task, &mut counter)?;
+    let summary = hetsched_sim::run_into(scenario, spec, scenario.seed, on_task, &mut counter)?;
     Ok((summary, counter))
 }
 
@@ -449,11 +448,11 @@ fn simulate(args: SimulateBench) -> Result<()> {
                 .iter()
                 .filter(|&&b| b == b'\n')
                 .count();
-            let mut policy = hetsched_policies::build(spec, 1)?;
             Figure::run(&mut reference, || {
-                hetsched_sim::run(
+                hetsched_sim::run_spec(
                     &machine,
-                    policy.as_mut(),
+                    spec,
+                    1,
                     bench_tasks(),
                     &hetsched_sim::Config::default(),
                     &mut EventCounter::default(),

@@ -57,15 +57,14 @@ pub fn run_streamed<W: std::io::Write>(
     csv: Option<(W, String)>,
     on_task: &mut dyn FnMut(&hetsched_sim::SimTask),
 ) -> Result<(hetsched_core::record::Metrics, hetsched_sim::RunSummary)> {
-    let mut built = hetsched_policies::build(policy, scenario.seed)?;
-    let machine = &scenario.machine;
+    let (machine, seed) = (&scenario.machine, scenario.seed);
     let Some((file, name)) = csv else {
         let mut rec = SummaryStream::new(policy, machine);
-        let summary = hetsched_sim::run_into(scenario, built.as_mut(), on_task, &mut rec)?;
+        let summary = hetsched_sim::run_into(scenario, policy, seed, on_task, &mut rec)?;
         return Ok((rec.finish(), summary));
     };
     let mut rec = StreamRecorder::new(policy, machine, file, name);
-    let summary = hetsched_sim::run_into(scenario, built.as_mut(), on_task, &mut rec)?;
+    let summary = hetsched_sim::run_into(scenario, policy, seed, on_task, &mut rec)?;
     let metrics = rec
         .finish()
         .map_err(|e| Error::runtime(format!("{policy}: {e}")))?;

@@ -644,8 +644,10 @@ impl EngineCore {
 
     /// How long `task` (store slot `slot`) may run on `u` before the engine stops it: on
     /// a CPU the policy's time slice, on an accelerator the task's checkpoint interval
-    /// for its type (`None`: until done).
-    #[inline]
+    /// for its type (`None`: until done). Forced inline: the simulator's engine calls it
+    /// once a segment, and LLVM kept it out of line there once the policy's time slice
+    /// was inlined into it.
+    #[inline(always)]
     pub fn slice<P: Policy + ?Sized>(
         &self,
         policy: &mut P,

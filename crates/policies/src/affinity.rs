@@ -53,7 +53,7 @@ pub const REGISTERED: crate::Registered = crate::Registered {
     name: "affinity",
     about: "Beisel et al.: per-unit queues, affinity placement with queue limits, checkpoint time-sharing, late-binding load balancer",
     test_specs: &["affinity", "affinity:gran_ms=0,cpu_gran_ms=1,acc_limit=1", "affinity:fcfs=1,acc_limit=0"],
-    build: |spec, p, _| Ok(Box::new(AffinityPolicy::from_params(spec, p)?)),
+    build: |spec, p, _| Ok(AffinityPolicy::from_params(spec, p)?.into()),
 };
 
 /// The `affinity` policy (see the module documentation).

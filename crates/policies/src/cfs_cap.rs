@@ -24,5 +24,5 @@ pub const REGISTERED: crate::Registered = crate::Registered {
     name: "cfs-cap",
     about: "Linux CFS with capacity awareness: biggest idle unit first, misfit tasks (fits_capacity) pulled to bigger CPUs",
     test_specs: &["cfs-cap", "cfs-cap:latency_ms=1,balance_ms=1"],
-    build: |spec, p, _| Ok(Box::new(Cfs::from_params(spec, p)?.capacity_aware())),
+    build: |spec, p, _| Ok(Cfs::from_params(spec, p)?.capacity_aware().into()),
 };

@@ -39,7 +39,7 @@ pub const REGISTERED: crate::Registered = crate::Registered {
     name: "dmda",
     about: "minimum expected completion time with a per-task-type performance model learned from observed run times",
     test_specs: &["dmda"],
-    build: |spec, p, _| Ok(Box::new(Dmda::from_params(spec, p)?)),
+    build: |spec, p, _| Ok(Dmda::from_params(spec, p)?.into()),
 };
 
 type ClassKey = (Arc<str>, UnitType, u32);

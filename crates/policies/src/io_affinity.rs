@@ -48,12 +48,13 @@ pub const REGISTERED: crate::Registered = crate::Registered {
             0.1..=60_000.0,
             false,
         )?;
-        Ok(Box::new(IoAffinity {
+        Ok(IoAffinity {
             name: spec.to_string(),
             slack,
             slice_ns: ms_to_ns(slice_ms),
             ws: WorkStealing::default(),
-        }))
+        }
+        .into())
     },
 };
 

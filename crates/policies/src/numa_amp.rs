@@ -55,7 +55,7 @@ pub const REGISTERED: crate::Registered = crate::Registered {
         "numa-amp",
         "numa-amp:slice_ms=1,period_ms=1,hysteresis=0,page_moves=0",
     ],
-    build: |spec, p, _| Ok(Box::new(NumaAmp::from_params(spec, p)?)),
+    build: |spec, p, _| Ok(NumaAmp::from_params(spec, p)?.into()),
 };
 
 pub struct NumaAmp {

@@ -15,7 +15,7 @@ pub const REGISTERED: crate::Registered = crate::Registered {
     name: "random",
     about: "uniformly random compatible unit (seeded)",
     test_specs: &["random"],
-    build: |spec, p, seed| Ok(Box::new(Random::from_params(spec, p, seed)?)),
+    build: |spec, p, seed| Ok(Random::from_params(spec, p, seed)?.into()),
 };
 
 pub struct Random {

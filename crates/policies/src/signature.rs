@@ -59,7 +59,7 @@ pub const REGISTERED: crate::Registered = crate::Registered {
     name: "signature",
     about: "Shelepov & Fedorova: bind each clock-sensitivity class (from the task's signature) to a set of cores, fastest for the most sensitive, equal loads",
     test_specs: &["signature", "signature:slice_ms=1,balance_ms=1"],
-    build: |spec, p, _| Ok(Box::new(SignaturePolicy::from_params(spec, p)?)),
+    build: |spec, p, _| Ok(SignaturePolicy::from_params(spec, p)?.into()),
 };
 
 /// The three classes in binding order; index = rank.

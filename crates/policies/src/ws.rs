@@ -13,7 +13,7 @@ pub const REGISTERED: crate::Registered = crate::Registered {
     name: "ws",
     about: "work stealing: push to the least-loaded queue, idle units steal from the longest",
     test_specs: &["ws"],
-    build: |_, _, _| Ok(Box::new(WorkStealing::default())),
+    build: |_, _, _| Ok(WorkStealing::default().into()),
 };
 
 #[derive(Default)]

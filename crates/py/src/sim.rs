@@ -160,9 +160,16 @@ pub fn simulate(
         hetsched_policies::build(&spec, seed)
             .map_err(|e| py_err(Error::input(format!("policy {spec:?}: {e}"))))?;
         let s = &scenario;
-        let result = py.detach(|| {
-            let policy = hetsched_policies::build(&spec, seed)?;
-            run(s, &spec, policy, decisions)
+        let result = py.detach(|| match decisions {
+            // The engine compiled for the policy's type (`run_policy`), as `simulate` runs it.
+            false => {
+                hetsched_sim::run_policy(s, &spec, seed, &mut |_| {}).map(|(record, summary)| Run {
+                    record,
+                    summary,
+                    decisions: None,
+                })
+            }
+            true => run(s, &spec, hetsched_policies::build(&spec, seed)?, true),
         });
         (spec, result)
     } else {

@@ -18,7 +18,10 @@ pub use engine::{run, Config, RunSummary};
 pub use task::{SimTask, Workload};
 
 use hetsched_core::machine::{Machine, UnitGranularity};
+use hetsched_core::policy::Policy;
+use hetsched_core::record::{Record, Recorder};
 use hetsched_core::Result;
+use hetsched_policies::PolicyVisitor;
 
 /// A machine from the text of a TOML machine file, with PU units.
 pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine> {
@@ -34,9 +37,10 @@ pub fn run_policy(
     spec: &str,
     seed: u64,
     on_task: &mut dyn FnMut(&SimTask),
-) -> Result<(hetsched_core::record::Record, RunSummary)> {
-    let mut policy = hetsched_policies::build(spec, seed)?;
-    run_with(scenario, spec, policy.as_mut(), on_task)
+) -> Result<(Record, RunSummary)> {
+    let mut record = record_of(scenario, spec);
+    let summary = run_into(scenario, spec, seed, on_task, &mut record)?;
+    Ok((record, summary))
 }
 
 /// Runs a policy object (one not in the registry, e.g. written in Python) on a scenario
@@ -44,27 +48,78 @@ pub fn run_policy(
 pub fn run_with(
     scenario: &scenario::Scenario,
     label: &str,
-    policy: &mut dyn hetsched_core::policy::Policy,
+    policy: &mut dyn Policy,
     on_task: &mut dyn FnMut(&SimTask),
-) -> Result<(hetsched_core::record::Record, RunSummary)> {
-    let m = &scenario.machine;
-    let mut record = hetsched_core::record::Record::new(
-        label,
-        m.units.iter().map(|u| u.kind).collect(),
-        m.units.iter().map(|u| u.name.clone()).collect(),
-    );
-    let summary = run_into(scenario, policy, on_task, &mut record)?;
+) -> Result<(Record, RunSummary)> {
+    let mut record = record_of(scenario, label);
+    let tasks = scenario.tasks().inspect(|t| on_task(t));
+    let summary = run(
+        &scenario.machine,
+        policy,
+        tasks,
+        &scenario.config,
+        &mut record,
+    )?;
     Ok((record, summary))
 }
 
-/// Runs a policy object on a scenario, its events going to `rec` (e.g. a
+/// An empty record of a run of `label` on the scenario's machine.
+fn record_of(scenario: &scenario::Scenario, label: &str) -> Record {
+    let m = &scenario.machine;
+    Record::new(
+        label,
+        m.units.iter().map(|u| u.kind).collect(),
+        m.units.iter().map(|u| u.name.clone()).collect(),
+    )
+}
+
+/// Runs a registry policy (its spec) on a scenario, its events going to `rec` (e.g. a
 /// [`stream::StreamRecorder`], which writes the outputs as the run goes).
-pub fn run_into<R: hetsched_core::record::Recorder>(
+pub fn run_into<R: Recorder + ?Sized>(
     scenario: &scenario::Scenario,
-    policy: &mut dyn hetsched_core::policy::Policy,
+    spec: &str,
+    seed: u64,
     on_task: &mut dyn FnMut(&SimTask),
     rec: &mut R,
 ) -> Result<RunSummary> {
     let tasks = scenario.tasks().inspect(|t| on_task(t));
-    run(&scenario.machine, policy, tasks, &scenario.config, rec)
+    run_spec(&scenario.machine, spec, seed, tasks, &scenario.config, rec)
+}
+
+/// Runs a registry policy (its spec; `seed` is the default of seeded policies) on
+/// `machine` over `arrivals`, its events going to `rec`: [`run`] compiled for the
+/// policy's own type ([`hetsched_policies::Built`]), its calls inlined into the engine.
+/// Every run from a spec goes through here, so that each instance of the engine is
+/// compiled once per policy type.
+pub fn run_spec<R, I>(
+    machine: &Machine,
+    spec: &str,
+    seed: u64,
+    arrivals: I,
+    config: &Config,
+    rec: &mut R,
+) -> Result<RunSummary>
+where
+    R: Recorder + ?Sized,
+    I: IntoIterator<Item = SimTask>,
+{
+    struct Run<'a, R: ?Sized, I> {
+        machine: &'a Machine,
+        arrivals: I,
+        config: &'a Config,
+        rec: &'a mut R,
+    }
+    impl<R: Recorder + ?Sized, I: IntoIterator<Item = SimTask>> PolicyVisitor for Run<'_, R, I> {
+        type Output = Result<RunSummary>;
+        fn visit<P: Policy>(self, policy: &mut P) -> Result<RunSummary> {
+            run(self.machine, policy, self.arrivals, self.config, self.rec)
+        }
+    }
+    let run = Run {
+        machine,
+        arrivals,
+        config,
+        rec,
+    };
+    hetsched_policies::build_typed(spec, seed)?.visit(run)
 }

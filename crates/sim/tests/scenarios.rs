@@ -231,3 +231,33 @@ fn bad_scenario_signatures_name_the_field_and_range() {
         }
     }
 }
+
+/// A registry policy runs in an engine compiled for its type (`run_policy`, through
+/// `hetsched_policies::Built`); the same policy behind `dyn Policy` (`run_with`, as a
+/// Python policy runs) must make the same run, event for event: on every example
+/// scenario, with every registered test spec.
+#[test]
+fn typed_and_dyn_policies_make_the_same_runs() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut runs = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let Ok(sc) = Scenario::load(&path) else {
+            continue; // a machine file
+        };
+        for spec in hetsched_policies::test_specs() {
+            let typed = hetsched_sim::run_policy(&sc, spec, sc.seed, &mut |_| {});
+            let mut policy = hetsched_policies::build(spec, sc.seed).unwrap();
+            let boxed = hetsched_sim::run_with(&sc, spec, policy.as_mut(), &mut |_| {});
+            let show = |r: &hetsched_core::Result<(hetsched_core::record::Record, _)>| {
+                format!("{:?}", r.as_ref().map(|(rec, s)| (&rec.events, s)))
+            };
+            assert_eq!(show(&typed), show(&boxed), "{} {spec}", path.display());
+            runs += typed.is_ok() as usize;
+        }
+    }
+    assert!(runs >= 50, "only {runs} runs completed");
+}
