@@ -79,8 +79,8 @@ macro_rules! policy_types {
         /// A policy the registry built, its type known. Why: the simulator's engine is
         /// generic over its policy, and given the type ([`Built::visit`]) it is compiled
         /// for each, the policy's calls inlined into it instead of made through `dyn
-        /// Policy`'s table: `hetsched bench sim` measured cfs 8–11 % and fcfs 4–10 %
-        /// faster (docs/simulator.md). What needs no speed takes the box ([`build`]).
+        /// Policy`'s table: `hetsched bench sim` measured cfs and fcfs 4–5 % faster
+        /// (docs/simulator.md). What needs no speed takes the box ([`build`]).
         pub enum Built {
             $($variant($ty)),*
         }

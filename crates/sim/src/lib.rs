@@ -89,8 +89,8 @@ pub fn run_into<R: Recorder + ?Sized>(
 /// Runs a registry policy (its spec; `seed` is the default of seeded policies) on
 /// `machine` over `arrivals`, its events going to `rec`: [`run`] compiled for the
 /// policy's own type ([`hetsched_policies::Built`]), its calls inlined into the engine.
-/// Every run from a spec goes through here, so that each instance of the engine is
-/// compiled once per policy type.
+/// `simulate`, the benches and [`run_policy`] run through here; the paper experiments'
+/// own drivers, which need no speed, take the box (`hetsched_policies::build`).
 pub fn run_spec<R, I>(
     machine: &Machine,
     spec: &str,
