@@ -75,11 +75,11 @@ pub fn run(a: PeersBench) -> Result<()> {
     let (mut engine, mut metrics_fig) = (Figure::default(), Figure::default());
     let (mut summary, mut metrics, mut engine_rss) = (None, None, None);
     for _ in 0..repeat {
-        let mut policy = hetsched_policies::build("fcfs", 1)?;
         let ran = engine.run(|| {
-            hetsched_sim::run(
+            hetsched_sim::run_spec(
                 &machine,
-                policy.as_mut(),
+                "fcfs",
+                1,
                 stream(),
                 &hetsched_sim::Config::default(),
                 &mut EventCounter::default(),
@@ -203,10 +203,10 @@ fn with_metrics(
     tasks: impl Iterator<Item = SimTask>,
 ) -> Result<Metrics> {
     let mut rec = SummaryStream::new("fcfs", machine);
-    let mut policy = hetsched_policies::build("fcfs", 1)?;
-    hetsched_sim::run(
+    hetsched_sim::run_spec(
         machine,
-        policy.as_mut(),
+        "fcfs",
+        1,
         tasks,
         &hetsched_sim::Config::default(),
         &mut rec,

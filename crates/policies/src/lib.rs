@@ -99,6 +99,7 @@ macro_rules! policy_types {
                 }
             }
 
+            /// The policy behind `dyn Policy` (what [`build`] returns).
             pub fn boxed(self) -> Box<dyn Policy> {
                 match self {
                     $(Built::$variant(p) => Box::new(p)),*

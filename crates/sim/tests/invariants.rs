@@ -8,7 +8,7 @@
 use hetsched_core::machine::UnitType;
 use hetsched_core::record::Record;
 use hetsched_sim::SimTask as Task;
-use hetsched_sim::{machine_from_toml, run, Config};
+use hetsched_sim::{machine_from_toml, Config};
 use proptest::prelude::*;
 
 /// Every spec the registry asks test suites to run (a new policy is covered by
@@ -93,7 +93,6 @@ fn simulate(c: &Case) -> (Record, hetsched_sim::RunSummary) {
         t.id = i as u64;
     }
     let spec = policies()[c.policy];
-    let mut policy = hetsched_policies::build(spec, 42).unwrap();
     let mut rec = Record::new(
         spec,
         machine.units.iter().map(|u| u.kind).collect(),
@@ -104,7 +103,7 @@ fn simulate(c: &Case) -> (Record, hetsched_sim::RunSummary) {
         max_time_ns: None,
         max_events: None,
     };
-    let summary = run(&machine, policy.as_mut(), tasks, &config, &mut rec).unwrap();
+    let summary = hetsched_sim::run_spec(&machine, spec, 42, tasks, &config, &mut rec).unwrap();
     (rec, summary)
 }
 
