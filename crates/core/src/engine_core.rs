@@ -741,7 +741,7 @@ impl EngineCore {
 
     /// `task` ended on `u` (which it no longer holds): recorded, `complete` (it still sees
     /// the task), then it is gone and the unit picks.
-    #[inline]
+    #[inline(always)]
     fn finish<P: Policy + ?Sized, H: Host + ?Sized>(
         &mut self,
         policy: &mut P,
