@@ -186,8 +186,9 @@ impl NsValues {
     /// 1e-9`: the three kinds sorted apart are the values in ascending order, summed
     /// in that order. The four-byte values (a 1M-task run's turnarounds) are sorted by
     /// radix (`voracious_radix_sort`): 13–17 ms for a million here, against 19–24 ms
-    /// for `radsort` and 41 ms for `sort_unstable`; the largest single part of what
-    /// `simulate --summary` adds to the engine (docs/simulator.md).
+    /// for `radsort` and 41 ms for `sort_unstable`; with the fold of the tasks in
+    /// submission order, the largest part of what `simulate --summary` adds to the
+    /// engine (docs/simulator.md).
     pub fn stats(&mut self) -> Stats {
         self.narrow.voracious_sort();
         self.wide.sort_unstable();
@@ -283,7 +284,8 @@ mod tests {
     #[test]
     fn ns_values_give_the_stats_of_their_seconds() {
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        // Sizes on each side of the radix sort's changes of method, up to a large run's.
+        // About two thirds of the values are four-byte ones, sorted by a method that
+        // changes at 200 and 100,000 values: sizes on each side of both.
         for n in [0usize, 1, 2, 3, 10, 11, 1000, 1001, 100_000, 400_001] {
             let ns: Vec<u64> = (0..n)
                 .map(|_| {
