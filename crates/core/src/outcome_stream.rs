@@ -683,13 +683,16 @@ impl MetricsBuilder {
 /// metrics are the same to the bit (tested on every policy and scenario).
 ///
 /// A segment's time is its unit's: a `Stop` or `Complete` on a unit ends the segment
-/// its last `Start` began, so a `Start` touches the unit alone, not its task (in a
-/// record whose invariants hold, as engines make them, the two are the same segment;
-/// following each task's own start cost `simulate --summary` about 60 instructions a
-/// task). An event for a task that is not live (never submitted, or ended) changes no
-/// task's figures (a unit's busy time, the steals and the migrations are counted as
-/// `RunStream` counts them). Times stay below `u64::MAX - 1` (the simulator's end of
-/// time is 10^18 ns): the two highest values mark a task not ended and a rejected one.
+/// its last `Start` began, so a `Start` touches the unit alone, not its task (following
+/// each task's own start cost `simulate --summary` about 60 instructions a task). In a
+/// record whose invariants hold, as engines make them, the two are the same segment,
+/// and the metrics are `RunStream`'s. In one the checks refuse, they may differ: an
+/// event for a task that is not live (never submitted, or ended) adds to no task's
+/// figures, but a `Start`, `Stop` or `Complete` of it still begins or ends the segment
+/// of the unit it names, which the task running there then loses (a unit's busy time,
+/// the steals and the migrations are counted as `RunStream` counts them). Times stay
+/// below `u64::MAX - 1` (the simulator's end of time is 10^18 ns): the two highest
+/// values mark a task not ended and a rejected one.
 pub struct SummaryStream {
     metrics: MetricsBuilder,
     /// `Some(offset)` once a task was submitted: ids that follow are `offset + index`.
@@ -699,7 +702,7 @@ pub struct SummaryStream {
     live: FxHashMap<TaskId, u64>,
     strays: FxHashSet<u64>,
     /// Submissions from index `base` to `next` (excluded), in runs; what happened to
-    /// them since, made when one of them first stops or ends.
+    /// them since, made up to a task when it first stops, ends or is rejected.
     submits: VecDeque<Submits>,
     window: VecDeque<Lapse>,
     base: u64,
@@ -1324,10 +1327,11 @@ mod tests {
         assert!(strays > 20, "{strays}");
     }
 
-    /// Events a valid record never has change no task's figures in the metrics alone,
-    /// as in the record's own: an id that was never submitted but falls on a stray's
-    /// index, a late event for an ended task. Time going back is an error of the
-    /// checks, not a panic of either stream.
+    /// Some events a valid record never has change no task's figures in the metrics
+    /// alone, as in the record's own: an id that was never submitted but falls on a
+    /// stray's index, a late event for an ended task on an idle unit. Time going back is
+    /// an error of the checks, not a panic of either stream. (Not every invalid record
+    /// gives the same metrics: see [`SummaryStream`].)
     #[test]
     fn summary_ignores_tasks_that_are_not_live() {
         use crate::record::Record;

@@ -279,13 +279,25 @@ impl Record {
 mod tests {
     use super::{NsValues, Stats};
 
+    /// The statistics of `ns` through [`NsValues`] and through [`Stats::of`] on their
+    /// values in seconds, bit for bit.
+    fn same_stats(ns: &[u64], what: &str) {
+        let mut s: Vec<f64> = ns.iter().map(|&v| v as f64 * 1e-9).collect();
+        let mut kept = NsValues::default();
+        ns.iter().for_each(|&v| kept.push(v));
+        let (a, b) = (kept.stats(), Stats::of(&mut s));
+        for (p, q) in [(a.mean, b.mean), (a.median, b.median), (a.p95, b.p95)] {
+            assert_eq!(p.to_bits(), q.to_bits(), "{what}, {} values", ns.len());
+        }
+    }
+
     /// Integer nanoseconds give the statistics, bit for bit, of their values in seconds
     /// ([`NsValues`]: zeros, narrow and wide values kept apart).
     #[test]
     fn ns_values_give_the_stats_of_their_seconds() {
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        // About two thirds of the values are four-byte ones, sorted by a method that
-        // changes at 200 and 100,000 values: sizes on each side of both.
+        // About 57 % of the values are four-byte ones, sorted by a method that changes
+        // at 200 and 100,000 values: sizes on each side of both.
         for n in [0usize, 1, 2, 3, 10, 11, 1000, 1001, 100_000, 400_001] {
             let ns: Vec<u64> = (0..n)
                 .map(|_| {
@@ -297,12 +309,21 @@ mod tests {
                     ((x >> 20) % 5_000_000_000) * (x % 3).min(1)
                 })
                 .collect();
-            let mut s: Vec<f64> = ns.iter().map(|&v| v as f64 * 1e-9).collect();
-            let mut kept = NsValues::default();
-            ns.iter().for_each(|&v| kept.push(v));
-            let (a, b) = (kept.stats(), Stats::of(&mut s));
-            for (p, q) in [(a.mean, b.mean), (a.median, b.median), (a.p95, b.p95)] {
-                assert_eq!(p.to_bits(), q.to_bits(), "n = {n}");
+            same_stats(&ns, "random");
+        }
+        // Orders a run makes (turnarounds nearly in submission order) and extremes, in
+        // each of the radix sort's two methods.
+        for n in [50_000u64, 400_001] {
+            let max = u64::from(u32::MAX);
+            let inputs: [(&str, Vec<u64>); 5] = [
+                ("ascending", (1..=n).collect()),
+                ("descending", (1..=n).rev().collect()),
+                ("all equal", vec![7_777; n as usize]),
+                ("sawtooth", (0..n).map(|i| 1 + i % 1_000 * 3_000).collect()),
+                ("near u32::MAX", (0..n).map(|i| max - i % 3).collect()),
+            ];
+            for (what, ns) in &inputs {
+                same_stats(ns, what);
             }
         }
     }
