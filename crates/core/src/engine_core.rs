@@ -47,6 +47,7 @@ use crate::task::{Affinity, Placement, QueueId, TaskId};
 use crate::task_store::{Staged, TaskStore};
 use crate::unit_set::UnitSet;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// A policy answer that breaks the contract. The simulator stops with it; the daemon
 /// refuses the answer, logs it and carries on ([`Host::refuse`]).
@@ -119,6 +120,12 @@ pub trait Host {
     const RELEASES_AT_ONCE: bool;
     /// Receives the run record's events.
     fn record(&mut self, event: Event);
+    /// Receives a `Submit` event, its task type lent (see
+    /// [`Recorder::submit`](crate::record::Recorder::submit)).
+    #[inline(always)]
+    fn submit(&mut self, t_ns: u64, task: TaskId, ideal_ns: u64, kind: &Arc<str>) {
+        self.record(Event::submit(t_ns, task, ideal_ns, kind));
+    }
     /// A policy answer broke the contract: `Err` stops the schedule (the simulator);
     /// `Ok` refuses the answer and carries on as if the policy had not made it.
     fn refuse(&mut self, violation: ContractError) -> Result<(), ContractError>;
@@ -341,8 +348,8 @@ impl EngineCore {
         ideal_ns: u64,
     ) -> Result<Arrival, ContractError> {
         let task = &self.view.tasks.staged(staged).task;
-        let (id, kind, affinity) = (task.id, task.kind.clone(), task.affinity);
-        self.emit(host, id, EventKind::Submit { ideal_ns, kind });
+        let (id, affinity) = (task.id, task.affinity);
+        host.submit(self.view.now_ns, id, ideal_ns, &task.kind);
         if !self.runnable(&affinity) {
             self.view.tasks.unstage(staged);
             self.emit(

@@ -925,6 +925,12 @@ impl crate::record::Recorder for SummaryStream {
     fn record(&mut self, event: Event) {
         self.push(&event);
     }
+
+    /// The type is not kept: no clone of it.
+    #[inline(always)]
+    fn submit(&mut self, t_ns: u64, task: TaskId, ideal_ns: u64, _kind: &Arc<str>) {
+        SummaryStream::submit(self, task, t_ns, ideal_ns);
+    }
 }
 
 #[cfg(test)]

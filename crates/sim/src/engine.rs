@@ -34,6 +34,7 @@ use hetsched_core::slab::Slab;
 use hetsched_core::task::{Task, TaskId};
 use hetsched_core::task_store::Staged;
 use hetsched_core::{Error, Result};
+use std::sync::Arc;
 
 /// Engine settings that are not the policy's business.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -446,6 +447,11 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
     #[inline(always)]
     fn record(&mut self, event: Event) {
         self.rec.record(event);
+    }
+
+    #[inline(always)]
+    fn submit(&mut self, t_ns: u64, task: TaskId, ideal_ns: u64, kind: &Arc<str>) {
+        self.rec.submit(t_ns, task, ideal_ns, kind);
     }
 
     #[cold]
