@@ -209,18 +209,37 @@ impl RunStream {
     /// unspecified (checking stops there).
     #[inline(always)]
     pub fn push(&mut self, e: &Event, out: &mut impl FnMut(&TaskOutcome)) -> Result<(), String> {
+        let (n, back) = self.count(e.t_ns);
+        let checked = self.follow(e, out);
+        verdict(n, back, e.t_ns, e.task, checked)
+    }
+
+    /// [`Self::push`] of a `Submit` event, its task type lent: the stream keeps one
+    /// clone of each type, not one per task (see
+    /// [`Recorder::submit`](crate::record::Recorder::submit)).
+    #[inline(always)]
+    pub fn push_submit(
+        &mut self,
+        t_ns: u64,
+        task: TaskId,
+        ideal_ns: u64,
+        kind: &Arc<str>,
+    ) -> Result<(), String> {
+        let (n, back) = self.count(t_ns);
+        let checked = self.submit(t_ns, task, ideal_ns, kind);
+        verdict(n, back, t_ns, task, checked)
+    }
+
+    /// An event at `t_ns` counted: its number, and whether time went back.
+    #[inline(always)]
+    fn count(&mut self, t_ns: u64) -> (u64, bool) {
         let n = self.events;
         self.events += 1;
-        let back = e.t_ns < self.last_ns;
+        let back = t_ns < self.last_ns;
         if !back {
-            self.last_ns = e.t_ns;
+            self.last_ns = t_ns;
         }
-        let checked = self.follow(e, out);
-        match (back, checked) {
-            (false, Ok(())) => Ok(()),
-            (true, _) => Err(violation(n, e, "time went backwards")),
-            (false, Err(m)) => Err(violation(n, e, m)),
-        }
+        (n, back)
     }
 
     /// One match on the event's kind: each arm finds its task (and unit) once, updates
@@ -234,7 +253,7 @@ impl RunStream {
         use EventKind::*;
         let t = e.t_ns;
         match &e.kind {
-            Submit { ideal_ns, kind } => self.submit(e, *ideal_ns, kind),
+            Submit { ideal_ns, kind } => self.submit(e.t_ns, e.task, *ideal_ns, kind),
             Enqueue { .. } => {
                 let Some(i) = self.find(e.task) else {
                     return Err(self.missing(e));
@@ -396,24 +415,30 @@ impl RunStream {
 
     /// A submitted task: its pending entry; it is new.
     #[inline]
-    fn submit(&mut self, e: &Event, ideal_ns: u64, kind: &Arc<str>) -> Result<(), &'static str> {
-        let checked = if self.find(e.task).is_some() {
+    fn submit(
+        &mut self,
+        t_ns: u64,
+        task: TaskId,
+        ideal_ns: u64,
+        kind: &Arc<str>,
+    ) -> Result<(), &'static str> {
+        let checked = if self.find(task).is_some() {
             Err("submitted twice")
-        } else if self.ended.as_ref().is_some_and(|m| m.get(e.task).is_some()) {
+        } else if self.ended.as_ref().is_some_and(|m| m.get(task).is_some()) {
             Err("event after the task ended")
         } else {
             Ok(())
         };
         let index = self.next;
         self.next += 1;
-        let offset = *self.offset.get_or_insert(e.task.wrapping_sub(index));
-        if e.task == offset.wrapping_add(index) {
+        let offset = *self.offset.get_or_insert(task.wrapping_sub(index));
+        if task == offset.wrapping_add(index) {
             if !self.live.is_empty() {
-                self.live.remove(&e.task);
+                self.live.remove(&task);
             }
         } else {
-            self.live.insert(e.task, index);
-            self.strays.insert(index, e.task);
+            self.live.insert(task, index);
+            self.strays.insert(index, task);
         }
         if self.fresh != NO_INDEX {
             self.news.insert(self.fresh);
@@ -422,13 +447,13 @@ impl RunStream {
         let kind = self.kind(kind);
         match self.submits.back_mut() {
             Some(s)
-                if (s.arrival_ns, s.ideal_ns, s.kind) == (e.t_ns, ideal_ns, kind)
+                if (s.arrival_ns, s.ideal_ns, s.kind) == (t_ns, ideal_ns, kind)
                     && s.count < u32::MAX =>
             {
                 s.count += 1
             }
             _ => self.submits.push_back(Submits {
-                arrival_ns: e.t_ns,
+                arrival_ns: t_ns,
                 ideal_ns,
                 kind,
                 count: 1,
@@ -545,11 +570,28 @@ fn since(pending: &mut VecDeque<Since>, at: usize) -> &mut Since {
     &mut pending[at]
 }
 
+/// The error, if any, of event `n` (at `t_ns`, of `task`) whose time went `back` and
+/// whose checks said `checked`.
+#[inline(always)]
+fn verdict(
+    n: u64,
+    back: bool,
+    t_ns: u64,
+    task: TaskId,
+    checked: Result<(), &'static str>,
+) -> Result<(), String> {
+    match (back, checked) {
+        (false, Ok(())) => Ok(()),
+        (true, _) => Err(violation(n, t_ns, task, "time went backwards")),
+        (false, Err(m)) => Err(violation(n, t_ns, task, m)),
+    }
+}
+
 /// An invariant violation, naming the event.
 #[cold]
 #[inline(never)]
-fn violation(n: u64, e: &Event, m: &str) -> String {
-    format!("event {n} (t={} ns, task {}): {m}", e.t_ns, e.task)
+fn violation(n: u64, t_ns: u64, task: TaskId, m: &str) -> String {
+    format!("event {n} (t={t_ns} ns, task {task}): {m}")
 }
 
 /// What the metrics take from a run's events besides its tasks: each unit's busy time,

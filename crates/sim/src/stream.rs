@@ -12,8 +12,10 @@
 use crate::report::{write_csv_row, TASKS_CSV_HEADER};
 use hetsched_core::outcome_stream::{MetricsBuilder, RunStream};
 use hetsched_core::record::{Event, Metrics, Recorder, TaskOutcome};
+use hetsched_core::task::TaskId;
 use hetsched_core::{Error, Result};
 use std::io::Write;
+use std::sync::Arc;
 
 /// Bytes of CSV lines gathered before each write.
 const CSV_BUFFER: usize = 1 << 20;
@@ -115,6 +117,14 @@ impl<W: Write> Recorder for StreamRecorder<W> {
         let sink = &mut self.sink;
         if let Err(e) = self.run.push(&event, &mut |o| sink.take(o)) {
             sink.violation(e);
+        }
+    }
+
+    /// The type is looked up, not cloned (the stream keeps one clone of each).
+    #[inline(always)]
+    fn submit(&mut self, t_ns: u64, task: TaskId, ideal_ns: u64, kind: &Arc<str>) {
+        if let Err(e) = self.run.push_submit(t_ns, task, ideal_ns, kind) {
+            self.sink.violation(e);
         }
     }
 }
