@@ -814,7 +814,7 @@ impl SummaryStream {
         use EventKind::*;
         let t = e.t_ns;
         match &e.kind {
-            &Submit { ideal_ns, .. } => self.submit(e.task, t, ideal_ns),
+            &Submit { ideal_ns, .. } => self.submitted(t, e.task, ideal_ns),
             Enqueue { .. } => {}
             &Start { unit, from } => {
                 if matches!(from, QueueId::Unit(q) if q != unit) {
@@ -853,8 +853,10 @@ impl SummaryStream {
         }
     }
 
+    /// A task submitted (`Recorder::submit` lends its type too, which
+    /// the summary does not keep).
     #[inline(always)]
-    fn submit(&mut self, task: TaskId, t_ns: u64, ideal_ns: u64) {
+    fn submitted(&mut self, t_ns: u64, task: TaskId, ideal_ns: u64) {
         let index = self.next;
         self.next += 1;
         let offset = *self.offset.get_or_insert(task.wrapping_sub(index));
@@ -971,7 +973,7 @@ impl crate::record::Recorder for SummaryStream {
     /// The type is not kept: no clone of it.
     #[inline(always)]
     fn submit(&mut self, t_ns: u64, task: TaskId, ideal_ns: u64, _kind: &Arc<str>) {
-        SummaryStream::submit(self, task, t_ns, ideal_ns);
+        self.submitted(t_ns, task, ideal_ns);
     }
 }
 
