@@ -922,39 +922,63 @@ impl SummaryStream {
     /// Folds in the tasks ended in submission order at the window's front.
     #[inline(never)]
     fn drain(&mut self) {
-        while self.window.front().is_some_and(|l| l.end_ns != NO_TIME) {
-            let l = self.window.pop_front().expect("a front");
-            self.fold(l);
-        }
+        self.fold_front::<false>();
         crate::id_map::shrink(&mut self.window);
         crate::id_map::shrink(&mut self.submits);
     }
 
-    /// The task submitted `base`-th leaves, with what happened to it.
+    /// Folds in the tasks at the window's front that ended, or, at the run's end
+    /// (`ALL`), every task left, those that never ended as such. It walks the two
+    /// deques' slices and removes what it folded at once: a `pop_front` a task, from
+    /// the window and from the submissions, was about a fifth of the drain's
+    /// instructions.
     #[inline(always)]
-    fn fold(&mut self, l: Lapse) {
-        if !self.strays.is_empty() {
-            self.strays.remove(&self.base);
+    fn fold_front<const ALL: bool>(&mut self) {
+        let Self {
+            metrics,
+            strays,
+            submits,
+            window,
+            base,
+            next,
+            ..
+        } = self;
+        let untouched = match ALL {
+            true => (*next - *base) as usize - window.len(),
+            false => 0,
+        };
+        let (front, back) = window.as_slices();
+        let lapses = front.iter().chain(back).copied();
+        let mut subs = submits.iter_mut();
+        let mut s = subs.next();
+        let (mut folded, mut runs) = (0, 0);
+        for l in lapses.chain(std::iter::repeat_n(Lapse::NOTHING, untouched)) {
+            if !ALL && l.end_ns == NO_TIME {
+                break;
+            }
+            if !strays.is_empty() {
+                strays.remove(base);
+            }
+            *base += 1;
+            folded += 1;
+            let run = s.as_deref_mut().expect("a submission per task");
+            let (arrival_ns, ideal_ns) = (run.arrival_ns, run.ideal_ns);
+            run.count -= 1;
+            if run.count == 0 {
+                runs += 1;
+                s = subs.next();
+            }
+            let rejected = l.end_ns == REJECTED;
+            let completed = (l.end_ns < REJECTED).then_some(l.end_ns);
+            metrics.task(arrival_ns, completed, l.run_ns, ideal_ns, rejected);
         }
-        self.base += 1;
-        let s = self.submits.front_mut().expect("a submission per task");
-        let (arrival_ns, ideal_ns) = (s.arrival_ns, s.ideal_ns);
-        s.count -= 1;
-        if s.count == 0 {
-            self.submits.pop_front();
-        }
-        let rejected = l.end_ns == REJECTED;
-        let completed = (l.end_ns < REJECTED).then_some(l.end_ns);
-        self.metrics
-            .task(arrival_ns, completed, l.run_ns, ideal_ns, rejected);
+        window.drain(..folded.min(window.len()));
+        submits.drain(..runs);
     }
 
     /// The metrics, the tasks that never ended counted among the run's tasks.
     pub fn finish(mut self) -> Metrics {
-        while self.base < self.next {
-            let l = self.window.pop_front().unwrap_or(Lapse::NOTHING);
-            self.fold(l);
-        }
+        self.fold_front::<true>();
         let tallies = Tallies {
             busy_ns: self.units.iter().map(|u| u.busy_ns).collect(),
             migrations: self.migrations,
