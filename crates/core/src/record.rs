@@ -7,7 +7,6 @@ use crate::policy::UnitId;
 use crate::task::{Placement, QueueId, TaskId};
 use serde::Serialize;
 use std::sync::Arc;
-use voracious_radix_sort::RadixSort;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Event {
@@ -158,7 +157,8 @@ impl Stats {
     }
 
     /// The statistics of `n` values in ascending order, `at(i)` being the i-th and
-    /// `all` all of them in that order.
+    /// `all` all of them in that order, summed for the mean (zeros after the first
+    /// may be left out: adding 0.0 to a sum of zeros changes no bit).
     fn of_sorted(n: usize, at: impl Fn(usize) -> f64, all: impl Iterator<Item = f64>) -> Stats {
         if n == 0 {
             return Stats::default();
@@ -212,12 +212,11 @@ impl NsValues {
     /// The values' statistics in seconds, bit for bit [`Stats::of`] on `ns as f64 *
     /// 1e-9`: the three kinds sorted apart are the values in ascending order, summed
     /// in that order. The four-byte values (a 1M-task run's turnarounds) are sorted by
-    /// radix (`voracious_radix_sort`): 13–17 ms for a million here, against 19–24 ms
-    /// for `radsort` and 41 ms for `sort_unstable`; with the fold of the tasks in
-    /// submission order, the largest part of what `simulate --summary` adds to the
-    /// engine (docs/simulator.md).
+    /// radix ([`radix_sort`]); with the fold of the tasks in submission order, the
+    /// largest part of what `simulate --summary` adds to the engine
+    /// (docs/simulator.md).
     pub fn stats(&mut self) -> Stats {
-        self.narrow.voracious_sort();
+        radix_sort(&mut self.narrow);
         self.wide.sort_unstable();
         let (zeros, narrow, wide) = (self.zeros, &self.narrow, &self.wide);
         let s = |ns: u64| ns as f64 * 1e-9;
@@ -226,10 +225,63 @@ impl NsValues {
             Some(i) if i < narrow.len() => s(narrow[i] as u64),
             Some(i) => s(wide[i - narrow.len()]),
         };
-        let all = std::iter::repeat_n(0.0, zeros)
+        // One zero stands for them all: most waits of a run are zeros, a million
+        // additions that change nothing.
+        let all = std::iter::repeat_n(0.0, zeros.min(1))
             .chain(narrow.iter().map(|&v| s(v as u64)))
             .chain(wide.iter().map(|&v| s(v)));
         Stats::of_sorted(self.len(), at, all)
+    }
+}
+
+/// Sorts four-byte values by least significant digit first: a counting pass for every
+/// digit at once, then one stable scatter per digit, with as few digits as the values'
+/// highest bit needs at up to 11 bits each, of balanced widths (a run's turnarounds,
+/// under 2^28 ns, take three passes of 10 bits; a digit every value shares is
+/// skipped). Short slices, and those too long for four-byte counts, go to
+/// `sort_unstable`.
+///
+/// Hand-written, the exception to taking a library: `voracious_radix_sort` 1.2, which
+/// chooses its digits by its own rules, took 7.8–8.7 ms for the 1M
+/// turnarounds of `simulate bag1m.toml --summary`, this sort 4.5–5.7 ms, timed in the
+/// run; alone on those values, 5.4 ms against 3.1 ms, and 10 ms for `sort_unstable`
+/// (docs/simulator.md, issue #21's eleventh pass).
+fn radix_sort(v: &mut Vec<u32>) {
+    const DIGIT_MAX: u32 = 11;
+    const BUCKETS: usize = 1 << DIGIT_MAX;
+    let n = v.len();
+    if n < 1024 || u32::try_from(n).is_err() {
+        v.sort_unstable();
+        return;
+    }
+    let bits = 32 - v.iter().fold(0, |m, &x| m | x).leading_zeros();
+    // At most three: 32 bits in digits of at most 11.
+    let passes = bits.div_ceil(DIGIT_MAX).max(1) as usize;
+    let digit = bits.div_ceil(passes as u32);
+    let mask = (1u32 << digit) - 1;
+    let mut counts = [[0u32; BUCKETS]; 3];
+    for &x in v.iter() {
+        counts[0][(x & mask) as usize] += 1;
+        counts[1][((x >> digit) & mask) as usize] += 1;
+        counts[2][((x >> (2 * digit)) & mask) as usize] += 1;
+    }
+    // Fresh zeroed pages: the allocation costs nothing until the scatter writes them.
+    let mut out = vec![0u32; n];
+    for (pass, count) in counts.iter_mut().enumerate().take(passes) {
+        if count.iter().any(|&k| k as usize == n) {
+            continue;
+        }
+        let mut first = 0;
+        for k in count.iter_mut() {
+            (*k, first) = (first, first + *k);
+        }
+        let shift = digit * pass as u32;
+        for &x in v.iter() {
+            let at = &mut count[((x >> shift) & mask) as usize];
+            out[*at as usize] = x;
+            *at += 1;
+        }
+        std::mem::swap(v, &mut out);
     }
 }
 
@@ -323,9 +375,11 @@ mod tests {
     #[test]
     fn ns_values_give_the_stats_of_their_seconds() {
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        // About 57 % of the values are four-byte ones, sorted by a method that changes
-        // at 200 and 100,000 values: sizes on each side of both.
-        for n in [0usize, 1, 2, 3, 10, 11, 1000, 1001, 100_000, 400_001] {
+        // About 57 % of the values are four-byte ones, sorted by radix from 1,024 of
+        // them: sizes on each side.
+        for n in [
+            0usize, 1, 2, 3, 10, 11, 1000, 1001, 1790, 1800, 100_000, 400_001,
+        ] {
             let ns: Vec<u64> = (0..n)
                 .map(|_| {
                     x ^= x << 13;
@@ -338,16 +392,30 @@ mod tests {
                 .collect();
             same_stats(&ns, "random");
         }
-        // Orders a run makes (turnarounds nearly in submission order) and extremes, in
-        // each of the radix sort's two methods.
+        // Orders a run makes (turnarounds nearly in submission order) and extremes,
+        // with one, two and three radix passes (digits of 11 bits at most) and with
+        // passes skipped (a digit all values share).
         for n in [50_000u64, 400_001] {
             let max = u64::from(u32::MAX);
-            let inputs: [(&str, Vec<u64>); 5] = [
+            let inputs: [(&str, Vec<u64>); 9] = [
                 ("ascending", (1..=n).collect()),
                 ("descending", (1..=n).rev().collect()),
                 ("all equal", vec![7_777; n as usize]),
+                ("all zeros", vec![0; n as usize]),
                 ("sawtooth", (0..n).map(|i| 1 + i % 1_000 * 3_000).collect()),
                 ("near u32::MAX", (0..n).map(|i| max - i % 3).collect()),
+                (
+                    "under 2^11",
+                    (0..n).map(|i| 1 + (i * 7_919) % 2_047).collect(),
+                ),
+                (
+                    "high bits only",
+                    (0..n).map(|i| (1 + i % 5) << 27).collect(),
+                ),
+                (
+                    "every bit",
+                    (0..n).map(|i| (i * 2_654_435_761) % max + 1).collect(),
+                ),
             ];
             for (what, ns) in &inputs {
                 same_stats(ns, what);
