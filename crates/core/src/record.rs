@@ -236,16 +236,15 @@ impl NsValues {
 
 /// Sorts four-byte values by least significant digit first: a counting pass for every
 /// digit at once, then one stable scatter per digit, with as few digits as the values'
-/// highest bit needs at up to 11 bits each, of balanced widths (a run's turnarounds,
-/// under 2^28 ns, take three passes of 10 bits; a digit every value shares is
-/// skipped). Short slices, and those too long for four-byte counts, go to
-/// `sort_unstable`.
+/// highest bit needs at up to 11 bits each, of balanced widths (bag1m's turnarounds,
+/// under 2^27 ns, take three passes of 9 bits; a digit every value shares is skipped).
+/// Short slices, and those too long for four-byte counts, go to `sort_unstable`.
 ///
 /// Hand-written, the exception to taking a library: `voracious_radix_sort` 1.2, which
-/// chooses its digits by its own rules, took 7.8–8.7 ms for the 1M
-/// turnarounds of `simulate bag1m.toml --summary`, this sort 4.5–5.7 ms, timed in the
-/// run; alone on those values, 5.4 ms against 3.1 ms, and 10 ms for `sort_unstable`
-/// (docs/simulator.md, issue #21's eleventh pass).
+/// chooses its digits by its own rules, took 7.8–8.7 ms for the 1M turnarounds of
+/// `simulate bag1m.toml --summary`, this sort 4.5–5.7 ms, timed in the run; alone on
+/// those values, 5.4 ms against 3.1 ms, and 10 ms for `sort_unstable` (docs/simulator.md,
+/// issue #21's eleventh pass).
 fn radix_sort(v: &mut Vec<u32>) {
     const DIGIT_MAX: u32 = 11;
     const BUCKETS: usize = 1 << DIGIT_MAX;
