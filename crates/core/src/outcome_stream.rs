@@ -929,8 +929,8 @@ impl SummaryStream {
 
     /// Folds in the tasks at the window's front that ended, or, at the run's end
     /// (`ALL`), every task left, those that never ended as such. It walks the two
-    /// deques' slices and removes what it folded at once: a `pop_front` a task, from
-    /// the window and from the submissions, was about a fifth of the drain's
+    /// deques' slices and removes what it folded at once: one `pop_front` per task,
+    /// from the window and from the submissions, was about a fifth of the drain's
     /// instructions.
     #[inline(always)]
     fn fold_front<const ALL: bool>(&mut self) {
@@ -943,9 +943,10 @@ impl SummaryStream {
             next,
             ..
         } = self;
-        let untouched = match ALL {
-            true => (*next - *base) as usize - window.len(),
-            false => 0,
+        let untouched = if ALL {
+            (*next - *base) as usize - window.len()
+        } else {
+            0
         };
         let (front, back) = window.as_slices();
         let lapses = front.iter().chain(back).copied();
@@ -957,7 +958,7 @@ impl SummaryStream {
                 break;
             }
             if !strays.is_empty() {
-                strays.remove(base);
+                strays.remove(&*base);
             }
             *base += 1;
             folded += 1;
@@ -1298,7 +1299,7 @@ mod tests {
         let mut rand = xorshift(0x9E37_79B9_7F4A_7C15);
         let kinds = [UnitType::Cpu, UnitType::Cpu, UnitType::Gpu];
         let machine = machine(&kinds);
-        let mut strays = 0;
+        let (mut strays, mut wrapped) = (0, 0);
         for round in 0..300 {
             let mut record = Record::new("p", kinds.to_vec(), Vec::new());
             // Live tasks: queued (None) or running on a unit.
@@ -1306,7 +1307,10 @@ mod tests {
             let mut busy = [false; 3];
             let (mut t, mut next_id) = (0u64, 1000 * round);
             let kind: Arc<str> = Arc::from("k");
-            for _ in 0..rand(80) {
+            // Every tenth round long enough for the deques to wrap around their
+            // buffers (the fold then walks two slices of each).
+            let events = if round % 10 == 0 { 4_000 } else { rand(80) };
+            for _ in 0..events {
                 t += rand(3) * rand(1_000_000);
                 let mut push = |task, kind| record.events.push(event(t, task, kind));
                 match rand(6) {
@@ -1315,7 +1319,7 @@ mod tests {
                         let id = match rand(10) {
                             0 => {
                                 strays += 1;
-                                1_000_000_000 + round * 1000 + rand(1000) * 7 + next_id
+                                1_000_000_000 + next_id * 1000 + rand(1000)
                             }
                             _ => next_id,
                         };
@@ -1391,14 +1395,19 @@ mod tests {
                 "round {round}: the generator is valid"
             );
             let mut summary = SummaryStream::new("p", &machine);
+            let mut two_slices = false;
             for e in &record.events {
                 summary.push(e);
+                two_slices |= !summary.window.as_slices().1.is_empty()
+                    && !summary.submits.as_slices().1.is_empty();
             }
+            wrapped += two_slices as usize;
             let (kept, alone) = (record.metrics(), summary.finish());
             // Debug text: NaN equals itself there, and every bit of a float shows.
             assert_eq!(format!("{kept:?}"), format!("{alone:?}"), "round {round}");
         }
         assert!(strays > 20, "{strays}");
+        assert!(wrapped >= 10, "rounds whose deques wrapped: {wrapped}");
     }
 
     /// Some events a valid record never has change no task's figures in the metrics
