@@ -415,7 +415,7 @@ mod tests {
     fn ns_values_give_the_stats_of_their_seconds() {
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         // About 57 % of the values are four-byte ones, sorted by radix from 1,024 of
-        // them: sizes on each side.
+        // them: sizes around that (`radix_sort_sorts` checks the boundary exactly).
         for n in [
             0usize, 1, 2, 3, 10, 11, 1000, 1001, 1790, 1800, 100_000, 400_001,
         ] {
