@@ -2,7 +2,6 @@
 
 pub mod cpu_list;
 pub mod engine_core;
-pub mod error;
 pub mod id_map;
 pub mod machine;
 pub mod ns;
@@ -14,4 +13,5 @@ pub mod task;
 pub mod task_store;
 pub mod unit_set;
 
-pub use error::{Error, Result};
+pub use hetsched_util::error;
+pub use hetsched_util::{Error, Result};
