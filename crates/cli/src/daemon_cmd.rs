@@ -200,21 +200,38 @@ pub fn client(args: ClientArgs) -> Result<()> {
                 decisions,
                 ticks,
                 tasks,
+                sampler,
             } = c.stats()?
             else {
                 return Err(Error::runtime("the daemon did not answer with statistics"));
             };
             println!("grants {grants}, decisions {decisions}, ticks {ticks}");
+            if let Some(s) = sampler {
+                println!(
+                    "sampler: {} processes measured, latest pass {:.2} ms, every {} ms or more",
+                    s.processes, s.pass_ms, s.period_ms
+                );
+            }
             for t in tasks {
                 let unit = t.unit.map_or("-".to_string(), |u| u.to_string());
-                let sample = t.sample.map_or(String::new(), |s| {
+                let mut sample = t.sample.map_or(String::new(), |s| {
                     let sources: Vec<String> = s.sources.into();
+                    let share = s.busy_ns as f64 * 100.0 / s.interval_ns.max(1) as f64;
                     format!(
-                        "  cpu {:.1} ms since the last sample ({})",
-                        s.busy_ns as f64 / 1e6,
+                        "  cpu {share:.0}% of {:.1} ms, {:.0} ms ago ({})",
+                        s.interval_ns as f64 / 1e6,
+                        t.sample_age_ms.unwrap_or(0.0),
                         sources.join("+")
                     )
                 });
+                if let (Some(all), Some(read)) = (t.threads, t.threads_read) {
+                    if read < all {
+                        sample += &format!(" [{read} of {all} threads read]");
+                    }
+                }
+                if let Some(why) = &t.unmeasured {
+                    sample += &format!("  not measured: {why}");
+                }
                 println!(
                     "task {:>5} {:<12} {:<8} unit {unit:>3} grants {:>4} run {:>10.1} ms{sample}",
                     t.task, t.kind, t.state, t.grants, t.run_ms

@@ -900,6 +900,7 @@ impl EngineCore {
                     unit: u,
                     task: running.map(|r| r.task),
                     busy_ns: busy + running.map_or(0, |r| now - r.since_ns.max(last_tick)),
+                    interval_ns: now - last_tick,
                     memory_bound: running.and_then(|r| host.memory_bound(self, u, r.task)),
                     // Nothing here is measured: the engine's own times and model.
                     sources: Sources::default(),

@@ -96,6 +96,14 @@ pub struct Sample {
     /// measured. From the sampler (`sources.proc`): the CPU time, user plus system, of
     /// the task's process and all its threads.
     pub busy_ns: u64,
+    /// The span `busy_ns` and the counts below cover, in nanoseconds: in the engine's
+    /// own samples the time since the previous sampled tick; a measured sample covers
+    /// the sampler's latest pass over the process, which follows the tick interval
+    /// where it can but may be longer or older (`hetsched_live::sampler`). A busy
+    /// fraction is `busy_ns / interval_ns` (more than 1 for a process of several
+    /// threads).
+    #[serde(default)]
+    pub interval_ns: u64,
     /// Estimated memory-bound fraction of the running task: the task's model value in
     /// the simulator; `None` live, where the sampler reports the raw counters below
     /// instead.

@@ -32,10 +32,12 @@
 //! placement rejects the task and its client gets the error), it is logged on stderr and
 //! counted ([`Arbiter::violations`]), and the daemon serves on.
 
+use crate::client_process::ClientProcess;
 use crate::protocol::{
     ErrorCode, MetaInfo, NewUnit, Reply, TaskStats, UnitChanges, UnitInfo, Verdict,
     MAX_CHECKPOINT_NS, MAX_KIND,
 };
+use crate::sampler::Sampling;
 use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host, MemoryMove, Requeue};
 use hetsched_core::machine::{Accelerator, Machine, Unit, UnitType};
 use hetsched_core::policy::{CheckpointDecision, Policy, Sample, UnitId};
@@ -51,6 +53,12 @@ pub type ClientId = u64;
 
 /// How many ended tasks `stats` reports.
 pub const HISTORY: usize = 4096;
+
+/// How often the sampler passes when the policy does not tick (for `stats`).
+const STATS_PERIOD_NS: u64 = 100_000_000;
+
+/// The sampler passes at most this often, whatever the policy's tick interval.
+const MIN_PERIOD_NS: u64 = 1_000_000;
 
 /// Contract violations logged in full; after that one in every `LOG_EVERY`.
 const LOG_FIRST: u64 = 16;
@@ -155,32 +163,11 @@ struct Live {
     policy_name: String,
     /// Measures the processes of tasks whose client named one (`MetaInfo::pid`, as
     /// `hetsched run` does), when the daemon measures at all.
-    processes: Option<Measured>,
+    processes: Option<Sampling>,
+    /// Why the process a task named is not measured (its uid's cap).
+    unmeasured: FxHashMap<TaskId, String>,
     /// Ticks run.
     ticks: u64,
-}
-
-/// What the daemon measures of the processes behind its tasks.
-struct Measured {
-    sampler: crate::sampler::Sampler,
-    pids: FxHashMap<TaskId, u32>,
-    /// Each measured task's latest sample (a tick's, or one taken for `stats`).
-    latest: FxHashMap<TaskId, Sample>,
-}
-
-impl Measured {
-    /// Measures `task`'s process into `sample` (the engine's view stays where the
-    /// process is gone), and keeps it as the task's latest.
-    fn measure(&mut self, task: TaskId, sample: &mut Sample) {
-        let Some(&pid) = self.pids.get(&task) else {
-            return;
-        };
-        if let Ok(mut measured) = self.sampler.sample(sample.unit, Some(task), pid) {
-            measured.memory_bound = sample.memory_bound;
-            *sample = measured;
-            self.latest.insert(task, measured);
-        }
-    }
 }
 
 pub struct Arbiter {
@@ -232,6 +219,7 @@ impl Arbiter {
                 violations: 0,
                 policy_name: policy.name().to_string(),
                 processes: None,
+                unmeasured: FxHashMap::default(),
                 ticks: 0,
             },
             core,
@@ -286,17 +274,15 @@ impl Arbiter {
 
     /// A refused decision has been logged; nothing else to do.
     /// Measure the processes of tasks that name one (CPU time and `/proc` accounting;
-    /// hardware counters where the machine has a PMU): their samples feed the policy's
-    /// ticks and `stats`. Returns what the sampler found of the PMU, for the daemon to
-    /// say once.
+    /// hardware counters where the machine has a PMU), on a thread of their own that
+    /// passes at the policy's tick interval where it can (see `sampler`): their samples
+    /// feed the policy's ticks and `stats`. Returns what the sampler found of the PMU,
+    /// for the daemon to say once.
     pub fn measure_processes(&mut self) -> String {
-        let sampler = crate::sampler::Sampler::new();
-        let pmu = sampler.pmu().to_string();
-        self.live.processes = Some(Measured {
-            sampler,
-            pids: FxHashMap::default(),
-            latest: FxHashMap::default(),
-        });
+        let period = self.policy.tick_interval().unwrap_or(STATS_PERIOD_NS);
+        let sampling = Sampling::start(std::time::Duration::from_nanos(period.max(MIN_PERIOD_NS)));
+        let pmu = sampling.pmu().to_string();
+        self.live.processes = Some(sampling);
         pmu
     }
 
@@ -307,6 +293,19 @@ impl Arbiter {
     /// A client asks for a unit. `Ok(effects)`: the grant (to this client or others)
     /// comes as effects; no effect for this client means it waits.
     pub fn alloc(&mut self, client: ClientId, meta: &MetaInfo) -> Result<Vec<Effect>, Failure> {
+        self.alloc_for(client, meta, None)
+    }
+
+    /// [`Arbiter::alloc`] of a task whose client named its process and was found to
+    /// own it (`ClientProcess::check`, with the client's uid): the process is measured
+    /// and its memory follows the grants. `meta.pid` itself is never believed: a task
+    /// allocated without `process` has none.
+    pub fn alloc_for(
+        &mut self,
+        client: ClientId,
+        meta: &MetaInfo,
+        process: Option<(ClientProcess, u32)>,
+    ) -> Result<Vec<Effect>, Failure> {
         self.tick_clock();
         if let Some(&task) = self.live.client_task.get(&client) {
             let st = self.live.state.get_mut(&task).unwrap();
@@ -386,10 +385,10 @@ impl Arbiter {
         }
         let id = self.next_task;
         self.next_task += 1;
-        if let (Some(m), Some(pid)) = (&mut self.live.processes, meta.pid) {
-            // A process this daemon may not read (another user's) is not measured.
-            if m.sampler.track(pid).is_ok() {
-                m.pids.insert(id, pid);
+        let named = process.is_some();
+        if let (Some(m), Some((process, uid))) = (&mut self.live.processes, process) {
+            if let Err(why) = m.track(id, process, uid) {
+                self.live.unmeasured.insert(id, why);
             }
         }
         let class = TaskClass {
@@ -421,7 +420,7 @@ impl Arbiter {
                 awaiting: true,
                 pending: None,
                 central: false,
-                process: meta.pid.is_some(),
+                process: named,
             },
         );
         self.live.client_task.insert(client, id);
@@ -730,27 +729,13 @@ impl Arbiter {
         Ok(())
     }
 
-    /// The daemon's statistics; each running task with a measured process is measured
-    /// now, so its sample is at most as old as the request.
+    /// The daemon's statistics. A running task whose process is measured carries the
+    /// sampler's latest span of it, with its age: `stats` reads what the sampling thread
+    /// published and never reads a process itself.
     pub fn stats(&mut self) -> Reply {
-        if let Some(m) = &mut self.live.processes {
-            for u in 0..self.core.machine().units.len() as UnitId {
-                if let Some(r) = self.core.running(u) {
-                    let mut sample = Sample {
-                        unit: u,
-                        task: Some(r.task),
-                        ..Sample::default()
-                    };
-                    m.measure(r.task, &mut sample);
-                }
-            }
-        }
-        let latest = |task: TaskId| {
-            self.live
-                .processes
-                .as_ref()
-                .and_then(|m| m.latest.get(&task).copied())
-        };
+        self.tick_clock();
+        let now = self.core.now();
+        let spans = self.live.processes.as_ref().map(Sampling::spans);
         let mut tasks: Vec<TaskStats> = self
             .live
             .history
@@ -763,7 +748,7 @@ impl Arbiter {
                 unit: None,
                 grants: h.grants,
                 run_ms: h.run_ns as f64 / 1e6,
-                sample: None,
+                ..TaskStats::default()
             })
             .collect();
         for (id, e) in self.core.tasks().iter() {
@@ -773,16 +758,38 @@ impl Arbiter {
                 Placement::Queued(QueueId::Unit(u)) => ("queued".to_string(), Some(u)),
                 Placement::Queued(QueueId::Central) => ("queued".to_string(), None),
             };
-            tasks.push(TaskStats {
+            // The current segment counts too: run time so far.
+            let running_ns = match e.placement() {
+                Placement::Running(u) => self
+                    .core
+                    .running(u)
+                    .map_or(0, |r| now.saturating_sub(r.since_ns)),
+                Placement::Queued(_) => 0,
+            };
+            let mut t = TaskStats {
                 task: *id,
                 kind: e.task.kind.to_string(),
                 client: st.client,
                 state,
                 unit,
                 grants: st.grants,
-                run_ms: e.run_ns as f64 / 1e6,
-                sample: latest(*id),
-            });
+                run_ms: (e.run_ns + running_ns) as f64 / 1e6,
+                unmeasured: self.live.unmeasured.get(id).cloned(),
+                ..TaskStats::default()
+            };
+            if let (Some(m), Some(spans), Placement::Running(u)) =
+                (&self.live.processes, &spans, e.placement())
+            {
+                if let (Some((sample, age)), Some(span)) =
+                    (m.sample(spans, *id, u), m.span(spans, *id))
+                {
+                    t.sample = Some(sample);
+                    t.sample_age_ms = Some(age.as_secs_f64() * 1e3);
+                    t.threads = Some(span.threads);
+                    t.threads_read = Some(span.threads_read);
+                }
+            }
+            tasks.push(t);
         }
         tasks.sort_by_key(|t| t.task);
         Reply::Stats {
@@ -790,6 +797,7 @@ impl Arbiter {
             decisions: self.core.decisions(),
             ticks: self.live.ticks,
             tasks,
+            sampler: self.live.processes.as_ref().map(Sampling::stats),
         }
     }
 }
@@ -965,19 +973,28 @@ impl Host for Live {
         }
     }
 
+    /// The sampler's latest span of the task's process, if it has one (the engine's
+    /// view stays otherwise).
     fn measure(&mut self, _core: &EngineCore, sample: &mut Sample) {
-        if let (Some(m), Some(task)) = (&mut self.processes, sample.task) {
-            m.measure(task, sample);
+        let (Some(m), Some(task)) = (&self.processes, sample.task) else {
+            return;
+        };
+        if !m.tracks(task) {
+            return;
+        }
+        if let Some((measured, _)) = m.sample(&m.spans(), task, sample.unit) {
+            *sample = Sample {
+                memory_bound: sample.memory_bound,
+                ..measured
+            };
         }
     }
 
     fn ended(&mut self, core: &EngineCore, task: TaskId, slot: usize) {
         if let Some(m) = &mut self.processes {
-            if let Some(pid) = m.pids.remove(&task) {
-                m.sampler.untrack(pid);
-            }
-            m.latest.remove(&task);
+            m.untrack(task);
         }
+        self.unmeasured.remove(&task);
         let Some(st) = self.forget(task) else {
             return;
         };
@@ -1106,8 +1123,10 @@ mod tests {
                 pid,
                 ..meta()
             };
+            let uid = rustix::process::getuid().as_raw();
+            let named = || pid.map(|p| (ClientProcess::check(p, uid).unwrap(), uid));
             let mut grants: Vec<(u32, Option<u32>)> = (1..=2)
-                .flat_map(|client| a.alloc(client, &meta).unwrap())
+                .flat_map(|client| a.alloc_for(client, &meta, named()).unwrap())
                 .filter_map(|e| match e {
                     Effect::Reply(
                         _,
@@ -1121,7 +1140,11 @@ mod tests {
             grants.sort();
             grants
         };
-        let me = Some(std::process::id());
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let me = Some(child.id());
         // Memory on node 0: the task granted node 1's unit has its pages moved by numa-amp.
         assert_eq!(
             memory_nodes("numa-amp", Some(0), me),
@@ -1141,6 +1164,32 @@ mod tests {
             memory_nodes("numa-amp", Some(0), None),
             [(0, None), (1, None)]
         );
+        // A pid in the meta that was not checked (plain `alloc`) is not believed.
+        let mut m = hetsched_topology::machine_file::parse(text, "test").unwrap();
+        m.derive_units(UnitGranularity::Pu);
+        let devices = crate::devices::described(&m);
+        let mut a = Arbiter::new(m, devices, hetsched_policies::build("numa-amp", 0).unwrap());
+        let meta = MetaInfo {
+            numa_home: None,
+            pid: me,
+            ..meta()
+        };
+        let effects = a.alloc(1, &meta).unwrap();
+        assert!(
+            matches!(
+                &effects[..],
+                [Effect::Reply(
+                    1,
+                    Reply::Granted {
+                        memory_node: None,
+                        ..
+                    }
+                )]
+            ),
+            "{effects:?}"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod arbiter;
 pub mod batch;
 pub mod bench;
 pub mod client;
+pub mod client_process;
 pub mod compact;
 pub mod devices;
 pub mod process;

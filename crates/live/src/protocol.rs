@@ -298,7 +298,7 @@ pub enum ErrorCode {
     Invalid,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TaskStats {
     pub task: u64,
     pub kind: String,
@@ -308,9 +308,22 @@ pub struct TaskStats {
     pub grants: u32,
     pub run_ms: f64,
     /// A running task's latest sample, where the daemon measures its process: what
-    /// the sources named in it measured; fields no source here gives are absent.
+    /// the sources named in it measured over `sample.interval_ns`; fields no source
+    /// here gives are absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample: Option<hetsched_core::policy::Sample>,
+    /// How old the sample is, ms (the sampler's pass that measured it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_age_ms: Option<f64>,
+    /// The process's threads, and how many of them the sample's pass read (at most
+    /// `sampler::THREADS_PER_PASS`; CPU time always covers them all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads_read: Option<u32>,
+    /// Why the process the task named is not measured (its uid's cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmeasured: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -347,6 +360,9 @@ pub enum Reply {
         #[serde(default)]
         ticks: u64,
         tasks: Vec<TaskStats>,
+        /// The sampling thread, when the daemon measures processes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sampler: Option<crate::sampler::SamplerStats>,
     },
     Error {
         code: ErrorCode,

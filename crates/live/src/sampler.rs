@@ -1,41 +1,85 @@
-//! Per-task measurements for the live engine's ticks: one [`Sample`] per running task's
-//! process, over the interval since its previous sample.
+//! Per-task measurements for the live engine's ticks and `stats`: what the processes
+//! clients named (see `client_process`) did over the sampler's latest pass.
+//!
+//! Why a thread of its own: reading a process costs the daemon in proportion to its
+//! threads (`/proc/PID/task/*/schedstat` and `stat`, one pair per thread: 294 ms for a
+//! process of 8,000 threads), and a client chooses how many threads the process it names
+//! has. Done in the event loop, one such alloc stalled every other client for as long.
+//! So the loop never reads `/proc`: a [`Sampling`] thread makes passes over the named
+//! processes and publishes, per process, what it measured over its latest pass; the
+//! loop copies that into a tick's samples and into `stats`, in constant time. What
+//! bounds the thread:
+//!
+//! - a pass reads at most [`THREADS_PER_PASS`] threads of a process, the next ones at
+//!   the next pass (round robin over its thread list): a process of more threads is
+//!   measured whole (CPU time comes from its CPU-time clock, one system call for every
+//!   thread), but its run-queue wait, switches and CPU come from the threads this pass
+//!   read, and the sample says how many of how many ([`Span::threads_read`]);
+//! - after a pass the thread rests at least [`REST_FACTOR`] times as long as the pass
+//!   took (so it uses at most a fifth of a CPU), and at least the period the daemon asked
+//!   for (the policy's tick interval): samples then cover longer spans, each stating its
+//!   span (`Sample::interval_ns`) and, in `stats`, its age;
+//! - a uid other than the daemon's has at most [`MAX_PROCESSES_PER_UID`] processes
+//!   measured at once; its further tasks run unmeasured (`stats` says so);
+//! - hardware counters (three descriptors per thread) only for a process of at most
+//!   [`MAX_COUNTED_THREADS`] threads, and at most [`MAX_COUNTERS`] descriptors in all.
 //!
 //! Why two sources: policies that balance by behaviour (DI/DINO's LLC misses per
 //! instruction, cycles per instruction) need hardware counters, which exist only where
 //! the machine has a PMU that this user may read; everything else (CPU time, run-queue
 //! wait, context switches, where it ran) the kernel accounts for every process anyway.
-//! So the [`Sampler`] probes the PMU once, reports the outcome as its [`Pmu`] status for
-//! the daemon to print once, and fills each sample from what exists: hardware counters
-//! from `perf_event_open` (source `perf`) and the kernel's per-process accounting
-//! (source `proc`). What no source measured stays `None`, never a zero that looks
-//! measured.
+//! So the sampler probes the PMU once, reports the outcome as its [`Pmu`] status for the
+//! daemon to print once, and fills each sample from what exists: hardware counters from
+//! `perf_event_open` (source `perf`) and the kernel's per-process accounting (source
+//! `proc`). What no source measured stays `None`, never a zero that looks measured.
 //!
 //! - `proc`: CPU time (user + system) from the process's CPU-time clock
 //!   (`clock_getcpuclockid`: nanoseconds, all threads, ended ones included; the clock
 //!   `/proc/PID/stat`'s utime + stime come from, which round to 10 ms); run-queue wait
 //!   and times switched onto a CPU from each thread's `/proc/PID/task/TID/schedstat`,
-//!   and the CPU of the busiest thread from its `stat`. A thread that ends between two
-//!   samples loses its wait and switches since the previous sample (its CPU time stays).
+//!   and the CPU of the busiest thread read from its `stat`. A thread that ends between
+//!   two reads of it loses its wait and switches since the earlier one (its CPU time
+//!   stays).
 //! - `perf`: user-space instructions, cycles and LLC misses (the kernel's generic
-//!   `cache-misses` event, the last level on common PMUs), counting mode, one counter
-//!   per event and per thread alive at [`Sampler::track`], with `inherit` so that the
+//!   `cache-misses` event, the last level on common PMUs), counting mode, one counter per
+//!   event and per thread alive at the process's first pass, with `inherit` so that the
 //!   threads and children they start later are counted too. A multiplexed counter is
-//!   scaled by enabled / running time; one that never ran on the PMU during an interval
-//!   is `None`.
+//!   scaled by enabled / running time; one that never ran on the PMU during a span is
+//!   `None`.
+//!
+//! A process is read only between two looks at its pidfd that say it is alive, so a
+//! recycled pid is never read as the named process.
 
+use crate::client_process::{ClientProcess, ProcessKey};
 use crate::process::thread_ids;
 use hetsched_core::policy::{Sample, Sources, UnitId};
 use hetsched_core::task::TaskId;
-use hetsched_core::{Error, Result};
 use nix::time::{clock_getcpuclockid, clock_gettime, ClockId};
 use perf_event::events::Hardware;
 use perf_event::{Builder, Counter};
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-/// Whether this machine's hardware counters can be read: probed once per [`Sampler`].
+/// Threads of one process read per pass.
+pub const THREADS_PER_PASS: usize = 256;
+
+/// After a pass, the sampling thread rests at least this many times as long as the
+/// pass took.
+pub const REST_FACTOR: u32 = 4;
+
+/// Processes of one uid (other than the daemon's) measured at once.
+pub const MAX_PROCESSES_PER_UID: usize = 64;
+
+/// A process with more threads than this at its first pass gets no hardware counters.
+pub const MAX_COUNTED_THREADS: usize = 64;
+
+/// Hardware-counter descriptors open at once, over all processes.
+pub const MAX_COUNTERS: usize = 3 * 1024;
+
+/// Whether this machine's hardware counters can be read: probed once per [`Sampling`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Pmu {
@@ -57,10 +101,14 @@ impl fmt::Display for Pmu {
     }
 }
 
-/// Samples the processes of running tasks; see the module documentation.
-pub struct Sampler {
-    pmu: Pmu,
-    tracked: FxHashMap<u32, Tracked>,
+impl Pmu {
+    /// Probes the PMU (one `perf_event_open` on the calling thread).
+    pub fn probe() -> Pmu {
+        match Builder::new(EVENTS[0]).observe_self().build() {
+            Ok(_) => Pmu::Counting,
+            Err(e) => Pmu::Absent(format!("perf_event_open(instructions): {e}")),
+        }
+    }
 }
 
 /// The hardware events, in the order of the sample's `instructions`, `cycles` and
@@ -71,12 +119,409 @@ const EVENTS: [Hardware; 3] = [
     Hardware::CACHE_MISSES,
 ];
 
+/// What a process did over one pass of the sampler: the measured part of a [`Sample`].
+#[derive(Clone, Copy, Debug)]
+pub struct Span {
+    pub busy_ns: u64,
+    pub run_delay_ns: u64,
+    pub context_switches: u64,
+    pub cpu: Option<u32>,
+    pub instructions: Option<u64>,
+    pub cycles: Option<u64>,
+    pub llc_misses: Option<u64>,
+    /// The counters were read (the `perf` source).
+    pub counted: bool,
+    /// Nanoseconds from the previous pass's reading to this one's.
+    pub interval_ns: u64,
+    /// When this pass read it.
+    pub at: Instant,
+    /// The process's threads, and how many of them this pass read.
+    pub threads: u32,
+    pub threads_read: u32,
+}
+
+/// How the sampling thread is doing, for `stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SamplerStats {
+    /// Processes measured now.
+    pub processes: u32,
+    /// Passes made so far.
+    pub passes: u64,
+    /// How long the latest pass took, ms.
+    pub pass_ms: f64,
+    /// The period asked for (the policy's tick interval), ms.
+    pub period_ms: f64,
+}
+
+/// The daemon's side of the sampling thread: what the arbiter calls, each call in
+/// constant time; see the module documentation.
+pub struct Sampling {
+    pmu: Pmu,
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    tasks: FxHashMap<TaskId, ProcessKey>,
+    /// Each measured process: how many tasks name it, and whose it is.
+    processes: FxHashMap<ProcessKey, (u32, u32)>,
+    per_uid: FxHashMap<u32, usize>,
+    own_uid: u32,
+    period: Duration,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    commands: Vec<Command>,
+    stop: bool,
+    /// Each process's latest span, replaced whole after each pass.
+    spans: Arc<FxHashMap<ProcessKey, Span>>,
+    stats: SamplerStats,
+}
+
+enum Command {
+    Track(ClientProcess),
+    Untrack(ProcessKey),
+}
+
+fn lock(shared: &Shared) -> MutexGuard<'_, State> {
+    // The sampling thread holds the lock only to swap data in or out.
+    shared.state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Sampling {
+    /// Starts the sampling thread, passing every `period` (the policy's tick interval)
+    /// where its rest allows; probes the PMU first.
+    pub fn start(period: Duration) -> Sampling {
+        let pmu = Pmu::probe();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+        });
+        let thread = {
+            let shared = shared.clone();
+            let counting = pmu == Pmu::Counting;
+            std::thread::Builder::new()
+                .name("hetsched-sampler".into())
+                .spawn(move || Passes::new(counting).run(&shared, period))
+                .expect("starting the sampling thread")
+        };
+        Sampling {
+            pmu,
+            shared,
+            thread: Some(thread),
+            tasks: FxHashMap::default(),
+            processes: FxHashMap::default(),
+            per_uid: FxHashMap::default(),
+            own_uid: rustix::process::getuid().as_raw(),
+            period,
+        }
+    }
+
+    /// The PMU probe's outcome, for the daemon to report once.
+    pub fn pmu(&self) -> &Pmu {
+        &self.pmu
+    }
+
+    /// Measures `process` for `task`, a task of a client of uid `uid`; why not, when
+    /// that uid has [`MAX_PROCESSES_PER_UID`] processes measured already.
+    pub fn track(&mut self, task: TaskId, process: ClientProcess, uid: u32) -> Result<(), String> {
+        let key = process.key();
+        if let Some((tasks, _)) = self.processes.get_mut(&key) {
+            *tasks += 1;
+        } else {
+            let of_uid = self.per_uid.entry(uid).or_default();
+            if uid != self.own_uid && *of_uid >= MAX_PROCESSES_PER_UID {
+                return Err(format!(
+                    "uid {uid} has {of_uid} processes measured (at most {MAX_PROCESSES_PER_UID})"
+                ));
+            }
+            *of_uid += 1;
+            self.processes.insert(key, (1, uid));
+            lock(&self.shared).commands.push(Command::Track(process));
+            self.shared.wake.notify_one();
+        }
+        self.tasks.insert(task, key);
+        Ok(())
+    }
+
+    /// Stops measuring for `task` (its process, when no other task names it).
+    pub fn untrack(&mut self, task: TaskId) {
+        let Some(key) = self.tasks.remove(&task) else {
+            return;
+        };
+        let Some((tasks, uid)) = self.processes.get_mut(&key) else {
+            return;
+        };
+        *tasks -= 1;
+        if *tasks == 0 {
+            let uid = *uid;
+            self.processes.remove(&key);
+            if let Some(n) = self.per_uid.get_mut(&uid) {
+                *n -= 1;
+                if *n == 0 {
+                    self.per_uid.remove(&uid);
+                }
+            }
+            lock(&self.shared).commands.push(Command::Untrack(key));
+        }
+    }
+
+    /// Whether `task`'s process is measured.
+    pub fn tracks(&self, task: TaskId) -> bool {
+        self.tasks.contains_key(&task)
+    }
+
+    /// The latest span of every measured process, to read several tasks' from.
+    pub fn spans(&self) -> Arc<FxHashMap<ProcessKey, Span>> {
+        lock(&self.shared).spans.clone()
+    }
+
+    /// `task`'s latest measurement out of `spans`, as a sample of `unit`, with its
+    /// age; `None` before its process's second pass, or when it is not measured.
+    pub fn sample(
+        &self,
+        spans: &FxHashMap<ProcessKey, Span>,
+        task: TaskId,
+        unit: UnitId,
+    ) -> Option<(Sample, Duration)> {
+        let span = spans.get(self.tasks.get(&task)?)?;
+        let sample = Sample {
+            unit,
+            task: Some(task),
+            busy_ns: span.busy_ns,
+            interval_ns: span.interval_ns,
+            memory_bound: None,
+            run_delay_ns: Some(span.run_delay_ns),
+            context_switches: Some(span.context_switches),
+            cpu: span.cpu,
+            instructions: span.instructions,
+            cycles: span.cycles,
+            llc_misses: span.llc_misses,
+            sources: Sources {
+                proc: true,
+                perf: span.counted,
+            },
+        };
+        Some((sample, span.at.elapsed()))
+    }
+
+    /// The latest span of `task`'s process (threads read, age), for `stats`.
+    pub fn span(&self, spans: &FxHashMap<ProcessKey, Span>, task: TaskId) -> Option<Span> {
+        spans.get(self.tasks.get(&task)?).copied()
+    }
+
+    pub fn stats(&self) -> SamplerStats {
+        SamplerStats {
+            period_ms: self.period.as_secs_f64() * 1e3,
+            ..lock(&self.shared).stats
+        }
+    }
+}
+
+impl Drop for Sampling {
+    fn drop(&mut self) {
+        lock(&self.shared).stop = true;
+        self.shared.wake.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The sampling thread's state: the processes it measures.
+struct Passes {
+    counting: bool,
+    tracked: FxHashMap<ProcessKey, Tracked>,
+    /// Counter descriptors open (see [`MAX_COUNTERS`]).
+    counters_open: usize,
+}
+
 struct Tracked {
-    clock: ClockId,
-    cpu_ns: u64,
-    threads: FxHashMap<i32, ThreadStat>,
-    /// `None` without a PMU, or when this process's counters could not be opened.
+    process: ClientProcess,
+    /// Set at the first pass: the CPU-time clock and the counters.
+    clock: Option<ClockId>,
     counters: Option<Counters>,
+    /// The previous pass's cumulative figures.
+    cpu_ns: u64,
+    counts: Option<[Reading; EVENTS.len()]>,
+    at: Instant,
+    /// Each thread's `schedstat` when last read.
+    threads: FxHashMap<i32, ThreadStat>,
+    /// Where the next pass starts in the sorted thread list.
+    cursor: usize,
+    ended: bool,
+}
+
+impl Passes {
+    fn new(counting: bool) -> Passes {
+        Passes {
+            counting,
+            tracked: FxHashMap::default(),
+            counters_open: 0,
+        }
+    }
+
+    fn run(mut self, shared: &Shared, period: Duration) {
+        let mut rest = Duration::ZERO;
+        loop {
+            let commands = {
+                let mut state = lock(shared);
+                if state.commands.is_empty() && !state.stop {
+                    // Woken early by a new process; otherwise a pass per rest.
+                    state = shared
+                        .wake
+                        .wait_timeout(state, rest)
+                        .map(|(s, _)| s)
+                        .unwrap_or_else(|e| e.into_inner().0);
+                }
+                if state.stop {
+                    return;
+                }
+                std::mem::take(&mut state.commands)
+            };
+            for c in commands {
+                match c {
+                    Command::Track(p) => {
+                        self.tracked.insert(p.key(), Tracked::new(p));
+                    }
+                    Command::Untrack(key) => {
+                        if let Some(t) = self.tracked.remove(&key) {
+                            self.counters_open -= t.counters.as_ref().map_or(0, |c| c.open.len());
+                        }
+                    }
+                }
+            }
+            let start = Instant::now();
+            let mut spans = FxHashMap::default();
+            for (key, t) in &mut self.tracked {
+                if let Some(span) = t.pass(self.counting, &mut self.counters_open) {
+                    spans.insert(*key, span);
+                }
+            }
+            let took = start.elapsed();
+            rest = period.max(took * REST_FACTOR);
+            let mut state = lock(shared);
+            state.spans = Arc::new(spans);
+            state.stats.processes = self.tracked.len() as u32;
+            state.stats.passes += 1;
+            state.stats.pass_ms = took.as_secs_f64() * 1e3;
+        }
+    }
+}
+
+impl Tracked {
+    fn new(process: ClientProcess) -> Tracked {
+        Tracked {
+            process,
+            clock: None,
+            counters: None,
+            cpu_ns: 0,
+            counts: None,
+            at: Instant::now(),
+            threads: FxHashMap::default(),
+            cursor: 0,
+            ended: false,
+        }
+    }
+
+    /// One pass: reads the process and returns what it did since the previous pass
+    /// (`None` at the first pass, which only takes the starting point, and once it
+    /// ended).
+    fn pass(&mut self, counting: bool, counters_open: &mut usize) -> Option<Span> {
+        if self.ended || !self.process.alive() {
+            self.ended = true;
+            return None;
+        }
+        let pid = self.process.pid();
+        let first = self.clock.is_none();
+        if first {
+            let raw = nix::unistd::Pid::from_raw(pid as i32);
+            self.clock = Some(clock_getcpuclockid(raw).ok()?);
+        }
+        let at = Instant::now();
+        let cpu_ns = cpu_ns(self.clock?)?;
+        let mut tids = thread_ids(pid).ok()?;
+        tids.sort_unstable();
+        if first && counting && tids.len() <= MAX_COUNTED_THREADS {
+            let want = tids.len() * EVENTS.len();
+            if *counters_open + want <= MAX_COUNTERS {
+                self.counters = Counters::open(&tids);
+                *counters_open += self.counters.as_ref().map_or(0, |c| c.open.len());
+            }
+        }
+        // This pass's window of the thread list, from where the last one stopped.
+        let n = tids.len().min(THREADS_PER_PASS);
+        let from = if tids.is_empty() {
+            0
+        } else {
+            self.cursor % tids.len()
+        };
+        let window = tids.iter().cycle().skip(from).take(n);
+        let (mut delay_ns, mut switches, mut busiest) = (0, 0, (0, None));
+        let mut read = 0;
+        for &tid in window {
+            let Some(now) = thread_stat(pid, tid) else {
+                continue;
+            };
+            let d = now.since(self.threads.get(&tid));
+            self.threads.insert(tid, now);
+            read += 1;
+            delay_ns += d.delay_ns;
+            switches += d.switches;
+            if d.run_ns >= busiest.0 {
+                busiest = (d.run_ns, d.cpu);
+            }
+        }
+        self.cursor = from + n;
+        if self.threads.len() > tids.len() {
+            self.threads
+                .retain(|tid, _| tids.binary_search(tid).is_ok());
+        }
+        let counts = self.counters.as_mut().and_then(Counters::read);
+        // Read between two looks that say it is alive: all of it is this process's.
+        if !self.process.alive() {
+            self.ended = true;
+            return None;
+        }
+        let span = Span {
+            busy_ns: cpu_ns.saturating_sub(self.cpu_ns),
+            run_delay_ns: delay_ns,
+            context_switches: switches,
+            cpu: busiest.1,
+            instructions: None,
+            cycles: None,
+            llc_misses: None,
+            counted: false,
+            interval_ns: at.duration_since(self.at).as_nanos() as u64,
+            at,
+            threads: tids.len() as u32,
+            threads_read: read,
+        };
+        let span = match (&self.counts, &counts) {
+            (Some(then), Some(now)) => {
+                let [instructions, cycles, llc_misses] =
+                    std::array::from_fn(|i| scaled(&then[i], &now[i]));
+                Span {
+                    instructions,
+                    cycles,
+                    llc_misses,
+                    counted: true,
+                    ..span
+                }
+            }
+            _ => span,
+        };
+        (self.cpu_ns, self.counts, self.at) = (cpu_ns, counts, at);
+        (!first).then_some(span)
+    }
+}
+
+fn cpu_ns(clock: ClockId) -> Option<u64> {
+    let ts = clock_gettime(clock).ok()?;
+    Some(ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
 }
 
 /// One thread's `schedstat` (cumulative) and the CPU it last ran on.
@@ -86,126 +531,6 @@ struct ThreadStat {
     delay_ns: u64,
     switches: u64,
     cpu: Option<u32>,
-}
-
-struct Counters {
-    /// `EVENTS.len()` counters per thread, event `i` at `k * EVENTS.len() + i`.
-    open: Vec<Counter>,
-    last: [Reading; EVENTS.len()],
-}
-
-/// One event's cumulative count and times, summed over the threads' counters.
-#[derive(Clone, Copy, Default)]
-struct Reading {
-    count: u64,
-    enabled_ns: u64,
-    running_ns: u64,
-}
-
-impl Default for Sampler {
-    fn default() -> Self {
-        Sampler::new()
-    }
-}
-
-impl Sampler {
-    /// A sampler tracking nothing yet; probes the PMU (one `perf_event_open` on the
-    /// calling thread).
-    pub fn new() -> Sampler {
-        let probe = Builder::new(EVENTS[0]).observe_self().build();
-        let pmu = match probe {
-            Ok(_) => Pmu::Counting,
-            Err(e) => Pmu::Absent(format!("perf_event_open(instructions): {e}")),
-        };
-        Sampler {
-            pmu,
-            tracked: FxHashMap::default(),
-        }
-    }
-
-    /// The PMU probe's outcome, for the daemon to report once.
-    pub fn pmu(&self) -> &Pmu {
-        &self.pmu
-    }
-
-    /// Starts measuring process `pid` (a child the caller has not reaped, so the pid
-    /// cannot name another process); its first sample covers the time from now.
-    pub fn track(&mut self, pid: u32) -> Result<()> {
-        let raw = nix::unistd::Pid::from_raw(pid as i32);
-        let clock = clock_getcpuclockid(raw).map_err(|e| gone(pid, e))?;
-        let counters = match self.pmu {
-            Pmu::Counting => Counters::open(pid),
-            Pmu::Absent(_) => None,
-        };
-        let mut tracked = Tracked {
-            clock,
-            cpu_ns: 0,
-            threads: thread_stats(pid)?,
-            // Counters that cannot be read from the start measure nothing.
-            counters: counters.and_then(|mut c| {
-                c.last = c.read()?;
-                Some(c)
-            }),
-        };
-        tracked.cpu_ns = tracked.cpu_ns(pid)?;
-        self.tracked.insert(pid, tracked);
-        Ok(())
-    }
-
-    /// Stops measuring `pid` (closes its counters).
-    pub fn untrack(&mut self, pid: u32) {
-        self.tracked.remove(&pid);
-    }
-
-    /// The sample of tracked process `pid`, running `task` on `unit`, since its previous
-    /// sample (or since `track`). An error when the process is gone or untracked.
-    pub fn sample(&mut self, unit: UnitId, task: Option<TaskId>, pid: u32) -> Result<Sample> {
-        let t = self
-            .tracked
-            .get_mut(&pid)
-            .ok_or_else(|| Error::runtime(format!("process {pid} is not sampled (no track)")))?;
-        let cpu_ns = t.cpu_ns(pid)?;
-        let threads = thread_stats(pid)?;
-        let mut sample = Sample {
-            unit,
-            task,
-            busy_ns: cpu_ns.saturating_sub(t.cpu_ns),
-            sources: Sources {
-                proc: true,
-                perf: false,
-            },
-            ..Sample::default()
-        };
-        let deltas: Vec<ThreadStat> = threads
-            .iter()
-            .map(|(tid, now)| now.since(t.threads.get(tid)))
-            .collect();
-        if !deltas.is_empty() {
-            sample.run_delay_ns = Some(deltas.iter().map(|d| d.delay_ns).sum());
-            sample.context_switches = Some(deltas.iter().map(|d| d.switches).sum());
-            sample.cpu = deltas.iter().max_by_key(|d| d.run_ns).and_then(|d| d.cpu);
-        }
-        if let Some(c) = &mut t.counters {
-            if let Some(now) = c.read() {
-                let [instructions, cycles, llc_misses] =
-                    std::array::from_fn(|i| scaled(&c.last[i], &now[i]));
-                (sample.instructions, sample.cycles, sample.llc_misses) =
-                    (instructions, cycles, llc_misses);
-                sample.sources.perf = true;
-                c.last = now;
-            }
-        }
-        t.cpu_ns = cpu_ns;
-        t.threads = threads;
-        Ok(sample)
-    }
-}
-
-impl Tracked {
-    fn cpu_ns(&self, pid: u32) -> Result<u64> {
-        let ts = clock_gettime(self.clock).map_err(|e| gone(pid, e))?;
-        Ok(ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
-    }
 }
 
 impl ThreadStat {
@@ -231,12 +556,49 @@ impl ThreadStat {
     }
 }
 
+/// Thread `tid`'s `schedstat` and CPU; `None` if it ended while being read.
+fn thread_stat(pid: u32, tid: i32) -> Option<ThreadStat> {
+    let read = |file| std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/{file}"));
+    let schedstat = read("schedstat").ok()?;
+    let mut fields = schedstat.split_ascii_whitespace().map(str::parse::<u64>);
+    let (Some(Ok(run_ns)), Some(Ok(delay_ns)), Some(Ok(switches))) =
+        (fields.next(), fields.next(), fields.next())
+    else {
+        return None;
+    };
+    // `stat` field 39 (processor), counted from field 3 (state), after the command
+    // name's closing parenthesis (the name itself may hold spaces and parentheses).
+    let cpu = read("stat").ok().and_then(|stat| {
+        let (_, rest) = stat.rsplit_once(')')?;
+        rest.split_ascii_whitespace().nth(39 - 3)?.parse().ok()
+    });
+    Some(ThreadStat {
+        run_ns,
+        delay_ns,
+        switches,
+        cpu,
+    })
+}
+
+struct Counters {
+    /// `EVENTS.len()` counters per thread, event `i` at `k * EVENTS.len() + i`.
+    open: Vec<Counter>,
+}
+
+/// One event's cumulative count and times, summed over the threads' counters.
+#[derive(Clone, Copy, Default)]
+struct Reading {
+    count: u64,
+    enabled_ns: u64,
+    running_ns: u64,
+}
+
 impl Counters {
-    /// Counters for every thread of `pid`, or none if any fails to open (a process
-    /// of another user, a limit on open files): a partial count would look complete.
-    fn open(pid: u32) -> Option<Counters> {
+    /// Counters for every thread in `tids`, or none if any fails to open (a limit on
+    /// open files): a partial count would look complete.
+    fn open(tids: &[i32]) -> Option<Counters> {
         let mut open = Vec::new();
-        for tid in thread_ids(pid).ok()? {
+        for &tid in tids {
             for event in EVENTS {
                 let counter = Builder::new(event)
                     .observe_pid(tid)
@@ -247,10 +609,7 @@ impl Counters {
                 open.push(counter);
             }
         }
-        Some(Counters {
-            open,
-            last: Default::default(),
-        })
+        Some(Counters { open })
     }
 
     fn read(&mut self) -> Option<[Reading; EVENTS.len()]> {
@@ -280,43 +639,6 @@ fn scaled(then: &Reading, now: &Reading) -> Option<u64> {
     }
 }
 
-/// Every thread's `schedstat` and CPU; threads that end while being read are skipped.
-fn thread_stats(pid: u32) -> Result<FxHashMap<i32, ThreadStat>> {
-    let mut stats = FxHashMap::default();
-    for tid in thread_ids(pid).map_err(|e| gone(pid, e))? {
-        let read = |file| std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/{file}"));
-        let Ok(schedstat) = read("schedstat") else {
-            continue;
-        };
-        let mut fields = schedstat.split_ascii_whitespace().map(str::parse::<u64>);
-        let (Some(Ok(run_ns)), Some(Ok(delay_ns)), Some(Ok(switches))) =
-            (fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        // `stat` field 39 (processor), counted from field 3 (state), after the command
-        // name's closing parenthesis (the name itself may hold spaces and parentheses).
-        let cpu = read("stat").ok().and_then(|stat| {
-            let (_, rest) = stat.rsplit_once(')')?;
-            rest.split_ascii_whitespace().nth(39 - 3)?.parse().ok()
-        });
-        stats.insert(
-            tid,
-            ThreadStat {
-                run_ns,
-                delay_ns,
-                switches,
-                cpu,
-            },
-        );
-    }
-    Ok(stats)
-}
-
-fn gone(pid: u32, e: impl fmt::Display) -> Error {
-    Error::runtime(format!("process {pid}: {e}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,10 +652,14 @@ mod tests {
         Process::spawn(c, &Binding::default()).unwrap()
     }
 
+    fn named(p: &Process) -> ClientProcess {
+        ClientProcess::check(p.pid(), rustix::process::getuid().as_raw()).unwrap()
+    }
+
     /// What every sample must say on this machine, PMU or not.
-    fn assert_honest(sampler: &Sampler, s: &Sample) {
+    fn assert_honest(sampling: &Sampling, s: &Sample) {
         assert!(s.sources.proc);
-        assert_eq!(s.sources.perf, *sampler.pmu() == Pmu::Counting, "{s:?}");
+        assert_eq!(s.sources.perf, *sampling.pmu() == Pmu::Counting, "{s:?}");
         let counters = [s.instructions, s.cycles, s.llc_misses];
         if !s.sources.perf {
             assert_eq!(counters, [None; 3], "no perf source, yet counters: {s:?}");
@@ -344,6 +670,7 @@ mod tests {
         );
         assert!(allowed_cpus().contains(&s.cpu.unwrap()), "{s:?}");
         assert_eq!(s.memory_bound, None);
+        assert!(s.interval_ns > 0, "{s:?}");
         // In JSON, the sources by name and an absent measurement absent (not 0, not null).
         let json = serde_json::to_value(s).unwrap();
         let perf = serde_json::json!("perf");
@@ -359,32 +686,57 @@ mod tests {
         assert!(json.get("memory_bound").is_none());
     }
 
+    /// The latest sample of `task`, once a pass newer than `after` has published one.
+    fn next_sample(sampling: &Sampling, task: TaskId, after: Option<Instant>) -> (Sample, Span) {
+        let mut out = None;
+        wait_until("a new pass", || {
+            let spans = sampling.spans();
+            match (
+                sampling.sample(&spans, task, 3),
+                sampling.span(&spans, task),
+            ) {
+                (Some((s, _)), Some(span)) if after.is_none_or(|a| span.at > a) => {
+                    out = Some((s, span));
+                    true
+                }
+                _ => false,
+            }
+        });
+        out.unwrap()
+    }
+
     #[test]
     fn a_busy_child_accumulates_cpu_time_from_honest_sources() {
-        let mut sampler = Sampler::new();
-        if let Pmu::Absent(why) = sampler.pmu() {
+        let sampling = &mut Sampling::start(Duration::from_millis(5));
+        if let Pmu::Absent(why) = sampling.pmu() {
             assert!(why.starts_with("perf_event_open(instructions): "), "{why}");
-            assert!(sampler
+            assert!(sampling
                 .pmu()
                 .to_string()
                 .starts_with("no hardware counters"));
         }
         let child = busy_child();
-        sampler.track(child.pid()).unwrap();
-        let (mut busy_ns, mut instructions, mut samples) = (0, 0, 0);
+        sampling.track(7, named(&child), 0).unwrap();
+        assert!(sampling.tracks(7));
+        let (mut busy_ns, mut instructions, mut samples, mut last) = (0, 0, 0, None);
         wait_until("the child has used 200 ms of CPU", || {
-            let s = sampler.sample(3, Some(7), child.pid()).unwrap();
+            let (s, span) = next_sample(sampling, 7, last);
+            last = Some(span.at);
             assert_eq!((s.unit, s.task), (3, Some(7)));
-            assert_honest(&sampler, &s);
+            assert_eq!((span.threads, span.threads_read), (1, 1));
+            assert_honest(sampling, &s);
             busy_ns += s.busy_ns;
             instructions += s.instructions.unwrap_or(0);
             samples += 1;
             busy_ns >= 200_000_000
         });
         assert!(samples > 1, "CPU time must accumulate over several samples");
-        if sampler.pmu() == &Pmu::Counting {
+        if sampling.pmu() == &Pmu::Counting {
             assert!(instructions > 0);
         }
+        let stats = sampling.stats();
+        assert_eq!((stats.processes, stats.period_ms), (1, 5.0));
+        assert!(stats.passes >= samples as u64, "{stats:?}");
 
         // A stopped process runs nothing: zero is then a measurement, not a filler.
         child.pause().unwrap();
@@ -393,29 +745,121 @@ mod tests {
             let stat = std::fs::read_to_string(&stat).unwrap();
             stat.rsplit_once(") ").unwrap().1.starts_with('T')
         });
-        sampler.sample(3, Some(7), child.pid()).unwrap();
-        let s = sampler.sample(3, Some(7), child.pid()).unwrap();
-        assert_honest(&sampler, &s);
+        let (_, span) = next_sample(sampling, 7, Some(Instant::now()));
+        let (s, _) = next_sample(sampling, 7, Some(span.at));
+        assert_honest(sampling, &s);
         assert_eq!((s.busy_ns, s.context_switches), (0, Some(0)), "{s:?}");
         if s.sources.perf {
             assert_eq!(s.instructions, Some(0));
         }
     }
 
+    /// Thousands of threads cost the sampler a bounded pass: it reads at most
+    /// THREADS_PER_PASS of them a pass, round robin, and says so.
     #[test]
-    fn untracked_and_ended_processes_are_errors() {
-        let mut sampler = Sampler::new();
-        let mut child = busy_child();
-        let pid = child.pid();
-        let e = sampler.sample(0, None, pid).unwrap_err();
-        assert!(e.to_string().contains("not sampled"), "{e}");
-        sampler.track(pid).unwrap();
-        child.kill().unwrap();
+    fn a_process_of_many_threads_is_read_a_window_at_a_time() {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "sampler::tests::many_threads_helper",
+                "--ignored",
+            ])
+            .env(MANY, "700")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        wait_until("700 threads", || {
+            thread_ids(pid).map_or(0, |t| t.len()) >= 701
+        });
+        let p = ClientProcess::check(pid, rustix::process::getuid().as_raw()).unwrap();
+        let mut sampling = Sampling::start(Duration::from_millis(1));
+        sampling.track(1, p, 0).unwrap();
+        let (_, span) = next_sample(&sampling, 1, None);
+        // The helper's 700, its main thread and the test harness's.
+        assert_eq!(span.threads as usize, thread_ids(pid).unwrap().len());
+        assert!(span.threads >= 701);
+        assert_eq!(span.threads_read as usize, THREADS_PER_PASS);
+        drop(child.stdin.take());
         child.wait().unwrap();
-        assert!(sampler.sample(0, None, pid).is_err());
-        assert!(sampler.track(pid).is_err());
-        sampler.untrack(pid);
-        let e = sampler.sample(0, None, pid).unwrap_err();
-        assert!(e.to_string().contains("not sampled"), "{e}");
+        // Ended: no further pass reads it (its last span stays until untracked).
+        let passes = sampling.stats().passes;
+        wait_until("two more passes", || sampling.stats().passes >= passes + 2);
+        let spans = sampling.spans();
+        assert!(sampling
+            .span(&spans, 1)
+            .is_none_or(|s| s.at <= span.at + Duration::from_secs(60)));
+        sampling.untrack(1);
+        assert!(!sampling.tracks(1));
+    }
+
+    const MANY: &str = "HETSCHED_TEST_MANY_THREADS";
+
+    /// Not a test: a process of `$HETSCHED_TEST_MANY_THREADS` parked threads that ends
+    /// at the end of its input.
+    #[test]
+    #[ignore = "run by a_process_of_many_threads_is_read_a_window_at_a_time as a child"]
+    fn many_threads_helper() {
+        let Some(n) = std::env::var(MANY)
+            .ok()
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            return;
+        };
+        for _ in 0..n {
+            std::thread::Builder::new()
+                .stack_size(64 << 10)
+                .spawn(|| loop {
+                    std::thread::park()
+                })
+                .unwrap();
+        }
+        let _ = std::io::stdin().lines().count();
+    }
+
+    #[test]
+    fn a_uid_has_a_bounded_number_of_processes_measured() {
+        let mut sampling = Sampling::start(Duration::from_millis(50));
+        let me = rustix::process::getuid().as_raw();
+        let other = me.wrapping_add(1);
+        let child = busy_child();
+        // Every task of one process counts once.
+        for task in 0..(MAX_PROCESSES_PER_UID as u64 + 5) {
+            sampling.track(task, named(&child), other).unwrap();
+        }
+        let e = {
+            let mut children = Vec::new();
+            let mut err = None;
+            for task in 1000..1000 + MAX_PROCESSES_PER_UID as u64 {
+                let c = Process::spawn(
+                    {
+                        let mut c = Command::new("sleep");
+                        c.arg("30");
+                        c
+                    },
+                    &Binding::default(),
+                )
+                .unwrap();
+                if let Err(e) = sampling.track(task, named(&c), other) {
+                    err = Some(e);
+                }
+                children.push(c);
+            }
+            err.unwrap()
+        };
+        assert_eq!(
+            e,
+            format!("uid {other} has {MAX_PROCESSES_PER_UID} processes measured (at most {MAX_PROCESSES_PER_UID})")
+        );
+        // The daemon's own uid is not capped.
+        let c = busy_child();
+        sampling.track(5000, named(&c), me).unwrap();
+        // Untracking every task of the shared process frees its place.
+        for task in 0..(MAX_PROCESSES_PER_UID as u64 + 5) {
+            sampling.untrack(task);
+        }
+        let c2 = busy_child();
+        sampling.track(6000, named(&c2), other).unwrap();
     }
 }

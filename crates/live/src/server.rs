@@ -36,6 +36,7 @@
 
 use crate::arbiter::{Arbiter, ClientId, Effect};
 use crate::batch::{self, Batch};
+use crate::client_process::ClientProcess;
 use crate::compact;
 use crate::protocol::{self, ErrorCode, Reply, Request, VERSION};
 use crate::shm::{self, SharedPage, ASK, KEEP, SLOT};
@@ -802,11 +803,20 @@ impl Daemon {
         }
         match request {
             Request::Hello { .. } => self.fail(client, ErrorCode::OutOfOrder, "hello twice".into()),
-            Request::Alloc { meta } => match self.arbiter.alloc(client, &meta) {
-                Ok(effects) => self.apply(effects),
-                Err((ErrorCode::OutOfOrder, m)) => self.fail(client, ErrorCode::OutOfOrder, m),
-                Err((code, message)) => self.send(client, &Reply::Error { code, message }),
-            },
+            Request::Alloc { meta } => {
+                // The process it names must be the client's own (see `client_process`).
+                let process = match meta.pid {
+                    Some(pid) => match ClientProcess::check(pid, conn.uid) {
+                        Ok(p) => Some((p, conn.uid)),
+                        Err(message) => {
+                            let code = ErrorCode::PermissionDenied;
+                            return self.send(client, &Reply::Error { code, message });
+                        }
+                    },
+                    None => None,
+                };
+                self.alloc(client, &meta, process)
+            }
             Request::Rerequest => match self.arbiter.rerequest(client) {
                 Ok(verdict) => {
                     if verdict == crate::protocol::Verdict::Keep {
@@ -875,6 +885,19 @@ impl Daemon {
             self.in_batch = Some(client);
             self.handle(client, request);
             self.in_batch = None;
+        }
+    }
+
+    fn alloc(
+        &mut self,
+        client: ClientId,
+        meta: &protocol::MetaInfo,
+        process: Option<(ClientProcess, u32)>,
+    ) {
+        match self.arbiter.alloc_for(client, meta, process) {
+            Ok(effects) => self.apply(effects),
+            Err((ErrorCode::OutOfOrder, m)) => self.fail(client, ErrorCode::OutOfOrder, m),
+            Err((code, message)) => self.send(client, &Reply::Error { code, message }),
         }
     }
 

@@ -201,7 +201,15 @@ impl Cfs {
             else {
                 continue;
             };
-            let util = s.busy_ns.min(period) * cap / period;
+            // A measured sample covers the sampler's pass over the process (live, see
+            // `Sample::interval_ns`); the engine's own the balance period, as Linux's
+            // utilisation is per tick.
+            let span = if s.sources.proc && s.interval_ns > 0 {
+                s.interval_ns
+            } else {
+                period
+            };
+            let util = s.busy_ns.min(span) * cap / span;
             if view.unit(u).kind == UnitType::Cpu && util * 1280 >= cap * 1024 {
                 self.misfit[u as usize] = t;
             }

@@ -364,6 +364,7 @@ fn samples<'py>(py: Python<'py>, samples: &[Sample]) -> PyResult<Bound<'py, PyLi
         d.set_item("unit", s.unit)?;
         d.set_item("task", s.task)?;
         d.set_item("busy_ns", s.busy_ns)?;
+        d.set_item("interval_ns", s.interval_ns)?;
         d.set_item("memory_bound", s.memory_bound)?;
         list.append(d)?;
     }

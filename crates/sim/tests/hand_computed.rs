@@ -367,6 +367,7 @@ fn checkpoint_and_tick_migrations_move_running_tasks_and_conserve_work() {
         unit,
         task,
         busy_ns,
+        interval_ns: 250 * MS,
         memory_bound: task.map(|_| 0.0),
         ..Sample::default()
     };
