@@ -43,7 +43,7 @@ def daemon(tmp_path):
         try:
             hetsched.Client(socket, "probe").close()
             break
-        except RuntimeError:
+        except ValueError:  # no daemon there yet
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
                 pytest.fail(f"daemon did not start: {proc.stderr.read().decode()}")

@@ -1,3 +1,6 @@
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -47,5 +50,39 @@ def test_daemon_errors_are_python_errors(daemon, tmp_path):
         c.remove_unit(99)
     with pytest.raises(RuntimeError, match="OutOfOrder: free without a task"):
         c.free()
-    with pytest.raises(RuntimeError, match="no hetsched daemon"):
+    with pytest.raises(ValueError, match="no hetsched daemon"):
         hetsched.Client(tmp_path / "none.sock")
+
+
+SQUATTER = """
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(8)
+print("listening", flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to listen as another uid")
+def test_a_socket_squatted_by_another_user_is_refused(tmp_path):
+    """Another user listening where a client looks for its daemon: refused before a
+    byte is sent (a ValueError naming the uid)."""
+    tmp_path.chmod(0o777)
+    sock_dir = tmp_path / "hetsched-0"
+    sock_dir.mkdir()
+    os.chown(sock_dir, 65534, 65534)
+    socket = sock_dir / "daemon.sock"
+    squatter = subprocess.Popen(
+        [sys.executable, "-c", SQUATTER, str(socket)],
+        user=65534,
+        group=65534,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert squatter.stdout.readline() == b"listening\n"
+        with pytest.raises(ValueError, match="runs as uid 65534, neither root nor you"):
+            hetsched.Client(socket)
+    finally:
+        squatter.kill()
+        squatter.wait()

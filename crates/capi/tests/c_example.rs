@@ -123,6 +123,67 @@ fn the_c_worker_runs_against_the_daemon() {
     stop.stop();
 }
 
+/// Another user listening where the C client looks for its daemon: `hetsched_connect`
+/// refuses it before sending anything, and says why. (Runs as root, which may listen as
+/// `nobody`; elsewhere it says why it checks nothing.)
+#[test]
+fn the_c_client_refuses_a_squatted_socket() {
+    use std::io::BufRead;
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    if !is_root() {
+        eprintln!("not root: cannot listen as another uid; nothing checked");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = compile(tmp.path(), "worker");
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let socket = tmp.path().join("d.sock");
+    let mut squatter = Command::new("python3")
+        .args([
+            "-c",
+            "import socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\n\
+             s.listen(8)\nprint('listening',flush=True)\ntime.sleep(120)",
+        ])
+        .arg(&socket)
+        .uid(65534)
+        .gid(65534)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(squatter.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "listening\n");
+    // The directory is the test's (root's) but writable by all: refused either way; the
+    // peer's uid is named first.
+    let out = Command::new(&exe)
+        .args([socket.to_str().unwrap(), "1", "1"])
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .output()
+        .unwrap();
+    squatter.kill().unwrap();
+    squatter.wait().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("runs as uid 65534, neither root nor you"),
+        "{err}"
+    );
+}
+
+/// This process runs as root (its effective uid, from `/proc/self/status`).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let uids = s.lines().find_map(|l| l.strip_prefix("Uid:"))?.to_string();
+            uids.split_whitespace().nth(1).map(|e| e == "0")
+        })
+        .unwrap_or(false)
+}
+
 /// Empty tasks in batches from C: every task granted and freed, counted by the daemon;
 /// a batch beyond the limit is refused with the range named.
 #[test]

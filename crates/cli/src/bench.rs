@@ -14,6 +14,9 @@ pub enum Bench {
     Topology(TopologyBench),
     /// MD5 words/s and trial divisions/s of the example apps, CPU and OpenCL.
     Apps(crate::app_cmd::AppsBench),
+    /// The daemon under attack by another user's client: a well-behaved client's
+    /// alloc+free p50/p99/max and the daemon's CPU, with each attack and without.
+    Hostile(HostileBench),
     /// Simulator throughput: 1,000,000 tasks on a 1,024-unit machine under cfs and fcfs.
     Sim(SimBench),
     /// `hetsched simulate` beside its engine on one scenario: the engine alone, the
@@ -36,6 +39,7 @@ pub fn run(which: Bench) -> Result<()> {
     match which {
         Bench::Topology(args) => topology(args),
         Bench::Daemon(args) => daemon(args),
+        Bench::Hostile(args) => hostile(args),
         Bench::Apps(args) => crate::app_cmd::bench(args),
         Bench::Sim(args) => sim(args),
         Bench::Simulate(args) => simulate(args),
@@ -123,6 +127,65 @@ fn daemon(args: DaemonBench) -> Result<()> {
     if args.starpu_tasks > 0 {
         crate::peers_bench::starpu_beside(&report, args.starpu_tasks);
     }
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct HostileBench {
+    /// The attacks to run, in order (`none` is the reference without an attacker).
+    #[arg(long, value_delimiter = ',', value_parser = hetsched_live::hostile::Attack::NAMES,
+          default_value = "none,threads,holder,flood")]
+    attack: Vec<String>,
+    /// Seconds of timed round trips under each attack.
+    #[arg(long, default_value_t = 5.0)]
+    secs: f64,
+    /// Threads of the attacker's process (the threads and holder attacks).
+    #[arg(long, default_value_t = 8000)]
+    threads: usize,
+    /// Connections of the flood attack.
+    #[arg(long, default_value_t = 64)]
+    connections: usize,
+    /// Run as the attacker against the daemon at this socket (the bench starts its
+    /// attacker so).
+    #[arg(long, hide = true)]
+    attacker: Option<std::path::PathBuf>,
+}
+
+fn hostile(args: HostileBench) -> Result<()> {
+    use hetsched_live::hostile::{self, Attack};
+    // clap accepted only Attack::NAMES.
+    let attacks: Vec<Attack> = args
+        .attack
+        .iter()
+        .filter_map(|a| Attack::parse(a))
+        .collect();
+    if let Some(socket) = &args.attacker {
+        return hostile::attacker(attacks[0], socket, args.threads, args.connections);
+    }
+    if !(0.1..=3600.0).contains(&args.secs) {
+        return Err(hetsched_core::Error::range(
+            "--secs", args.secs, 0.1, 3600.0,
+        ));
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| hetsched_core::Error::runtime(format!("this program's path: {e}")))?;
+    let (threads, connections) = (args.threads, args.connections);
+    let report = hostile::run(&hostile::Options {
+        attacks,
+        duration: std::time::Duration::from_secs_f64(args.secs),
+        threads,
+        connections,
+        command: Box::new(move |socket: &std::path::Path, attack: Attack| {
+            let mut c = std::process::Command::new(&exe);
+            c.args(["bench", "hostile", "--attacker"])
+                .arg(socket)
+                .args(["--attack", attack.name()])
+                .args(["--threads", &threads.to_string()])
+                .args(["--connections", &connections.to_string()]);
+            c
+        }),
+    })?;
+    print!("{report}");
     Ok(())
 }
 

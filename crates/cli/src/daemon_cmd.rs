@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct DaemonArgs {
-    /// Socket path (default: $HETSCHED_SOCKET, $XDG_RUNTIME_DIR/hetsched/daemon.sock or /tmp/hetsched-$UID/daemon.sock).
+    /// Socket path (default: $HETSCHED_SOCKET, $XDG_RUNTIME_DIR/hetsched/daemon.sock, root's /run/hetsched/daemon.sock or /tmp/hetsched-$UID/daemon.sock).
     #[arg(long)]
     socket: Option<PathBuf>,
     /// Policy spec, `name[:key=value,...]` (see `hetsched policies`).
@@ -122,6 +122,8 @@ pub struct AlterArgs {
 
 #[derive(Args)]
 pub struct ClientArgs {
+    /// The daemon's socket (default: as `hetsched daemon`'s). A daemon that is neither
+    /// root nor you, or a socket directory another user can write, is refused (exit 2).
     #[arg(long)]
     socket: Option<PathBuf>,
     #[command(subcommand)]

@@ -5,7 +5,7 @@ use clap::Args;
 use hetsched_core::machine::UnitType;
 use hetsched_core::{Error, Result};
 use hetsched_live::protocol::{self, MetaInfo, Request, WireAffinity};
-use hetsched_live::run::RunOptions;
+use hetsched_live::run::{OnDaemonLoss, RunOptions};
 use hetsched_live::server;
 use hetsched_sig::signature::Signature;
 use std::ffi::OsString;
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The daemon's socket (default: $HETSCHED_SOCKET, $XDG_RUNTIME_DIR/hetsched/daemon.sock or /tmp/hetsched-$UID/daemon.sock).
+    /// The daemon's socket (default: $HETSCHED_SOCKET, $XDG_RUNTIME_DIR/hetsched/daemon.sock, root's /run/hetsched/daemon.sock or /tmp/hetsched-$UID/daemon.sock).
     #[arg(long, value_name = "SOCK")]
     daemon: Option<PathBuf>,
     /// Unit types the program can use, e.g. `cpu` or `cpu,opencl` (affinity 1 each).
@@ -36,6 +36,11 @@ pub struct RunArgs {
     /// Say on stderr what is applied to the program (grants, yields, memory binding).
     #[arg(long)]
     verbose: bool,
+    /// When the daemon goes away (killed, or it drops the agent): `run` lets the program
+    /// go on unscheduled with a one-line warning, `fail` kills it and exits 1; the same
+    /// whether it waits for its first grant, runs, or is stopped after a yield.
+    #[arg(long, value_name = "WHAT", default_value = "run", value_parser = OnDaemonLoss::NAMES)]
+    on_daemon_loss: String,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -84,6 +89,8 @@ pub fn run(args: RunArgs) -> Result<()> {
         command: args.command,
         check: Duration::from_millis(args.check_ms),
         verbose: args.verbose,
+        // clap accepted only OnDaemonLoss::NAMES.
+        on_daemon_loss: OnDaemonLoss::parse(&args.on_daemon_loss).unwrap_or_default(),
     })?;
     match exit.shell_status() {
         0 => Ok(()),

@@ -75,6 +75,63 @@ fn the_daemon_refuses_to_replace_a_file_that_is_not_a_socket() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
 }
 
+/// A daemon run by another user where root's program looks for one (a squatted socket):
+/// `hetsched run`, `hetsched client` and the Rust client refuse it before sending
+/// anything, with a one-line reason and exit 2; the program never starts. A root daemon
+/// whose socket directory became writable by others is refused too. (Runs as root, which
+/// may become `nobody`; elsewhere it says why it checks nothing.)
+#[test]
+fn a_squatted_socket_is_refused_by_every_client() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    if !nix::unistd::getuid().is_root() {
+        eprintln!("not root: cannot run a daemon as another uid; nothing checked");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let socket = dir.path().join("hetsched-0").join("daemon.sock");
+    let mut squatter = Command::new(env!("CARGO_BIN_EXE_hetsched"))
+        .args(["daemon", "--machine", "beisel", "--socket"])
+        .arg(&socket)
+        .uid(65534)
+        .gid(65534)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(60), || UnixStream::connect(&socket)
+            .is_ok()),
+        "the squatting daemon did not start"
+    );
+    let marker = dir.path().join("ran");
+    let run = common::hetsched(&[
+        "run",
+        "--daemon",
+        socket.to_str().unwrap(),
+        "--",
+        "touch",
+        marker.to_str().unwrap(),
+    ]);
+    common::assert_input_error(&run, &["runs as uid 65534, neither root nor you"]);
+    let client = common::hetsched(&["client", "--socket", socket.to_str().unwrap(), "units"]);
+    common::assert_input_error(&client, &["runs as uid 65534, neither root nor you"]);
+    let e = Client::connect(&socket, "rust").err().unwrap();
+    assert_eq!(e.exit_code(), 2, "{e}");
+    // Nothing reached the squatter: it saw no hello, so no client was ever greeted.
+    assert!(!marker.exists(), "the program ran");
+    squatter.kill().unwrap();
+    squatter.wait().unwrap();
+
+    // Root's own daemon, its directory made writable by all after it started.
+    let d = Daemon::start(1, 0, "fcfs");
+    Client::connect(&d.socket, "before").unwrap();
+    let sockdir = d.socket.parent().unwrap();
+    std::fs::set_permissions(sockdir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = common::hetsched(&["client", "--socket", d.socket.to_str().unwrap(), "units"]);
+    common::assert_input_error(&out, &["writable by no one else", "mode 777"]);
+}
+
 // ---- the soak
 
 /// A process that says hello, is granted a unit, writes half a frame and waits to be

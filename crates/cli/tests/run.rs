@@ -255,6 +255,78 @@ fn a_program_waiting_for_a_unit_has_not_started_and_still_gets_signals() {
     holder.free(true).unwrap();
 }
 
+/// Killing the daemon (`kill -9`) does the same to every program whatever it was
+/// doing (running after its grant, waiting for its first grant, stopped after a yield):
+/// by default each goes on unscheduled with a one-line warning and `hetsched run` exits
+/// as it did; with `--on-daemon-loss fail` each is killed and `hetsched run` exits 1.
+#[test]
+fn losing_the_daemon_is_handled_alike_in_every_state() {
+    for fail in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let loss: &[&str] = if fail {
+            &["--on-daemon-loss", "fail"]
+        } else {
+            &[]
+        };
+        // fcfs: one program runs, one waits for its first grant; cfs: two busy
+        // programs time-share the unit, so one is stopped after a yield.
+        for (policy, scripts) in [
+            ("fcfs", ["sleep 1.5", "true"]),
+            (
+                "cfs",
+                ["i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"; 2],
+            ),
+        ] {
+            let mut d = Daemon::start(1, 0, policy);
+            let mut agents = Vec::new();
+            for (i, script) in scripts.iter().enumerate() {
+                let marker = dir.path().join(format!("{policy}-{i}"));
+                let agent = run(&d, loss)
+                    .args(["--", "sh", "-c"])
+                    .arg(format!("{script}; touch {}", marker.display()))
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                agents.push((agent, marker));
+                wait_until("the program's task reached the daemon", || {
+                    let Ok(Reply::Stats { tasks, .. }) = d.client().stats() else {
+                        return false;
+                    };
+                    tasks.len() == i + 1
+                });
+            }
+            if policy == "cfs" {
+                wait_until("a program was stopped by a yield", || {
+                    let Ok(Reply::Stats { tasks, .. }) = d.client().stats() else {
+                        return false;
+                    };
+                    tasks.iter().any(|t| t.grants >= 2)
+                });
+            } else {
+                assert_eq!(queued(&d), 1, "the second waits for its first grant");
+            }
+            d.child.kill().unwrap();
+            d.child.wait().unwrap();
+            for (agent, marker) in agents {
+                let out = agent.wait_with_output().unwrap();
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let lines = stderr.trim_end().lines().count();
+                assert_eq!(lines, 1, "{policy}, fail {fail}: {stderr}");
+                if fail {
+                    assert_eq!(out.status.code(), Some(1), "{stderr}");
+                    assert!(stderr.contains("the program was killed"), "{stderr}");
+                    std::thread::sleep(Duration::from_millis(100));
+                    assert!(!marker.exists(), "{policy}: the program ran on: {stderr}");
+                } else {
+                    assert_eq!(out.status.code(), Some(0), "{stderr}");
+                    assert!(stderr.contains("goes on unscheduled"), "{stderr}");
+                    assert!(marker.exists(), "{policy}: the program did not finish");
+                }
+            }
+        }
+    }
+}
+
 /// One unit under `cfs`: two busy programs take turns on it. Each is seen stopped
 /// (its yield) while the other runs, and both make progress.
 #[test]

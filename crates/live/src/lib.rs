@@ -9,6 +9,7 @@ pub mod client;
 pub mod client_process;
 pub mod compact;
 pub mod devices;
+pub mod hostile;
 pub mod process;
 pub mod protocol;
 pub mod run;

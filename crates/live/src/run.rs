@@ -30,8 +30,14 @@
 //! task. If the agent itself is killed (`kill -9`), the program gets `SIGKILL`
 //! (`PR_SET_PDEATHSIG`) and the daemon frees the unit when the socket closes.
 //!
-//! If the daemon goes away while the program runs, the program goes on unscheduled
-//! rather than being killed: the agent says so once and waits for it.
+//! If the daemon goes away (it is killed, or drops the agent), what happens is the same
+//! whatever the program was doing — waiting for its first grant, running, or stopped
+//! after a yield — and chosen by [`OnDaemonLoss`]: by default the program goes on
+//! unscheduled (on every CPU the agent may use), and the agent says so in one line and
+//! waits for it; with `fail` the program's group is killed and `hetsched run` fails.
+//! A request the daemon *refuses* while it is there is not a loss: before the first
+//! grant it ends the run (the program never ran), later the program goes on
+//! unscheduled.
 
 use crate::client::Client;
 use crate::process::{numa_nodes, own_cpus, Binding, Exit, MemoryBinding, Process};
@@ -47,7 +53,33 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How often a running program's agent looks whether the daemon is still there.
+const LOSS_CHECK: Duration = Duration::from_millis(100);
+
+/// What becomes of the program when the daemon goes away (see the module
+/// documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnDaemonLoss {
+    /// It goes on unscheduled, with a one-line warning.
+    #[default]
+    Run,
+    /// Its group is killed and `hetsched run` fails (exit 1).
+    Fail,
+}
+
+impl OnDaemonLoss {
+    pub const NAMES: [&'static str; 2] = ["run", "fail"];
+
+    pub fn parse(name: &str) -> Option<OnDaemonLoss> {
+        match name {
+            "run" => Some(OnDaemonLoss::Run),
+            "fail" => Some(OnDaemonLoss::Fail),
+            _ => None,
+        }
+    }
+}
 
 /// What `hetsched run` was asked to do.
 pub struct RunOptions {
@@ -60,6 +92,7 @@ pub struct RunOptions {
     pub check: Duration,
     /// Say on stderr what is applied to the program (grants, yields, memory).
     pub verbose: bool,
+    pub on_daemon_loss: OnDaemonLoss,
 }
 
 /// The program and what the agent's threads share about it.
@@ -86,8 +119,7 @@ fn lock(program: &Shared) -> MutexGuard<'_, Program> {
 /// input error (and nothing is started, or allocated).
 pub fn run(options: RunOptions) -> Result<Exit> {
     let socket = &options.socket;
-    let client =
-        Client::connect(socket, "hetsched run").map_err(|e| Error::input(e.to_string()))?;
+    let client = Client::connect(socket, "hetsched run")?;
     let (program, args) = options
         .command
         .split_first()
@@ -120,6 +152,7 @@ pub fn run(options: RunOptions) -> Result<Exit> {
         ended,
         machine_cpus: own_cpus()?,
         verbose: options.verbose,
+        on_loss: options.on_daemon_loss,
     };
     agent.drive(options.check)
 }
@@ -133,6 +166,7 @@ struct Agent {
     /// The CPUs the agent may use: an accelerator grant's CPU set.
     machine_cpus: Vec<u32>,
     verbose: bool,
+    on_loss: OnDaemonLoss,
 }
 
 impl Agent {
@@ -142,12 +176,16 @@ impl Agent {
             .alloc_with_memory(&self.meta)
             .and_then(|(unit, memory)| self.grant(&unit, memory))
         {
-            // The program never ran: end it, and say why (not how it died).
+            if self.client.daemon_gone() {
+                return self.unscheduled(e);
+            }
+            // Refused: the program never ran; end it, and say why (not how it died).
             let mut p = lock(&self.program);
             p.allocating = false;
             let _ = p.process.kill();
             return Err(e);
         }
+        let mut last_look = Instant::now();
         loop {
             match self.ended.recv_timeout(check) {
                 Ok(exit) => {
@@ -158,6 +196,14 @@ impl Agent {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(Error::runtime("hetsched run: lost track of the program"))
+                }
+            }
+            // While the daemon keeps raising nothing, a re-request reads the page and
+            // no socket: a daemon that died would go unnoticed.
+            if last_look.elapsed() >= LOSS_CHECK {
+                last_look = Instant::now();
+                if self.client.daemon_gone() {
+                    return self.unscheduled(Error::runtime("daemon closed the connection"));
                 }
             }
             let verdict = match self.client.rerequest() {
@@ -240,12 +286,28 @@ impl Agent {
         Ok(())
     }
 
-    /// The daemon is gone (or refused us): the program goes on without it.
+    /// The daemon is gone (or refused us): the program goes on without it, on every CPU
+    /// the agent may use -- unless told to fail when the daemon is lost.
     fn unscheduled(self, e: Error) -> Result<Exit> {
+        let gone = self.client.daemon_gone();
+        if gone && self.on_loss == OnDaemonLoss::Fail {
+            let mut p = lock(&self.program);
+            p.allocating = false;
+            let _ = p.process.kill();
+            return Err(Error::runtime(format!(
+                "hetsched run: {e}; the daemon is gone: the program was killed \
+                 (--on-daemon-loss fail)"
+            )));
+        }
         eprintln!("hetsched run: {e}; the program goes on unscheduled");
         {
             let mut p = lock(&self.program);
             p.allocating = false;
+            if gone {
+                // A grant's CPUs no longer mean anything; a CPU unit it was moved to
+                // could be one of many.
+                let _ = p.process.set_cpus(&self.machine_cpus);
+            }
             p.cont();
         }
         self.ended

@@ -79,6 +79,9 @@ pub const MAX_COUNTED_THREADS: usize = 64;
 /// Hardware-counter descriptors open at once, over all processes.
 pub const MAX_COUNTERS: usize = 3 * 1024;
 
+/// The sampling thread's name.
+pub const THREAD_NAME: &str = "hetsched-sampler";
+
 /// Whether this machine's hardware counters can be read: probed once per [`Sampling`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -204,7 +207,7 @@ impl Sampling {
             let shared = shared.clone();
             let counting = pmu == Pmu::Counting;
             std::thread::Builder::new()
-                .name("hetsched-sampler".into())
+                .name(THREAD_NAME.into())
                 .spawn(move || Passes::new(counting).run(&shared, period))
                 .expect("starting the sampling thread")
         };

@@ -78,6 +78,12 @@ pub const MAX_UNREAD_REPLIES: usize = 1 << 20;
 /// next turns, after the other clients had theirs.
 pub const READ_PER_TURN: usize = 64 << 10;
 
+/// Requests of one client handled per turn of the loop (a batch's count one each); the
+/// rest waits for the next turn, after every other client had its share, so that a
+/// client's batches or pipelined requests cannot hold the loop (fair service, round
+/// robin over the clients with work).
+pub const REQUESTS_PER_TURN: u32 = 16;
+
 /// Connections served at once. Each costs three descriptors (socket, page, doorbell):
 /// the limit is lowered to fit the descriptor limit, keeping [`RESERVED_FDS`] spare.
 pub const MAX_CLIENTS: usize = 16 << 10;
@@ -102,14 +108,19 @@ fn doorbell_token(client: ClientId) -> Token {
 }
 
 /// Where a daemon listens unless told otherwise: `$HETSCHED_SOCKET`, else
-/// `$XDG_RUNTIME_DIR/hetsched/daemon.sock`, else `/tmp/hetsched-$UID/daemon.sock`.
+/// `$XDG_RUNTIME_DIR/hetsched/daemon.sock`, else root's `/run/hetsched/daemon.sock` or
+/// another user's `/tmp/hetsched-$UID/daemon.sock`. Root's is never under `/tmp`, where
+/// any user can create the directory first (a daemon refuses a directory it does not
+/// own, and a client a daemon that is neither root nor itself).
 pub fn default_socket_path() -> PathBuf {
     if let Some(p) = std::env::var_os("HETSCHED_SOCKET") {
         return PathBuf::from(p);
     }
+    let uid = nix::unistd::getuid();
     let dir = match std::env::var_os("XDG_RUNTIME_DIR") {
         Some(d) => PathBuf::from(d).join("hetsched"),
-        None => PathBuf::from(format!("/tmp/hetsched-{}", nix::unistd::getuid())),
+        None if uid.is_root() => PathBuf::from("/run/hetsched"),
+        None => PathBuf::from(format!("/tmp/hetsched-{uid}")),
     };
     dir.join("daemon.sock")
 }
@@ -174,6 +185,13 @@ struct Conn {
     /// frame (see [`SLOW_CLIENT`]).
     accepted: Instant,
     partial_since: Option<Instant>,
+    /// The turn of the loop this client was last served in, and how many of its
+    /// requests were handled in it (see [`REQUESTS_PER_TURN`]).
+    turn: u64,
+    served: u32,
+    /// In [`Daemon::unread`] / [`Daemon::batches_ready`] already.
+    in_unread: bool,
+    in_ready: bool,
 }
 
 /// Stops a running daemon from another thread.
@@ -237,6 +255,8 @@ pub struct Daemon {
     batches_ready: Vec<ClientId>,
     /// The client a request of whose batch is being handled.
     in_batch: Option<ClientId>,
+    /// Turns of the loop so far (see [`REQUESTS_PER_TURN`]).
+    turn: u64,
 }
 
 /// Default busy-poll window: a client's next request usually follows its reply within
@@ -310,6 +330,7 @@ impl Daemon {
             beside_client: false,
             batches_ready: Vec::new(),
             in_batch: None,
+            turn: 0,
         })
     }
 
@@ -361,6 +382,7 @@ impl Daemon {
         let mut last_event = Instant::now();
         let mut last_look = Instant::now();
         while !self.stop.load(Ordering::SeqCst) {
+            self.turn += 1;
             self.publish_cpu();
             if self.serve_pages() {
                 last_event = Instant::now();
@@ -426,10 +448,16 @@ impl Daemon {
                 last_event = Instant::now();
             }
             for client in std::mem::take(&mut self.unread) {
-                self.read(client);
+                if let Some(conn) = self.conns.get_mut(&client) {
+                    conn.in_unread = false;
+                    self.read(client);
+                }
             }
             for client in std::mem::take(&mut self.batches_ready) {
-                self.run_batch(client);
+                if let Some(conn) = self.conns.get_mut(&client) {
+                    conn.in_ready = false;
+                    self.run_batch(client);
+                }
             }
             for event in events.iter() {
                 match event.token() {
@@ -540,6 +568,10 @@ impl Daemon {
                             writable: false,
                             accepted: Instant::now(),
                             partial_since: None,
+                            turn: 0,
+                            served: 0,
+                            in_unread: false,
+                            in_ready: false,
                         },
                     );
                     *self.per_uid.entry(uid).or_default() += 1;
@@ -560,7 +592,12 @@ impl Daemon {
     /// of a frame.
     fn read(&mut self, client: ClientId) {
         let mut budget = READ_PER_TURN;
-        self.handle_frames(client); // those left by a pause
+        // Those left by a pause or by the last turn's share: while some wait, nothing
+        // more is read (the input holds at most one read beyond a partial frame).
+        if self.handle_frames(client) {
+            self.queue_unread(client);
+            return self.flush(client);
+        }
         let ended = loop {
             let Some(conn) = self.conns.get_mut(&client) else {
                 return;
@@ -573,7 +610,7 @@ impl Daemon {
                 break conn.hung_up; // nobody reads the replies any more
             }
             if budget == 0 {
-                self.unread.push(client);
+                self.queue_unread(client);
                 break false;
             }
             match conn.stream.read(&mut self.scratch) {
@@ -588,7 +625,12 @@ impl Daemon {
                     // the peer hung up, whose end of stream raises no edge of its own.
                     let short = n < self.scratch.len();
                     let hung_up = conn.hung_up;
-                    self.handle_frames(client);
+                    if self.handle_frames(client) {
+                        // This turn's share is spent: the rest (and the end of the
+                        // stream, which stays readable) next turn.
+                        self.queue_unread(client);
+                        break false;
+                    }
                     if short && !hung_up {
                         break false;
                     }
@@ -605,20 +647,51 @@ impl Daemon {
         }
     }
 
-    /// Handles every complete request frame in `client`'s input.
-    fn handle_frames(&mut self, client: ClientId) {
+    /// Puts `client` on the list read next turn (once).
+    fn queue_unread(&mut self, client: ClientId) {
+        if let Some(conn) = self.conns.get_mut(&client) {
+            if !std::mem::replace(&mut conn.in_unread, true) {
+                self.unread.push(client);
+            }
+        }
+    }
+
+    /// Puts `client`'s batch on the list resumed next turn (once).
+    fn queue_batch(&mut self, client: ClientId) {
+        if let Some(conn) = self.conns.get_mut(&client) {
+            if !std::mem::replace(&mut conn.in_ready, true) {
+                self.batches_ready.push(client);
+            }
+        }
+    }
+
+    /// Takes one request of `client`'s share of this turn; false once it is spent (see
+    /// [`REQUESTS_PER_TURN`]).
+    fn take_share(turn: u64, conn: &mut Conn) -> bool {
+        if conn.turn != turn {
+            conn.turn = turn;
+            conn.served = 0;
+        }
+        conn.served += 1;
+        conn.served <= REQUESTS_PER_TURN
+    }
+
+    /// Handles the complete request frames in `client`'s input, up to its share of this
+    /// turn; true when the share ran out with input left (the rest waits for the next
+    /// turn).
+    fn handle_frames(&mut self, client: ClientId) -> bool {
         let mut used = 0;
         loop {
             let Some(conn) = self.conns.get_mut(&client) else {
-                return;
+                return false;
             };
             if conn.closing || conn.dropping.is_some() {
                 conn.input.clear();
-                return;
+                return false;
             }
             if paused(conn) {
                 conn.input.drain(..used);
-                return;
+                return false;
             }
             let frame = protocol::next_frame(&conn.input[used..], protocol::MAX_REQUEST);
             let Some((request, n)) =
@@ -634,8 +707,13 @@ impl Daemon {
                         self.slow_checks.push_back((now + SLOW_CLIENT, client));
                     }
                 }
-                return;
+                return false;
             };
+            if !Self::take_share(self.turn, conn) {
+                // Decoded again next turn: cheaper than keeping it.
+                conn.input.drain(..used);
+                return true;
+            }
             used += n;
             match request {
                 Ok(r) => self.handle(client, r),
@@ -700,7 +778,7 @@ impl Daemon {
             batch.answer(reply.clone());
             if self.in_batch != Some(client) {
                 // The grant an `alloc` of the batch waited for.
-                self.batches_ready.push(client);
+                self.queue_batch(client);
             }
             return;
         }
@@ -879,9 +957,14 @@ impl Daemon {
                 self.send(client, &batch.reply());
                 return self.flush(client);
             }
-            let Some(request) = batch.take_next() else {
-                return; // an alloc waits in a queue
-            };
+            if batch.waiting() {
+                return; // an alloc waits in a queue: its grant resumes the batch
+            }
+            if !Self::take_share(self.turn, conn) {
+                return self.queue_batch(client);
+            }
+            let request = conn.batch.as_mut().and_then(Batch::take_next);
+            let request = request.expect("neither complete nor waiting");
             self.in_batch = Some(client);
             self.handle(client, request);
             self.in_batch = None;
@@ -896,7 +979,10 @@ impl Daemon {
     ) {
         match self.arbiter.alloc_for(client, meta, process) {
             Ok(effects) => self.apply(effects),
-            Err((ErrorCode::OutOfOrder, m)) => self.fail(client, ErrorCode::OutOfOrder, m),
+            // Protocol errors close the connection (and end a batch), as a bad frame does.
+            Err((code @ (ErrorCode::OutOfOrder | ErrorCode::Malformed), m)) => {
+                self.fail(client, code, m)
+            }
             Err((code, message)) => self.send(client, &Reply::Error { code, message }),
         }
     }

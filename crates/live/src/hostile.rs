@@ -1,0 +1,418 @@
+//! The attacks a daemon serving several users must withstand, measured (`hetsched bench
+//! hostile`): what one user's client can cost the others.
+//!
+//! A daemon on a thread of this process arbitrates Beisel et al.'s machine (16 PUs and a
+//! GPU, as virtual units), measuring the processes clients name. An attacker process,
+//! started through a command the caller gives (the CLI re-runs itself; a test re-runs its
+//! binary) and run as another uid where this process may (root runs it as `nobody`),
+//! attacks it; meanwhile a well-behaved client of this process times alloc+free round
+//! trips through the shared page. The attacks:
+//!
+//! - [`Attack::Threads`]: the attacker names its own process of many threads (8,000 by
+//!   default) in every alloc, 100 allocs a batch, back to back. Read in the event loop,
+//!   one alloc stalled it 294 ms and a batch of 200 for 34 s;
+//! - [`Attack::Holder`]: it holds a unit for such a process under `cfs-cap`, whose ticks
+//!   want a sample of every running task every 4 ms (the loop at 100 % of a CPU, others'
+//!   p50 337 ms when samples were read in it);
+//! - [`Attack::Flood`]: 64 connections send 1,024-request batches back to back (others'
+//!   p50 156 ms when a batch was served whole).
+//!
+//! Reported per attack (and with no attack, for reference): the round trips' p50, p99
+//! and maximum, the CPU time of the daemon's loop and of its sampling thread, and the
+//! load average.
+
+use crate::arbiter::Arbiter;
+use crate::client::Client;
+use crate::protocol::{MetaInfo, Reply, Request, WireAffinity};
+use crate::{devices, server};
+use hetsched_core::machine::UnitGranularity;
+use hetsched_core::{Error, Result};
+use std::fmt;
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One way to attack the daemon (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attack {
+    /// No attacker: the reference.
+    None,
+    Threads,
+    Holder,
+    Flood,
+}
+
+impl Attack {
+    pub const ALL: [Attack; 4] = [Attack::None, Attack::Threads, Attack::Holder, Attack::Flood];
+    /// The names [`Attack::parse`] accepts, in the order of [`Attack::ALL`].
+    pub const NAMES: [&'static str; 4] = ["none", "threads", "holder", "flood"];
+
+    pub fn parse(name: &str) -> Option<Attack> {
+        let i = Self::NAMES.iter().position(|&n| n == name)?;
+        Some(Self::ALL[i])
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[Self::ALL.iter().position(|&a| a == self).expect("listed")]
+    }
+
+    /// The daemon's policy under this attack: `cfs-cap` samples every running task at
+    /// each tick; the others run the daemon's default.
+    fn policy(self) -> &'static str {
+        match self {
+            Attack::Holder => "cfs-cap",
+            _ => "cfs",
+        }
+    }
+
+    fn describe(self, o: &Options) -> String {
+        match self {
+            Attack::None => "no attack".into(),
+            Attack::Threads => format!(
+                "allocs naming the attacker's own {}-thread process, 100 a batch, back to back",
+                o.threads
+            ),
+            Attack::Holder => format!(
+                "a unit held under cfs-cap for the attacker's own {}-thread process",
+                o.threads
+            ),
+            Attack::Flood => format!(
+                "{} connections sending 1,024-request batches back to back",
+                o.connections
+            ),
+        }
+    }
+}
+
+/// What to measure.
+pub struct Options {
+    pub attacks: Vec<Attack>,
+    /// How long the round trips are timed under each attack.
+    pub duration: Duration,
+    /// Threads of the attacker's process ([`Attack::Threads`], [`Attack::Holder`]).
+    pub threads: usize,
+    /// Connections of [`Attack::Flood`].
+    pub connections: usize,
+    /// The command that starts the attacker for the daemon at the given socket; the
+    /// process calls [`attacker`] with the same attack, threads and connections.
+    pub command: AttackerCommand,
+}
+
+/// Starts the attacker process for the daemon at a socket (see [`Options::command`]).
+pub type AttackerCommand = Box<dyn Fn(&Path, Attack) -> Command>;
+
+/// The figures under one attack.
+pub struct Figures {
+    pub attack: Attack,
+    /// Alloc+free round trips, microseconds, sorted.
+    pub round_trips: Vec<f64>,
+    /// CPU seconds of the daemon's loop thread and of its sampling thread.
+    pub loop_cpu_s: f64,
+    pub sampler_cpu_s: f64,
+    /// The uid the attacker ran as.
+    pub attacker_uid: Option<u32>,
+    pub load: String,
+}
+
+impl Figures {
+    pub fn percentile_us(&self, p: f64) -> f64 {
+        let r = &self.round_trips;
+        r[((r.len() - 1) as f64 * p).round() as usize]
+    }
+}
+
+/// The benchmark's figures; its `Display` is what `hetsched bench hostile` prints.
+pub struct Report {
+    pub figures: Vec<Figures>,
+    duration: Duration,
+    describe: Vec<String>,
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        writeln!(
+            f,
+            "daemon: the beisel machine (16 PUs + a GPU), processes measured; a well-behaved \
+             client times alloc+free round trips for {:.0} s under each attack",
+            self.duration.as_secs_f64()
+        )?;
+        writeln!(
+            f,
+            "{:<8} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}  {:<15} attack",
+            "attack", "p50 ms", "p99 ms", "max ms", "trips", "loop cpu", "sampler", "load"
+        )?;
+        for (fig, what) in self.figures.iter().zip(&self.describe) {
+            let secs = self.duration.as_secs_f64();
+            let uid = fig
+                .attacker_uid
+                .map_or(String::new(), |u| format!(" (as uid {u})"));
+            writeln!(
+                f,
+                "{:<8} {:>10.3} {:>10.3} {:>10.3} {:>9} {:>8.0}% {:>8.0}%  {:<15} {what}{uid}",
+                fig.attack.name(),
+                fig.percentile_us(0.5) / 1e3,
+                fig.percentile_us(0.99) / 1e3,
+                fig.percentile_us(1.0) / 1e3,
+                fig.round_trips.len(),
+                fig.loop_cpu_s * 100.0 / secs,
+                fig.sampler_cpu_s * 100.0 / secs,
+                fig.load,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn meta(pid: Option<u32>) -> MetaInfo {
+    MetaInfo {
+        kind: "hostile".into(),
+        affinity: WireAffinity {
+            cpu: 1.0,
+            ..WireAffinity::default()
+        },
+        weight: 1024,
+        pid,
+        ..MetaInfo::default()
+    }
+}
+
+/// Runs the attacks one after the other, each against a fresh daemon.
+pub fn run(o: &Options) -> Result<Report> {
+    let mut figures = Vec::new();
+    for &attack in &o.attacks {
+        figures.push(under(o, attack)?);
+    }
+    Ok(Report {
+        describe: o.attacks.iter().map(|a| a.describe(o)).collect(),
+        figures,
+        duration: o.duration,
+    })
+}
+
+/// CPU seconds of thread `tid` of this process (utime + stime, 10 ms ticks).
+fn thread_cpu_s(tid: i32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
+        return 0.0;
+    };
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0.0;
+    };
+    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+    // Fields 14 and 15 (utime, stime), counted from field 3.
+    let ticks: f64 = [11, 12]
+        .iter()
+        .filter_map(|&i| f.get(i)?.parse::<f64>().ok())
+        .sum();
+    // SAFETY: sysconf has no preconditions.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// The id of this process's thread named `name`.
+fn thread_named(name: &str) -> Option<i32> {
+    std::fs::read_dir("/proc/self/task").ok()?.find_map(|e| {
+        let e = e.ok()?;
+        let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+        (comm.trim() == name).then(|| e.file_name().to_str()?.parse().ok())?
+    })
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|e| format!("unknown ({e})"))
+}
+
+/// One attack against a fresh daemon.
+fn under(o: &Options, attack: Attack) -> Result<Figures> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut machine = hetsched_topology::load("beisel", UnitGranularity::Pu)?;
+    machine.derive_units(UnitGranularity::Pu);
+    let index = devices::described(&machine);
+    let dir = tempfile::tempdir().map_err(Error::runtime)?;
+    // Another uid reaches the socket through the group (root's: it runs with gid 0).
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+        .map_err(Error::runtime)?;
+    let socket = dir.path().join("d").join("daemon.sock");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = socket.clone();
+    let thread = std::thread::spawn(move || -> Result<()> {
+        let policy = hetsched_policies::build(attack.policy(), 0)?;
+        let mut arbiter = Arbiter::new(machine, index, policy);
+        arbiter.measure_processes();
+        let mut daemon = server::Daemon::bind(&path, arbiter)?;
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        tx.send((daemon.stop_handle(), tid))
+            .map_err(Error::runtime)?;
+        daemon.run()
+    });
+    let (stop, loop_tid) = rx
+        .recv()
+        .map_err(|_| Error::runtime("the daemon thread did not start"))?;
+    // Thread names are cut to 15 bytes in `comm`.
+    let sampler_tid = thread_named(&crate::sampler::THREAD_NAME[..15]);
+    let mut child = None;
+    let mut attacker_uid = None;
+    if attack != Attack::None {
+        let mut c = (o.command)(&socket, attack);
+        if rustix::process::geteuid().is_root() {
+            use std::os::unix::process::CommandExt;
+            c.uid(65534).gid(0);
+            attacker_uid = Some(65534);
+        } else {
+            attacker_uid = Some(rustix::process::geteuid().as_raw());
+        }
+        let mut spawned = c
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| Error::runtime(format!("starting the attacker: {e}")))?;
+        // It says "ready" once its threads run and its attack is under way.
+        let mut line = String::new();
+        let out = spawned.stdout.take().expect("piped");
+        std::io::BufReader::new(out)
+            .read_line(&mut line)
+            .map_err(Error::runtime)?;
+        if line.trim() != "ready" {
+            let _ = spawned.kill();
+            let _ = spawned.wait();
+            return Err(Error::runtime(format!(
+                "the {} attacker did not start (said {line:?})",
+                attack.name()
+            )));
+        }
+        child = Some(spawned);
+    }
+    let cpu = |tid: Option<i32>| tid.map_or(0.0, thread_cpu_s);
+    let (loop0, sampler0) = (cpu(Some(loop_tid)), cpu(sampler_tid));
+    let timed = time_round_trips(&socket, o.duration);
+    let (loop1, sampler1) = (cpu(Some(loop_tid)), cpu(sampler_tid));
+    let load = load_average();
+    if let Some(mut c) = child {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    stop.stop();
+    thread
+        .join()
+        .map_err(|_| Error::runtime("daemon thread panicked"))??;
+    let mut round_trips = timed?;
+    round_trips.sort_by(f64::total_cmp);
+    Ok(Figures {
+        attack,
+        round_trips,
+        loop_cpu_s: loop1 - loop0,
+        sampler_cpu_s: sampler1 - sampler0,
+        attacker_uid,
+        load,
+    })
+}
+
+/// Alloc+free round trips for `duration`, microseconds.
+fn time_round_trips(socket: &Path, duration: Duration) -> Result<Vec<f64>> {
+    let mut c = Client::connect(socket, "well-behaved")?;
+    let meta = meta(None);
+    let mut trips = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < duration {
+        let t = Instant::now();
+        c.alloc(&meta)?;
+        c.free(true)?;
+        trips.push(t.elapsed().as_secs_f64() * 1e6);
+        // A client that also does work: a round trip every 200 us, not back to back.
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    if trips.is_empty() {
+        return Err(Error::runtime("no round trip completed"));
+    }
+    Ok(trips)
+}
+
+/// The attacker process: starts its threads, attacks the daemon at `socket`, says
+/// "ready" on stdout once under way, and goes on until killed or its stdin closes.
+pub fn attacker(attack: Attack, socket: &Path, threads: usize, connections: usize) -> Result<()> {
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let _ = std::io::stdin().lines().count();
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+    }
+    let ready = || -> Result<()> {
+        println!("ready");
+        std::io::stdout().flush().map_err(Error::runtime)
+    };
+    let running = || !done.load(std::sync::atomic::Ordering::SeqCst);
+    if matches!(attack, Attack::Threads | Attack::Holder) {
+        for i in 0..threads {
+            std::thread::Builder::new()
+                .stack_size(64 << 10)
+                .spawn(|| loop {
+                    std::thread::park()
+                })
+                .map_err(|e| Error::runtime(format!("thread {i} of {threads}: {e}")))?;
+        }
+    }
+    let own = Some(std::process::id());
+    match attack {
+        Attack::None => ready()?,
+        Attack::Threads => {
+            let mut c = Client::connect(socket, "attacker")?;
+            ready()?;
+            while running() {
+                let requests = (0..100)
+                    .flat_map(|_| {
+                        [
+                            Request::Alloc { meta: meta(own) },
+                            Request::Free { finished: true },
+                        ]
+                    })
+                    .collect();
+                c.batch(requests)?;
+            }
+        }
+        Attack::Holder => {
+            let mut c = Client::connect(socket, "attacker")?;
+            c.alloc(&meta(own))?;
+            ready()?;
+            while running() {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        Attack::Flood => {
+            let mut floods = Vec::new();
+            for _ in 0..connections {
+                let mut c = Client::connect(socket, "attacker")?;
+                let done = done.clone();
+                floods.push(std::thread::spawn(move || -> Result<()> {
+                    while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                        let requests = (0..512)
+                            .flat_map(|_| {
+                                [
+                                    Request::Alloc { meta: meta(None) },
+                                    Request::Free { finished: true },
+                                ]
+                            })
+                            .collect();
+                        let replies = c.batch(requests)?;
+                        if !matches!(replies.last(), Some(Reply::Freed)) {
+                            return Err(Error::runtime(format!(
+                                "a flood batch ended {:?}",
+                                replies.last()
+                            )));
+                        }
+                    }
+                    Ok(())
+                }));
+            }
+            ready()?;
+            for f in floods {
+                f.join()
+                    .map_err(|_| Error::runtime("a flood thread panicked"))??;
+            }
+        }
+    }
+    Ok(())
+}
