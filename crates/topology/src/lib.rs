@@ -1,6 +1,6 @@
 //! Machine discovery for hetsched. A machine comes from one of:
 //! - `live`: this machine, through hwloc;
-//! - `PATH.xml`: an hwloc XML export;
+//! - `PATH.xml`: an hwloc XML export, checked first ([`hwloc_xml`]);
 //! - `PATH.tar.bz2` or a directory: a dumped sysfs tree, loaded by hwloc with
 //!   `HWLOC_FSROOT` and the x86 backend disabled (`env:` lines of `PATH.test` honoured);
 //! - `PATH.toml`: hetsched's own machine file (schema in `machines/README.md`);
@@ -10,6 +10,7 @@
 
 pub mod block;
 pub mod hwloc;
+pub mod hwloc_xml;
 pub mod machine_file;
 pub mod presets;
 pub mod sysfs_dump;
@@ -155,7 +156,7 @@ pub fn load_source(source: &Source) -> Result<Machine> {
         }
         Source::Toml(path) => machine_file::parse(&read(path)?, &path.display().to_string()),
         Source::Xml(path) => {
-            check_xml_version(path, &read(path)?)?;
+            hwloc_xml::check(path, &read(path)?)?;
             let origin = path.display().to_string();
             let name = file_name(path);
             hwloc::load(
@@ -187,35 +188,4 @@ pub fn load_source(source: &Source) -> Result<Machine> {
             hwloc::load(input, &file_name(path), &path.display().to_string())
         }
     }
-}
-
-/// The XML format versions this libhwloc (2.9) imports: 1.x (no attribute) and 2.x.
-/// hwloc itself only answers EINVAL for a newer file, so say what is wrong first.
-fn check_xml_version(path: &Path, text: &str) -> Result<()> {
-    let Some(start) = text.find("<topology") else {
-        return Err(Error::input(format!(
-            "{}: not an hwloc XML file (no <topology> element)",
-            path.display()
-        )));
-    };
-    let tag = &text[start..text[start..].find('>').map_or(text.len(), |e| start + e)];
-    let Some(v) = tag
-        .split("version=\"")
-        .nth(1)
-        .and_then(|v| v.split('"').next())
-    else {
-        return Ok(()); // hwloc 1.x exports carry no version attribute
-    };
-    let major: u32 = v
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or(0);
-    if major > 2 {
-        return Err(Error::input(format!(
-            "{}: hwloc XML version {v} is newer than this hwloc (2.9) can import (versions 1.x and 2.x); re-export it with hwloc 2.x",
-            path.display()
-        )));
-    }
-    Ok(())
 }

@@ -1,11 +1,87 @@
 //! Inputs that crash or hang libhwloc 2.9 (issue #38): each must come back as a one-line
-//! input error (exit code 2) in bounded time, with this process alive.
+//! input error (exit code 2) in bounded time, with this process alive. The XMLs are the
+//! smallest found for each crash (see `hwloc_xml`'s module doc); all crash `lstopo` 2.9.
 
 use hetsched_core::machine::{Machine, UnitGranularity};
 use hetsched_core::Error;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
+
+/// Issue #38's crash: a Machine with a cpuset and a nodeset, no NUMANode (and no
+/// complete sets). SIGSEGV in hwloc_bitmap_set.
+const NO_NUMA_NODE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE topology SYSTEM "hwloc2.dtd">
+<topology version="2.0">
+ <object type="Machine" os_index="0" cpuset="0x1" nodeset="0x1">
+  <object type="Package" os_index="0" cpuset="0x1" nodeset="0x1">
+   <object type="Core" os_index="0" cpuset="0x1" nodeset="0x1">
+    <object type="PU" os_index="0" cpuset="0x1" nodeset="0x1"/>
+   </object>
+  </object>
+ </object>
+</topology>
+"#;
+
+/// Each crash class with a NUMANode, and the object and set the error names.
+const CRASHES: [(&str, &str); 5] = [
+    // hwloc_bitmap_set: the root's complete_cpuset is NULL when the PU is inserted.
+    (
+        r#"<topology version="2.0">
+<object type="Machine" cpuset="0x1" nodeset="0x1" complete_nodeset="0x1">
+<object type="NUMANode" os_index="0" cpuset="0x1" complete_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1"/>
+<object type="PU" os_index="0" cpuset="0x1" complete_cpuset="0x1"/>
+</object>
+</topology>"#,
+        ":2: object Machine has a cpuset but no complete_cpuset",
+    ),
+    // hwloc_bitmap_set: the root's complete_nodeset is NULL when the NUMANode is inserted.
+    (
+        r#"<topology version="2.0">
+<object type="Machine" cpuset="0x1" complete_cpuset="0x1" nodeset="0x1">
+<object type="NUMANode" os_index="0" cpuset="0x1" complete_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1"/>
+<object type="PU" os_index="0" cpuset="0x1" complete_cpuset="0x1"/>
+</object>
+</topology>"#,
+        ":2: object Machine has a nodeset but no complete_nodeset",
+    ),
+    // hwloc_bitmap_or: a NUMANode's complete_nodeset.
+    (
+        r#"<topology version="2.0">
+<object type="Machine" cpuset="0x1" complete_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1">
+<object type="NUMANode" os_index="0" cpuset="0x1" complete_cpuset="0x1" nodeset="0x1"/>
+<object type="PU" os_index="0" cpuset="0x1" complete_cpuset="0x1"/>
+</object>
+</topology>"#,
+        ":3: object NUMANode P#0 has a nodeset but no complete_nodeset",
+    ),
+    // hwloc_bitmap_compare_first: sorting PUs whose complete_cpuset is NULL.
+    (
+        r#"<topology version="2.0">
+<object type="Machine" cpuset="0x3" complete_cpuset="0x3" nodeset="0x1" complete_nodeset="0x1">
+<object type="NUMANode" os_index="0" cpuset="0x3" complete_cpuset="0x3" nodeset="0x1" complete_nodeset="0x1"/>
+<object type="PU" os_index="0" cpuset="0x1"/>
+<object type="PU" os_index="1" cpuset="0x2"/>
+</object>
+</topology>"#,
+        ":4: object PU P#0 has a cpuset but no complete_cpuset",
+    ),
+    // hwloc_bitmap_isequal: a 1.x NUMA node without cpusets.
+    (
+        r#"<topology>
+<object type="Machine" cpuset="0x1" complete_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1">
+<object type="NUMANode" os_index="0" nodeset="0x1" complete_nodeset="0x1"/>
+</object>
+</topology>"#,
+        ":3: object NUMANode P#0 has no cpuset",
+    ),
+];
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
 
 /// The input error of `result`, checked to be one line naming `path`.
 fn input_error(result: hetsched_core::Result<Machine>, path: &Path) -> String {
@@ -29,6 +105,33 @@ fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'st
     std::thread::spawn(move || tx.send(f()));
     rx.recv_timeout(limit)
         .unwrap_or_else(|_| panic!("still running after {limit:?}"))
+}
+
+#[test]
+fn the_issue_38_xml_is_refused_before_hwloc() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "crash.xml", NO_NUMA_NODE);
+    let msg = input_error(
+        hetsched_topology::load(path.to_str().unwrap(), UnitGranularity::Pu),
+        &path,
+    );
+    assert!(
+        msg.ends_with("crash.xml: no NUMANode object: hwloc 2.9 crashes on or refuses such a file; an hwloc 2.x export always has one"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn every_crash_class_is_refused_naming_its_object() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (xml, want)) in CRASHES.iter().enumerate() {
+        let path = write(dir.path(), &format!("crash{i}.xml"), xml);
+        let msg = input_error(
+            hetsched_topology::load(path.to_str().unwrap(), UnitGranularity::Pu),
+            &path,
+        );
+        assert!(msg.contains(&format!("crash{i}.xml{want}")), "{msg}");
+    }
 }
 
 #[test]
@@ -67,5 +170,28 @@ fn a_file_over_the_cap_is_refused_naming_it() {
             msg.ends_with("larger than the 64 MiB hetsched reads from a machine file"),
             "{msg}"
         );
+    }
+}
+
+#[test]
+fn malformed_or_foreign_xml_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, want) in [
+        (
+            "<topology version=\"2.0\"><object",
+            "not an hwloc XML file: malformed XML: ",
+        ),
+        (
+            "<root/>",
+            "not an hwloc XML file (the root element is <root>, not <topology>)",
+        ),
+        ("", "not an hwloc XML file: malformed XML: "),
+    ] {
+        let path = write(dir.path(), "bad.xml", text);
+        let msg = input_error(
+            hetsched_topology::load(path.to_str().unwrap(), UnitGranularity::Pu),
+            &path,
+        );
+        assert!(msg.contains(want), "{msg}");
     }
 }
