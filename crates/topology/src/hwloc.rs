@@ -144,8 +144,10 @@ fn pci_link_bandwidth(obj: &TopologyObject) -> Option<f64> {
         .chain(obj.ancestors())
         .find(|o| o.object_type() == ObjectType::PCIDevice)?;
     match pci.attributes()? {
-        // hwloc reports GB/s.
-        ObjectAttributes::PCIDevice(a) if a.link_speed() > 0.0 => Some(a.link_speed() as f64 * 1e9),
+        // hwloc reports GB/s, parsed from an XML with strtof: "inf" or "nan" is unknown.
+        ObjectAttributes::PCIDevice(a) if a.link_speed().is_finite() && a.link_speed() > 0.0 => {
+            Some(a.link_speed() as f64 * 1e9)
+        }
         _ => None,
     }
 }
@@ -330,7 +332,7 @@ fn collect_devices(topo: &Topology, m: &mut Machine) {
             let memory_bytes = info(dev, "CUDAGlobalMemorySize")
                 .or_else(|| info(dev, "OpenCLGlobalMemorySize"))
                 .and_then(|kib| kib.parse::<u64>().ok())
-                .map(|kib| kib * 1024);
+                .and_then(|kib| kib.checked_mul(1024));
             let acc = Accelerator {
                 kind,
                 name: name.clone(),

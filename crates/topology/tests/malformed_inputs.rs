@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
+fn topologies() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/topologies")
+}
+
 /// Issue #38's crash: a Machine with a cpuset and a nodeset, no NUMANode (and no
 /// complete sets). SIGSEGV in hwloc_bitmap_set.
 const NO_NUMA_NODE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
@@ -194,4 +198,33 @@ fn malformed_or_foreign_xml_is_one_line() {
         );
         assert!(msg.contains(want), "{msg}");
     }
+}
+
+#[test]
+fn non_finite_or_overflowing_numbers_from_an_xml_are_unknown() {
+    // strtof reads "inf"; the CUDA memory size (KiB) overflows u64 once in bytes.
+    let text = std::fs::read_to_string(topologies().join("xml/power8gpudistances.xml")).unwrap();
+    let text = text
+        .replacen("pci_link_speed=\"15.753846\"", "pci_link_speed=\"inf\"", 1)
+        .replacen(
+            "\"CUDAGlobalMemorySize\" value=\"16671616\"",
+            "\"CUDAGlobalMemorySize\" value=\"18446744073709551615\"",
+            1,
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "odd.xml", &text);
+    let m = hetsched_topology::load(path.to_str().unwrap(), UnitGranularity::Pu).unwrap();
+    let gpu = |bus: &str| {
+        m.accelerators
+            .iter()
+            .find(|a| a.pci_bus_id.as_deref() == Some(bus))
+            .unwrap()
+    };
+    let (odd, even) = (gpu("0002:01:00.0"), gpu("0003:01:00.0"));
+    assert_eq!(
+        (odd.link_bandwidth_bytes_per_s, odd.memory_bytes),
+        (None, None)
+    );
+    assert!(even.link_bandwidth_bytes_per_s.unwrap() > 15e9);
+    assert_eq!(even.memory_bytes, Some(16671616 << 10));
 }
