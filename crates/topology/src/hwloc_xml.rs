@@ -13,7 +13,9 @@
 //! hwloc too (`hwloc_bitmap_isequal`), and 1.x exports always gave them one.
 //!
 //! This catches every crash a mutation fuzzer found in hwloc 2.9's XML import (all
-//! were missing sets), but hwloc may have others.
+//! were missing sets), but hwloc may have others: the load itself runs in a child
+//! process ([`crate::hwloc::load`]), so what gets past this check cannot take hetsched
+//! down either.
 
 use hetsched_core::{Error, Result};
 use std::path::Path;

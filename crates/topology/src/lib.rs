@@ -6,11 +6,14 @@
 //! - `PATH.toml`: hetsched's own machine file (schema in `machines/README.md`);
 //! - a preset name (`hetsched machines` lists them).
 //!
-//! A file is read only if it is a regular file of at most [`MAX_FILE_BYTES`].
+//! A file is read only if it is a regular file of at most [`MAX_FILE_BYTES`], and reaches
+//! libhwloc only in a forked child process ([`hwloc::load`]): hwloc 2.9 crashes or hangs
+//! on some malformed inputs, and that must not take hetsched down.
 
 pub mod block;
 pub mod hwloc;
 pub mod hwloc_xml;
+mod isolate;
 pub mod machine_file;
 pub mod presets;
 pub mod sysfs_dump;

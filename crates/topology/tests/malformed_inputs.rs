@@ -4,9 +4,10 @@
 
 use hetsched_core::machine::{Machine, UnitGranularity};
 use hetsched_core::Error;
+use hetsched_topology::hwloc::{self, HwlocInput, Limits};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn topologies() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/topologies")
@@ -139,6 +140,26 @@ fn every_crash_class_is_refused_naming_its_object() {
 }
 
 #[test]
+fn hwloc_crashing_in_its_child_is_an_input_error() {
+    // hwloc::load has no structural check: these files reach libhwloc and crash it, in
+    // the child, and this process goes on.
+    let dir = tempfile::tempdir().unwrap();
+    let xmls = std::iter::once(NO_NUMA_NODE).chain(CRASHES.iter().map(|(x, _)| *x));
+    for (i, xml) in xmls.enumerate() {
+        let path = write(dir.path(), &format!("crash{i}.xml"), xml);
+        let origin = path.display().to_string();
+        let msg = input_error(hwloc::load(HwlocInput::Xml(&path), "crash", &origin), &path);
+        assert!(
+            msg.starts_with(&format!("{origin}: hwloc crashed (SIGSEGV) loading it:")),
+            "{msg}"
+        );
+    }
+    // Still alive, and hwloc still loads.
+    let good = topologies().join("xml/fakecpukinds.xml");
+    hwloc::load(HwlocInput::Xml(&good), "good", "good.xml").unwrap();
+}
+
+#[test]
 fn a_fifo_given_as_a_machine_file_is_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();
     for name in ["fifo.xml", "fifo.toml", "fifo.tar.bz2"] {
@@ -227,4 +248,82 @@ fn non_finite_or_overflowing_numbers_from_an_xml_are_unknown() {
     );
     assert!(even.link_bandwidth_bytes_per_s.unwrap() > 15e9);
     assert_eq!(even.memory_bytes, Some(16671616 << 10));
+}
+
+#[test]
+fn a_fifo_in_a_sysfs_dump_stops_at_the_deadline() {
+    // hwloc opens the dump's files blocking: a FIFO among them would hang it forever.
+    let archive = topologies().join("sysfs/16amd64-8n2c.tar.bz2");
+    let dump = hetsched_topology::sysfs_dump::extract(&archive).unwrap();
+    let online = dump.root.join("sys/devices/system/cpu/online");
+    std::fs::remove_file(&online).unwrap();
+    let c = std::ffi::CString::new(online.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let origin = dump.root.display().to_string();
+    let root = dump.root.clone();
+    let start = Instant::now();
+    let result = within(Duration::from_secs(20), move || {
+        let limits = Limits {
+            timeout: Duration::from_secs(2),
+            ..Limits::DEFAULT
+        };
+        let input = HwlocInput::SysfsRoot {
+            root: &dump.root,
+            env: &[],
+        };
+        hwloc::load_isolated(input, "fifo", &origin, &limits)
+    });
+    let msg = input_error(result, &root);
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(
+        msg.contains("hwloc did not finish loading it within 2 s"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_machine_loaded_in_a_child_equals_one_loaded_here() {
+    let mut xmls: Vec<PathBuf> = std::fs::read_dir(topologies().join("xml"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            !std::fs::read_to_string(p)
+                .unwrap()
+                .contains("version=\"3.0\"")
+        })
+        .collect();
+    xmls.sort();
+    assert!(xmls.len() >= 10, "{xmls:?}");
+    for path in &xmls {
+        let origin = path.display().to_string();
+        let here = hwloc::load_in_process(HwlocInput::Xml(path), "m", &origin).unwrap();
+        let child = hwloc::load(HwlocInput::Xml(path), "m", &origin).unwrap();
+        assert!(!here.pus.is_empty(), "{origin}");
+        assert_eq!(child, here, "{origin}");
+    }
+    let mut dumps: Vec<PathBuf> = std::fs::read_dir(topologies().join("sysfs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_str().unwrap().ends_with(".tar.bz2"))
+        .collect();
+    dumps.sort();
+    assert!(dumps.len() >= 6, "{dumps:?}");
+    for archive in &dumps {
+        let env = hetsched_topology::sysfs_dump::test_env(archive).unwrap();
+        let dump = hetsched_topology::sysfs_dump::extract(archive).unwrap();
+        let origin = archive.display().to_string();
+        let input = || HwlocInput::SysfsRoot {
+            root: &dump.root,
+            env: &env,
+        };
+        let here = hwloc::load_in_process(input(), "m", &origin).unwrap();
+        let child = hwloc::load(input(), "m", &origin).unwrap();
+        assert!(!here.pus.is_empty(), "{origin}");
+        assert_eq!(child, here, "{origin}");
+    }
 }
