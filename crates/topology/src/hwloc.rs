@@ -1,6 +1,12 @@
 //! Machine discovery through hwloc: the live system, an XML export, or a dumped sysfs
 //! tree (`HWLOC_FSROOT`). Everything hwloc can answer comes from hwloc.
+//!
+//! A file reaches libhwloc only in a forked child (the `isolate` module says how):
+//! hwloc 2.9 crashes or hangs on some malformed inputs, and that must not take the
+//! command, the daemon or Python down. The live machine is loaded in-process.
 
+use crate::isolate::Forked;
+pub use crate::isolate::Limits;
 use hetsched_core::machine::{
     Accelerator, Cache, CacheKind, Core, CpuKind, Distances, IoDevice, IoKind, Machine, NumaNode,
     Package, Pu, UnitType,
@@ -14,10 +20,12 @@ use hwlocality::Topology;
 use std::path::Path;
 use std::sync::Mutex;
 
+/// Held by every hwloc load of this crate, and across the fork of a child that loads.
 /// hwloc reads `HWLOC_FSROOT` and a few debug variables from the environment while it
-/// loads; there is no API for them. Loads that set them are serialised by this lock
-/// and restore the previous values afterwards.
-static ENV_LOCK: Mutex<()> = Mutex::new(());
+/// loads; there is no API for them. Loads that set them do so under this lock and
+/// restore the previous values afterwards (a child inherits them at the fork). And a
+/// child forked while another thread is inside hwloc could find hwloc's own locks held.
+static HWLOC_LOCK: Mutex<()> = Mutex::new(());
 
 /// Where hwloc reads the machine from.
 pub enum HwlocInput<'a> {
@@ -31,15 +39,79 @@ pub enum HwlocInput<'a> {
 }
 
 /// Loads a topology through hwloc and converts it into a [`Machine`] (units not derived).
-/// `origin` names the input in errors (a path, or "live").
+/// `origin` names the input in errors (a path, or "live"). A file is loaded in a child
+/// process within [`Limits::DEFAULT`].
 pub fn load(input: HwlocInput<'_>, name: &str, origin: &str) -> Result<Machine> {
-    let topology = build(&input, origin)?;
+    match input {
+        HwlocInput::Live => load_in_process(input, name, origin),
+        _ => load_isolated(input, name, origin, &Limits::DEFAULT),
+    }
+}
+
+/// [`load`] in a forked child within `limits`: a crash, a hang or an oversized result
+/// of hwloc's is an input error naming `origin`.
+pub fn load_isolated(
+    input: HwlocInput<'_>,
+    name: &str,
+    origin: &str,
+    limits: &Limits,
+) -> Result<Machine> {
+    let child = {
+        let _guard = HWLOC_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        with_env(&input, || {
+            Forked::spawn(limits, || load_here(&input, name, origin))
+        })?
+    };
+    child.reply(origin)
+}
+
+/// [`load`] in this process. A malformed file can crash it: for the live machine, and
+/// to compare with [`load_isolated`].
+pub fn load_in_process(input: HwlocInput<'_>, name: &str, origin: &str) -> Result<Machine> {
+    let _guard = HWLOC_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    with_env(&input, || load_here(&input, name, origin))
+}
+
+/// Loads and converts; the caller holds [`HWLOC_LOCK`] and has set the environment.
+fn load_here(input: &HwlocInput<'_>, name: &str, origin: &str) -> Result<Machine> {
+    let topology = build(input, origin)?;
     let source = match input {
         HwlocInput::Live => "hwloc:live".to_string(),
         HwlocInput::Xml(_) => format!("hwloc-xml:{origin}"),
         HwlocInput::SysfsRoot { .. } => format!("hwloc-sysfs:{origin}"),
     };
     Ok(convert(&topology, name, &source))
+}
+
+/// Runs `f` with the environment hwloc needs for `input` (the caller holds
+/// [`HWLOC_LOCK`]), then restores the previous values.
+fn with_env<T>(input: &HwlocInput<'_>, f: impl FnOnce() -> T) -> T {
+    let HwlocInput::SysfsRoot { root, env } = input else {
+        return f();
+    };
+    // The x86 backend would mix in the CPUID of the machine we run on. Blacklisting it
+    // through the API alone was seen not to take effect with libhwloc 2.9, so the
+    // environment says it too.
+    let mut vars: Vec<(String, String)> = vec![
+        ("HWLOC_FSROOT".into(), root.display().to_string()),
+        ("HWLOC_COMPONENTS".into(), "-x86".into()),
+    ];
+    vars.extend(env.iter().cloned());
+    let saved: Vec<(String, Option<std::ffi::OsString>)> = vars
+        .iter()
+        .map(|(k, _)| (k.clone(), std::env::var_os(k)))
+        .collect();
+    for (k, v) in &vars {
+        std::env::set_var(k, v);
+    }
+    let result = f();
+    for (k, v) in saved {
+        match v {
+            Some(v) => std::env::set_var(&k, v),
+            None => std::env::remove_var(&k),
+        }
+    }
+    result
 }
 
 fn hwloc_err(source: &str, what: impl std::fmt::Display) -> Error {
@@ -65,37 +137,11 @@ fn build(input: &HwlocInput<'_>, source: &str) -> Result<Topology> {
             .map_err(|e| Error::input(format!("{source}: not a loadable hwloc XML file: {e}")))?
             .build()
             .map_err(|e| Error::input(format!("{source}: hwloc rejected the XML: {e}"))),
-        HwlocInput::SysfsRoot { root, env } => {
-            let _guard = ENV_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-            // The x86 backend would mix in the CPUID of the machine we run on. Blacklisting
-            // it through the API alone was seen not to take effect with libhwloc 2.9, so
-            // the environment says it too.
-            let mut vars: Vec<(String, String)> = vec![
-                ("HWLOC_FSROOT".into(), root.display().to_string()),
-                ("HWLOC_COMPONENTS".into(), "-x86".into()),
-            ];
-            vars.extend(env.iter().cloned());
-            let saved: Vec<(String, Option<std::ffi::OsString>)> = vars
-                .iter()
-                .map(|(k, _)| (k.clone(), std::env::var_os(k)))
-                .collect();
-            for (k, v) in &vars {
-                std::env::set_var(k, v);
-            }
-            let result = builder(source).and_then(|b| {
-                b.without_component("x86")
-                    .map_err(|e| hwloc_err(source, e))?
-                    .build()
-                    .map_err(|e| hwloc_err(source, e))
-            });
-            for (k, v) in saved {
-                match v {
-                    Some(v) => std::env::set_var(&k, v),
-                    None => std::env::remove_var(&k),
-                }
-            }
-            result
-        }
+        HwlocInput::SysfsRoot { .. } => builder(source)?
+            .without_component("x86")
+            .map_err(|e| hwloc_err(source, e))?
+            .build()
+            .map_err(|e| hwloc_err(source, e)),
     }
 }
 
@@ -144,8 +190,10 @@ fn pci_link_bandwidth(obj: &TopologyObject) -> Option<f64> {
         .chain(obj.ancestors())
         .find(|o| o.object_type() == ObjectType::PCIDevice)?;
     match pci.attributes()? {
-        // hwloc reports GB/s.
-        ObjectAttributes::PCIDevice(a) if a.link_speed() > 0.0 => Some(a.link_speed() as f64 * 1e9),
+        // hwloc reports GB/s, parsed from an XML with strtof: "inf" or "nan" is unknown.
+        ObjectAttributes::PCIDevice(a) if a.link_speed().is_finite() && a.link_speed() > 0.0 => {
+            Some(a.link_speed() as f64 * 1e9)
+        }
         _ => None,
     }
 }
@@ -330,7 +378,7 @@ fn collect_devices(topo: &Topology, m: &mut Machine) {
             let memory_bytes = info(dev, "CUDAGlobalMemorySize")
                 .or_else(|| info(dev, "OpenCLGlobalMemorySize"))
                 .and_then(|kib| kib.parse::<u64>().ok())
-                .map(|kib| kib * 1024);
+                .and_then(|kib| kib.checked_mul(1024));
             let acc = Accelerator {
                 kind,
                 name: name.clone(),

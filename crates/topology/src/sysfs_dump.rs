@@ -17,9 +17,10 @@ pub fn test_env(archive: &Path) -> Result<Vec<(String, String)>> {
         return Ok(Vec::new());
     };
     let test = archive.with_file_name(format!("{stem}.test"));
-    let Ok(text) = std::fs::read_to_string(&test) else {
+    if !test.exists() {
         return Ok(Vec::new());
-    };
+    }
+    let text = crate::read(&test)?;
     let mut env = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let Some(rest) = line.strip_prefix("env:") else {
@@ -55,8 +56,7 @@ pub struct DumpRoot {
 
 /// Extracts `archive` (bzip2-compressed tar) to a temporary directory.
 pub fn extract(archive: &Path) -> Result<DumpRoot> {
-    let file = std::fs::File::open(archive)
-        .map_err(|e| Error::input(format!("{}: cannot open: {e}", archive.display())))?;
+    let (file, _) = crate::open_regular(archive)?;
     let tmp = tempfile::tempdir()
         .map_err(|e| Error::runtime(format!("cannot create a temporary directory: {e}")))?;
     tar::Archive::new(bzip2::read::BzDecoder::new(std::io::BufReader::new(file)))
