@@ -155,6 +155,9 @@ fn mid_frame_child() {
 #[derive(Debug, Default)]
 struct Figures {
     grants: u64,
+    /// Grants the daemon made in all (the attackers' included): its run record holds
+    /// every one (the soak runs it with `--trace`).
+    served: u64,
     double_grants: u64,
     errors: Vec<String>,
     hostile_rounds: u64,
@@ -166,7 +169,13 @@ struct Figures {
 }
 
 /// One hostile client's attack, repeated until `deadline`; `kind` picks which.
-fn attack(kind: usize, socket: &Path, deadline: Instant, rounds: &AtomicU64) -> Result<(), String> {
+fn attack(
+    kind: usize,
+    socket: &Path,
+    daemon_pid: u32,
+    deadline: Instant,
+    rounds: &AtomicU64,
+) -> Result<(), String> {
     let mut garbage = 0x9e37_79b9_7f4a_7c15u64 ^ kind as u64;
     while Instant::now() < deadline {
         match kind {
@@ -226,6 +235,24 @@ fn attack(kind: usize, socket: &Path, deadline: Instant, rounds: &AtomicU64) -> 
                     if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::TimedOut {
                         return Err("garbage did not close the connection within 60 s".into());
                     }
+                }
+            }
+            // Name a process it may not: the daemon itself. Refused, the connection
+            // stays open (root may name any other process, so this is the one refusal
+            // a root client can meet).
+            5 => {
+                let mut s = raw_json(socket);
+                let alloc = format!(
+                    r#"{{"op":"alloc","meta":{{"kind":"spy","affinity":{{"cpu":1}},"pid":{daemon_pid}}}}}"#
+                );
+                s.write_all(&frame(&alloc)).map_err(|e| e.to_string())?;
+                let reply = read_frame(&mut s);
+                if !(reply.contains("permission_denied") && reply.contains("the daemon itself")) {
+                    return Err(format!("naming the daemon's pid: {reply}"));
+                }
+                s.write_all(&frame(STATS)).map_err(|e| e.to_string())?;
+                if !read_frame(&mut s).contains("\"reply\":\"stats\"") {
+                    return Err("the connection did not stay open after a refusal".into());
                 }
             }
             // A process killed with half a frame written.
@@ -301,6 +328,39 @@ fn soak(hostile: usize, good: usize, units: u32, secs: u64) -> Figures {
             (rss, fds)
         })
     };
+    // The attacks of another user (`nobody`, when the test runs as root) that once
+    // stalled everyone: allocs naming its own process of many threads, a unit held for
+    // it and sampled at every tick, and batch floods; each an attacker process of
+    // `hetsched bench hostile` for the whole soak.
+    {
+        // `nobody` reaches the socket through root's group, as the attackers run with gid 0.
+        use std::os::unix::fs::PermissionsExt;
+        let open = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(d._dir.path(), open).unwrap();
+    }
+    let attackers: Vec<std::process::Child> = ["threads", "holder", "flood"]
+        .iter()
+        .map(|attack| {
+            use std::os::unix::process::CommandExt;
+            let mut c = Command::new(env!("CARGO_BIN_EXE_hetsched"));
+            c.args(["bench", "hostile", "--attacker"])
+                .arg(&d.socket)
+                .args([
+                    "--attack",
+                    attack,
+                    "--threads",
+                    "1000",
+                    "--connections",
+                    "8",
+                ])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null());
+            if nix::unistd::getuid().is_root() {
+                c.uid(65534).gid(0);
+            }
+            c.spawn().unwrap()
+        })
+        .collect();
     let mut threads = Vec::new();
     for i in 0..good {
         let (socket, held, grants, doubles, errors) = (
@@ -340,7 +400,7 @@ fn soak(hostile: usize, good: usize, units: u32, secs: u64) -> Figures {
     for i in 0..hostile {
         let (socket, rounds, errors) = (d.socket.clone(), rounds.clone(), errors.clone());
         threads.push(std::thread::spawn(move || {
-            if let Err(e) = attack(i % 5, &socket, deadline, &rounds) {
+            if let Err(e) = attack(i % 6, &socket, pid, deadline, &rounds) {
                 errors
                     .lock()
                     .unwrap()
@@ -358,6 +418,16 @@ fn soak(hostile: usize, good: usize, units: u32, secs: u64) -> Figures {
     }
     for t in threads {
         t.join().unwrap();
+    }
+    for mut a in attackers {
+        if let Ok(Some(status)) = a.try_wait() {
+            errors
+                .lock()
+                .unwrap()
+                .push(format!("an attacker process ended early: {status}"));
+        }
+        let _ = a.kill();
+        let _ = a.wait();
     }
     d.assert_alive();
     assert!(
@@ -382,6 +452,7 @@ fn soak(hostile: usize, good: usize, units: u32, secs: u64) -> Figures {
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("run record invariants: ok"), "{text}");
     fig.grants = grants.load(Ordering::SeqCst);
+    fig.served = served;
     assert!(
         served >= fig.grants,
         "the daemon counts {served} grants, the good clients alone got {}",
@@ -400,6 +471,10 @@ fn soak(hostile: usize, good: usize, units: u32, secs: u64) -> Figures {
     fig
 }
 
+/// What the daemon's run record costs per task served, at most: its events (submit,
+/// start, end, a few more under time-sharing) as the record stores them.
+const RECORD_BYTES_PER_TASK: u64 = 512;
+
 fn check(fig: &Figures, hostile: usize, good: usize) {
     println!("soak {hostile} hostile + {good} good: {fig:#?}");
     assert!(fig.errors.is_empty(), "{:#?}", fig.errors);
@@ -415,8 +490,9 @@ fn check(fig: &Figures, hostile: usize, good: usize) {
         "{} fds open (bound {fd_bound})",
         fig.fds_peak
     );
-    // A few MiB per connection at most (its unread replies), most connections far less.
-    let rss_bound = (64 + 2 * hostile as u64) << 10;
+    // A few MiB per connection at most (its unread replies), most connections far less;
+    // and the run record `--trace` keeps, which grows with every task served.
+    let rss_bound = ((64 + 2 * hostile as u64) << 10) + fig.served * RECORD_BYTES_PER_TASK / 1024;
     assert!(
         fig.rss_peak_kb <= rss_bound,
         "daemon RSS peak {} kB (bound {rss_bound} kB)",

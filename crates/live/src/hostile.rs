@@ -268,13 +268,20 @@ fn under(o: &Options, attack: Attack) -> Result<Figures> {
             .stdout(Stdio::piped())
             .spawn()
             .map_err(|e| Error::runtime(format!("starting the attacker: {e}")))?;
-        // It says "ready" once its threads run and its attack is under way.
-        let mut line = String::new();
+        // It says "ready" once its threads run and its attack is under way (a test
+        // harness may say other things first).
         let out = spawned.stdout.take().expect("piped");
-        std::io::BufReader::new(out)
-            .read_line(&mut line)
-            .map_err(Error::runtime)?;
-        if line.trim() != "ready" {
+        let mut lines = std::io::BufReader::new(out).lines();
+        let mut line = String::new();
+        for l in lines.by_ref().take(64) {
+            line = l.map_err(Error::runtime)?;
+            if line == "ready" {
+                break;
+            }
+        }
+        // Drained meanwhile, so that the attacker never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        if line != "ready" {
             let _ = spawned.kill();
             let _ = spawned.wait();
             return Err(Error::runtime(format!(

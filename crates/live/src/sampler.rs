@@ -177,16 +177,14 @@ struct Shared {
 
 #[derive(Default)]
 struct State {
-    commands: Vec<Command>,
+    /// What to do with each process at the next pass: track it (`Some`) or stop
+    /// (`None`). Only the last word counts (the handle alternates them), so a client
+    /// that allocates and frees in a loop adds nothing here, however fast.
+    commands: FxHashMap<ProcessKey, Option<ClientProcess>>,
     stop: bool,
     /// Each process's latest span, replaced whole after each pass.
     spans: Arc<FxHashMap<ProcessKey, Span>>,
     stats: SamplerStats,
-}
-
-enum Command {
-    Track(ClientProcess),
-    Untrack(ProcessKey),
 }
 
 fn lock(shared: &Shared) -> MutexGuard<'_, State> {
@@ -243,8 +241,7 @@ impl Sampling {
             }
             *of_uid += 1;
             self.processes.insert(key, (1, uid));
-            lock(&self.shared).commands.push(Command::Track(process));
-            self.shared.wake.notify_one();
+            lock(&self.shared).commands.insert(key, Some(process));
         }
         self.tasks.insert(task, key);
         Ok(())
@@ -268,7 +265,7 @@ impl Sampling {
                     self.per_uid.remove(&uid);
                 }
             }
-            lock(&self.shared).commands.push(Command::Untrack(key));
+            lock(&self.shared).commands.insert(key, None);
         }
     }
 
@@ -368,33 +365,34 @@ impl Passes {
     }
 
     fn run(mut self, shared: &Shared, period: Duration) {
-        let mut rest = Duration::ZERO;
+        let mut next = Instant::now();
         loop {
+            // The rest is kept whatever clients do (a client that allocates and frees
+            // in a loop must not buy extra passes); only a stop cuts it short.
             let commands = {
                 let mut state = lock(shared);
-                if state.commands.is_empty() && !state.stop {
-                    // Woken early by a new process; otherwise a pass per rest.
+                loop {
+                    if state.stop {
+                        return;
+                    }
+                    let now = Instant::now();
+                    if now >= next {
+                        break;
+                    }
                     state = shared
                         .wake
-                        .wait_timeout(state, rest)
+                        .wait_timeout(state, next - now)
                         .map(|(s, _)| s)
                         .unwrap_or_else(|e| e.into_inner().0);
                 }
-                if state.stop {
-                    return;
-                }
                 std::mem::take(&mut state.commands)
             };
-            for c in commands {
-                match c {
-                    Command::Track(p) => {
-                        self.tracked.insert(p.key(), Tracked::new(p));
-                    }
-                    Command::Untrack(key) => {
-                        if let Some(t) = self.tracked.remove(&key) {
-                            self.counters_open -= t.counters.as_ref().map_or(0, |c| c.open.len());
-                        }
-                    }
+            for (key, c) in commands {
+                if let Some(t) = self.tracked.remove(&key) {
+                    self.counters_open -= t.counters.as_ref().map_or(0, |c| c.open.len());
+                }
+                if let Some(p) = c {
+                    self.tracked.insert(key, Tracked::new(p));
                 }
             }
             let start = Instant::now();
@@ -405,7 +403,7 @@ impl Passes {
                 }
             }
             let took = start.elapsed();
-            rest = period.max(took * REST_FACTOR);
+            next = Instant::now() + period.max(took * REST_FACTOR);
             let mut state = lock(shared);
             state.spans = Arc::new(spans);
             state.stats.processes = self.tracked.len() as u32;

@@ -267,3 +267,61 @@ fn per_uid_flood_child() {
     std::io::stdout().flush().unwrap();
     std::thread::sleep(Duration::from_secs(600));
 }
+
+/// Another user's attacks cost a well-behaved client a bounded round trip: naming its
+/// own process of 2,000 threads in every alloc (measured in the loop, one such batch of
+/// allocs stalled everyone for seconds), holding a unit for it under `cfs-cap` (sampled
+/// every tick), and 64 connections flooding 1,024-request batches (once served whole).
+/// The bound here is 25 ms, five times the 5 ms `hetsched bench hostile` is held to on
+/// an idle machine (docs/live.md), for a loaded 2-CPU CI machine; the attacks cost
+/// hundreds of milliseconds to seconds before.
+#[test]
+fn another_users_attacks_leave_a_well_behaved_client_a_bounded_round_trip() {
+    use hetsched_live::hostile::{self, Attack};
+    let report = hostile::run(&hostile::Options {
+        attacks: vec![Attack::Threads, Attack::Holder, Attack::Flood],
+        duration: Duration::from_secs(2),
+        threads: 2000,
+        connections: 64,
+        command: Box::new(|socket: &Path, attack: Attack| {
+            let mut c = Command::new(std::env::current_exe().unwrap());
+            c.args([
+                "--exact",
+                "hostile_attacker_child",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env("HETSCHED_ATTACK", attack.name())
+            .env("HETSCHED_ATTACK_SOCKET", socket);
+            c
+        }),
+    })
+    .unwrap();
+    println!("{report}");
+    for f in &report.figures {
+        let p99 = f.percentile_us(0.99) / 1e3;
+        assert!(f.round_trips.len() > 100, "{report}");
+        assert!(
+            p99 <= 25.0,
+            "{}: p99 {p99:.1} ms\n{report}",
+            f.attack.name()
+        );
+    }
+}
+
+/// Helper process of the test above: the attacker it names.
+#[test]
+#[ignore = "a helper process of another test"]
+fn hostile_attacker_child() {
+    use hetsched_live::hostile::{self, Attack};
+    let (Ok(name), Some(socket)) = (
+        std::env::var("HETSCHED_ATTACK"),
+        std::env::var_os("HETSCHED_ATTACK_SOCKET"),
+    ) else {
+        return;
+    };
+    // libtest's own output goes to the same stdout: "ready" must start a line.
+    println!();
+    let attack = Attack::parse(&name).unwrap();
+    hostile::attacker(attack, Path::new(&socket), 2000, 64).unwrap();
+}
