@@ -1,3 +1,5 @@
+import threading
+
 import pytest
 
 import hetsched
@@ -61,6 +63,31 @@ def test_a_kept_view_is_invalid_after_the_call():
     hetsched.simulate(SCENARIOS / "hand.toml", KeepsView())
     with pytest.raises(RuntimeError, match="valid only during"):
         KeepsView.kept.central()
+
+
+class ViewFromAThread(Fcfs):
+    """Hands the view to another thread during the call, which reads it."""
+
+    raised = None
+
+    def submit(self, view, task):
+        def read():
+            try:
+                view.unit_count
+            except BaseException as e:  # noqa: B036 - what escapes is the point
+                ViewFromAThread.raised = e
+
+        t = threading.Thread(target=read)
+        t.start()
+        t.join()
+        return "central"
+
+
+def test_a_view_used_from_another_thread_raises_a_runtime_error():
+    hetsched.simulate(SCENARIOS / "hand.toml", ViewFromAThread())
+    e = ViewFromAThread.raised
+    assert type(e) is RuntimeError, repr(e)
+    assert "only on the thread of the policy call" in str(e)
 
 
 class Slicing(hetsched.Policy):

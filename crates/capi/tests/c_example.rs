@@ -139,7 +139,8 @@ fn the_c_client_refuses_a_squatted_socket() {
     let exe = compile(tmp.path(), "worker");
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let socket = tmp.path().join("d.sock");
-    let mut squatter = Command::new("python3")
+    // The system interpreter: `nobody` may not reach one under root's home.
+    let mut squatter = Command::new("/usr/bin/python3")
         .args([
             "-c",
             "import socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\n\

@@ -615,6 +615,25 @@ impl Arbiter {
                 "a CPU unit needs the PUs it pins to (cpus)".into(),
             ));
         }
+        // A grant's CPUs become a program's affinity: only this machine's PUs, once each.
+        let pus: Vec<u32> = self.core.machine().pus.iter().map(|p| p.os_index).collect();
+        for (i, cpu) in new.cpus.iter().enumerate() {
+            if !pus.contains(cpu) {
+                return Err((
+                    ErrorCode::Invalid,
+                    format!(
+                        "cpus[{i}] = {cpu}: not a PU of this machine (its PUs: {})",
+                        hetsched_core::cpu_list::format(&pus)
+                    ),
+                ));
+            }
+            if new.cpus[..i].contains(cpu) {
+                return Err((
+                    ErrorCode::Invalid,
+                    format!("cpus[{i}] = {cpu}: given twice"),
+                ));
+            }
+        }
         self.tick_clock();
         self.live.devices.push(new.device);
         let unit = Unit {
@@ -1190,6 +1209,31 @@ mod tests {
         );
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    /// An added CPU unit pins grants to PUs of this machine, each once; anything else
+    /// is refused by field and changes nothing.
+    #[test]
+    fn an_added_cpu_unit_names_only_this_machines_pus() {
+        let mut a = arbiter(2, "fcfs");
+        let unit = |cpus: Vec<u32>| NewUnit {
+            kind: UnitType::Cpu,
+            name: "extra".into(),
+            cpus,
+            device: None,
+            capacity: 1024,
+        };
+        let (code, m) = a.add_unit(&unit(vec![4_000_000_000])).unwrap_err();
+        assert_eq!(code, ErrorCode::Invalid);
+        assert_eq!(
+            m,
+            "cpus[0] = 4000000000: not a PU of this machine (its PUs: 0-1)"
+        );
+        let (_, m) = a.add_unit(&unit(vec![1, 1])).unwrap_err();
+        assert_eq!(m, "cpus[1] = 1: given twice");
+        assert_eq!(a.list_units().len(), 2);
+        a.add_unit(&unit(vec![1])).unwrap();
+        assert_eq!(a.list_units().len(), 3);
     }
 
     #[test]

@@ -193,6 +193,10 @@ mod tests {
         assert!(err("fcfs:x=1").contains("unknown parameter \"x\" (known: none)"));
         assert!(err("dmda:learn").contains("not key=value"));
         assert_eq!(
+            err("cfs:latency_ms=1,latency_ms=2"),
+            "policy cfs: parameter \"latency_ms\" given twice"
+        );
+        assert_eq!(
             build("affinity:gran_ms=0,fcfs=1,acc_limit=5", 0)
                 .unwrap()
                 .name(),

@@ -37,7 +37,13 @@ impl Params {
                     "policy {name}: parameter {item:?} is not key=value"
                 )));
             };
-            pairs.push((k.trim().to_string(), v.trim().to_string()));
+            let k = k.trim();
+            if pairs.iter().any(|(seen, _)| seen == k) {
+                return Err(Error::input(format!(
+                    "policy {name}: parameter {k:?} given twice"
+                )));
+            }
+            pairs.push((k.to_string(), v.trim().to_string()));
         }
         Ok((
             name.clone(),

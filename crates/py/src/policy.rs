@@ -20,8 +20,9 @@ use hetsched_core::task::{QueueId, TaskId};
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Mutex;
 
 /// Where a [`PyPolicy`] keeps the exception that stopped a run, for `simulate` to raise.
 pub type Kept = Rc<RefCell<Option<PyErr>>>;
@@ -64,24 +65,47 @@ impl Steal {
     }
 }
 
-/// The engine's state as a policy call sees it (valid during that call only).
-#[pyclass(unsendable, module = "hetsched")]
+/// The engine's state as a policy call sees it (valid during that call, on its thread,
+/// only: anywhere else its methods raise `RuntimeError`).
+#[pyclass(module = "hetsched")]
 pub struct View {
-    engine: Cell<*const EngineView>,
+    current: Mutex<Option<Current>>,
 }
+
+/// The engine view of the policy call in progress, and the thread making it.
+struct Current {
+    view: *const EngineView,
+    thread: std::thread::ThreadId,
+}
+
+// SAFETY: `view` is dereferenced only by `View::get`, on `thread`, while the call that
+// set it is in progress.
+unsafe impl Send for Current {}
 
 impl View {
     fn get(&self) -> PyResult<&EngineView> {
-        let p = self.engine.get();
-        if p.is_null() {
+        let current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(c) = current.as_ref() else {
             return Err(PyRuntimeError::new_err(
                 "the view is valid only during the policy call it was passed to",
             ));
+        };
+        if c.thread != std::thread::current().id() {
+            return Err(PyRuntimeError::new_err(
+                "the view may be used only on the thread of the policy call it was passed to",
+            ));
         }
-        // SAFETY: the pointer is set by `PyPolicy::call` to a view borrowed for the
-        // duration of the Python call and cleared before that borrow ends; the object
-        // is `unsendable`, so no other thread reads it meanwhile.
-        Ok(unsafe { &*p })
+        // SAFETY: set by `PyPolicy::call` to a view borrowed for the duration of the
+        // Python call and cleared before that borrow ends; this is the call's thread,
+        // and the call (which holds the GIL) is still in progress.
+        Ok(unsafe { &*c.view })
+    }
+
+    fn set(&self, view: Option<&EngineView>) {
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = view.map(|v| Current {
+            view: v,
+            thread: std::thread::current().id(),
+        });
     }
 
     fn unit_id(&self, unit: i64) -> PyResult<(&EngineView, UnitId)> {
@@ -234,7 +258,7 @@ impl PyPolicy {
             view: Py::new(
                 py,
                 View {
-                    engine: Cell::new(std::ptr::null()),
+                    current: Mutex::new(None),
                 },
             )?,
             name,
@@ -265,7 +289,7 @@ impl PyPolicy {
         }
         Python::attach(|py| {
             let v = self.view.bind(py).clone();
-            v.borrow().engine.set(view);
+            v.borrow().set(Some(view));
             let answer = args(py, v.clone())
                 .and_then(|a| self.obj.bind(py).call_method1(method, a.cast_into()?))
                 .and_then(|r| {
@@ -274,7 +298,7 @@ impl PyPolicy {
                         PyTypeError::new_err(msg)
                     })
                 });
-            v.borrow().engine.set(std::ptr::null());
+            v.borrow().set(None);
             answer.unwrap_or_else(|e| {
                 *self.error.borrow_mut() = Some(e);
                 poison
