@@ -325,3 +325,59 @@ fn hostile_attacker_child() {
     let attack = Attack::parse(&name).unwrap();
     hostile::attacker(attack, Path::new(&socket), 2000, 64).unwrap();
 }
+
+/// A client names a process that is not its own (PID 1, root's) in its meta: the
+/// daemon refuses the alloc with `permission_denied` and the reason, the connection
+/// stays open, and its own process is accepted. (Runs as root, which may become
+/// `nobody`; elsewhere it says why it checks nothing.)
+#[test]
+fn a_client_may_name_only_its_own_process() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    if !nix::unistd::getuid().is_root() {
+        eprintln!("not root: cannot run a client as another uid; nothing checked");
+        return;
+    }
+    let mut d = Daemon::start(1, 0, "fcfs");
+    std::fs::set_permissions(d._dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "spy_child", "--ignored", "--nocapture"])
+        .env("HETSCHED_SPY", &d.socket)
+        .uid(65534)
+        .gid(0)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "refused: daemon: process 1 runs as uid 0 (real, effective, saved: 0, 0, 0): \
+             a client of uid 65534 may name only its own processes"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("own process: granted"), "{text}");
+    d.assert_alive();
+}
+
+/// Helper process of `a_client_may_name_only_its_own_process`.
+#[test]
+#[ignore = "a helper process of another test"]
+fn spy_child() {
+    let Some(socket) = std::env::var_os("HETSCHED_SPY") else {
+        return;
+    };
+    let mut c = Client::connect(Path::new(&socket), "spy").unwrap();
+    let named = |pid| hetsched_live::protocol::MetaInfo {
+        pid: Some(pid),
+        ..meta(1.0, 0.0)
+    };
+    match c.alloc(&named(1)) {
+        Ok(u) => println!("\nPID 1: granted unit {}", u.id),
+        Err(e) => println!("\nrefused: {e}"),
+    }
+    // The connection is still open: the same client names its own process.
+    match c.alloc(&named(std::process::id())) {
+        Ok(_) => println!("own process: granted"),
+        Err(e) => println!("own process: {e}"),
+    }
+}
