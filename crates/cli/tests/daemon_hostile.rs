@@ -132,6 +132,45 @@ fn a_squatted_socket_is_refused_by_every_client() {
     common::assert_input_error(&out, &["writable by no one else", "mode 777"]);
 }
 
+/// The daemon refuses a socket directory it does not own, or one others may write (where
+/// another user could replace its socket): one line, exit 2, nothing created there.
+#[test]
+fn the_daemon_refuses_a_socket_directory_others_control() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let socket = open.join("daemon.sock");
+    let out = common::hetsched(&[
+        "daemon",
+        "--machine",
+        "beisel",
+        "--socket",
+        socket.to_str().unwrap(),
+    ]);
+    common::assert_input_error(
+        &out,
+        &["must belong to uid", "writable only by it (mode 777)"],
+    );
+    assert!(!socket.exists());
+    if nix::unistd::getuid().is_root() {
+        let theirs = dir.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        let socket = theirs.join("daemon.sock");
+        let out = common::hetsched(&[
+            "daemon",
+            "--machine",
+            "beisel",
+            "--socket",
+            socket.to_str().unwrap(),
+        ]);
+        common::assert_input_error(&out, &["must belong to uid 0"]);
+        assert!(!socket.exists());
+    }
+}
+
 // ---- the soak
 
 /// A process that says hello, is granted a unit, writes half a frame and waits to be
