@@ -58,15 +58,34 @@ fn kind(file_type: FileType) -> &'static str {
     }
 }
 
-/// Reads the regular file `path`, at most `cap` bytes; `what` names it in errors ("a
-/// scenario"). A FIFO, a device or a directory is refused without blocking; a larger
-/// file is refused naming the cap.
-pub fn read(path: &Path, what: &str, cap: u64) -> Result<Vec<u8>> {
+/// Opens the regular file `path` for reading, for a reader that streams it or reads
+/// only parts of it (a trace, an archive, a program); `what` names it in errors. A
+/// FIFO, a device or a directory is refused without blocking. Returns the file and its
+/// size.
+pub fn open(path: &Path, what: &str) -> Result<(File, u64)> {
+    open_regular(path, what, OFlags::empty())
+}
+
+/// [`open`], but a symbolic link at `path` itself is refused rather than followed: for
+/// a file that is then replaced in place (a program a note is embedded in).
+pub fn open_nofollow(path: &Path, what: &str) -> Result<(File, u64)> {
+    open_regular(path, what, OFlags::NOFOLLOW)
+}
+
+fn open_regular(path: &Path, what: &str, extra: OFlags) -> Result<(File, u64)> {
     let shown = path.display();
     let cannot = |e: Errno| Error::input(format!("{shown}: cannot read {what}: {e}"));
     // O_NONBLOCK: opening a FIFO with no writer would otherwise wait for one.
-    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
-    let fd = rustix::fs::open(path, flags, Mode::empty()).map_err(cannot)?;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY | extra;
+    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
+        Err(Errno::LOOP) if extra.contains(OFlags::NOFOLLOW) => {
+            return Err(Error::input(format!(
+                "{shown}: is a symbolic link; {what} must be a regular file here, not a \
+                 link (give the link's target)"
+            )))
+        }
+        r => r.map_err(cannot)?,
+    };
     let stat = rustix::fs::fstat(&fd).map_err(cannot)?;
     let file_type = FileType::from_raw_mode(stat.st_mode);
     if file_type != FileType::RegularFile {
@@ -75,20 +94,27 @@ pub fn read(path: &Path, what: &str, cap: u64) -> Result<Vec<u8>> {
             kind(file_type)
         )));
     }
+    Ok((File::from(fd), stat.st_size as u64))
+}
+
+/// Reads the regular file `path`, at most `cap` bytes; `what` names it in errors ("a
+/// scenario"). A FIFO, a device or a directory is refused without blocking; a larger
+/// file is refused naming the cap.
+pub fn read(path: &Path, what: &str, cap: u64) -> Result<Vec<u8>> {
+    let shown = path.display();
+    let (file, size) = open(path, what)?;
     let too_big = |n: u64| {
         Error::input(format!(
             "{shown}: {n} bytes; {what} may have at most {}",
             bytes(cap)
         ))
     };
-    let size = stat.st_size as u64;
     if size > cap {
         return Err(too_big(size));
     }
     let mut data = Vec::with_capacity(size as usize);
     // The file may grow while it is read: the cap holds whatever it becomes.
-    File::from(fd)
-        .take(cap + 1)
+    file.take(cap + 1)
         .read_to_end(&mut data)
         .map_err(|e| Error::input(format!("{shown}: cannot read {what}: {e}")))?;
     if data.len() as u64 > cap {
@@ -309,6 +335,12 @@ impl OutFile {
         &self.path
     }
 
+    /// The temporary file being written, e.g. to set its mode or owner before
+    /// [`OutFile::finish`] puts it in place.
+    pub fn get_ref(&self) -> &File {
+        self.file.as_ref().expect("not finished").get_ref()
+    }
+
     /// A write error, as the error this file's writer reports (exit 1: valid output
     /// could not be written).
     pub fn error(&self, e: std::io::Error) -> Error {
@@ -387,6 +419,22 @@ mod tests {
         assert!(e.to_string().contains("is a character device"), "{e}");
         let e = read(dir.path(), "a trace", 1 << 20).unwrap_err();
         assert!(e.to_string().contains("is a directory"), "{e}");
+    }
+
+    #[test]
+    fn open_gives_a_regular_file_and_its_size_and_open_nofollow_refuses_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let prog = dir.path().join("prog");
+        std::fs::write(&prog, b"\x7fELF").unwrap();
+        assert_eq!(open(&prog, "a program").unwrap().1, 4);
+        let link = dir.path().join("link");
+        symlink(&prog, &link).unwrap();
+        assert_eq!(open(&link, "a program").unwrap().1, 4);
+        let e = open_nofollow(&link, "a program").unwrap_err();
+        assert!(e.to_string().contains("is a symbolic link"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+        let e = open(Path::new("/dev/zero"), "a program").unwrap_err();
+        assert!(e.to_string().contains("is a character device"), "{e}");
     }
 
     #[test]
