@@ -149,9 +149,35 @@ impl std::fmt::Debug for OutDir {
 
 impl OutDir {
     /// Creates (if needed) and opens the output directory `path`. Missing parents are
-    /// created as the path names them; the directory itself must not be a link and must
-    /// belong to this user.
+    /// created as the path names them; the directory itself must not be a link, must
+    /// belong to this user and must take files (checked now, with a file made and
+    /// removed at once: `/proc` belongs to root but takes none, and a run should not
+    /// find out only when it is done).
     pub fn create(path: &Path) -> Result<OutDir> {
+        let dir = OutDir::open(path)?;
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let probe = format!(
+            ".hetsched-probe.{}",
+            rustix::process::getpid().as_raw_nonzero()
+        );
+        match rustix::fs::openat(&*dir.fd, &probe, flags, Mode::from_raw_mode(0o600)) {
+            Ok(_) => {
+                let _ = rustix::fs::unlinkat(&*dir.fd, &probe, AtFlags::empty());
+            }
+            // Something has the name: files can be made there.
+            Err(Errno::EXIST) => {}
+            Err(e) => {
+                return Err(Error::input(format!(
+                    "{}: cannot write in the output directory: {e}",
+                    path.display()
+                )))
+            }
+        }
+        Ok(dir)
+    }
+
+    fn open(path: &Path) -> Result<OutDir> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| {
                 Error::input(format!(
@@ -550,6 +576,23 @@ mod tests {
             e.to_string().contains("belongs to uid 65534, not to uid 0"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_directory_that_takes_no_files_is_refused_at_once() {
+        let e = OutDir::create(Path::new("/proc")).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string()
+                .starts_with("/proc: cannot write in the output directory"),
+            "{e}"
+        );
+        let e = OutDir::create(Path::new("/proc/self")).unwrap_err();
+        assert!(e.to_string().contains("is a symbolic link"), "{e}");
+        // Nothing is left of the check.
+        let dir = tempfile::tempdir().unwrap();
+        OutDir::create(dir.path()).unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]
