@@ -81,8 +81,9 @@ fn file_name(path: &Path) -> String {
 }
 
 fn read(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path)
-        .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))
+    // A regular file under a cap: a FIFO or a device is refused at once, not waited on.
+    let cap = machine_file::limits::MAX_FILE_BYTES;
+    hetsched_util::files::read_text(path, "a machine file", cap)
 }
 
 pub fn load_source(source: &Source) -> Result<Machine> {
