@@ -16,8 +16,8 @@ use hetsched_util::files::{self, OutDir};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-/// Largest figure [`Reproduction::missing_figure_parts`] reads, bytes (ours take about
-/// 100 KiB).
+/// Largest figure [`Reproduction::missing_figure_parts`] reads, bytes (ours take at
+/// most 200 KiB).
 pub const MAX_FIGURE_BYTES: u64 = 64 << 20;
 
 /// Largest stored verdicts file [`judged_once`] reads, bytes.
