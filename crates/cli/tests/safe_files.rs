@@ -102,7 +102,8 @@ fn secret(dir: &Path) -> PathBuf {
 
 /// The reproducer: root runs `hetsched simulate` (default `--out`) in a
 /// world-writable directory where another user (uid 65534) planted
-/// `hetsched-out/simulate-hand/table.txt` as a link to root's 0600 file.
+/// `hetsched-out/simulate-hand/table.txt` as a link to root's 0600 file; then
+/// `hetsched-out` as a link to a directory of root's.
 #[test]
 fn root_refuses_an_output_directory_another_user_planted() {
     if !is_root() {
@@ -135,6 +136,28 @@ fn root_refuses_an_output_directory_another_user_planted() {
     assert_eq!(mode & 0o777, 0o600);
     // Nothing was written into the planted directory.
     assert_eq!(std::fs::read_dir(&planted).unwrap().count(), 1);
+
+    // The same user plants `hetsched-out` itself as a link to a directory of root's
+    // holding an earlier `simulate-hand`: the link is not followed.
+    std::fs::remove_dir_all(shared.join("hetsched-out")).unwrap();
+    let roots = top.path().join("roots");
+    std::fs::create_dir_all(roots.join("simulate-hand")).unwrap();
+    std::fs::write(roots.join("simulate-hand/table.txt"), "root's table\n").unwrap();
+    symlink(&roots, shared.join("hetsched-out")).unwrap();
+    std::os::unix::fs::lchown(shared.join("hetsched-out"), nobody, nobody).unwrap();
+    let out = run(&shared, &["simulate", &scenario("hand.toml")]);
+    assert_input_error(
+        &out,
+        &["hetsched-out is a symbolic link of uid 65534, not of uid 0 (you) or root"],
+    );
+    let table = std::fs::read_to_string(roots.join("simulate-hand/table.txt")).unwrap();
+    assert_eq!(table, "root's table\n");
+    assert_eq!(
+        std::fs::read_dir(roots.join("simulate-hand"))
+            .unwrap()
+            .count(),
+        1
+    );
 }
 
 /// In one's own output directory, a link planted at an output's name is replaced by
