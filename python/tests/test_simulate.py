@@ -1,5 +1,7 @@
+import os
 import pickle
 import threading
+import time
 
 import pytest
 
@@ -69,6 +71,21 @@ def test_bad_input_is_a_value_error_with_the_cli_message(kwargs, needles):
     assert "\n" not in message
     for n in needles:
         assert n in message, message
+
+
+def test_a_fifo_as_a_scenario_or_a_machine_is_a_value_error_at_once(tmp_path):
+    # A FIFO has no end and, without a writer, no beginning: opening one to read would
+    # wait forever. It is refused at once, naming it.
+    start = time.monotonic()
+    scenario = tmp_path / "scenario.toml"
+    os.mkfifo(scenario)
+    with pytest.raises(ValueError, match="scenario.toml: is a FIFO; a scenario must be a regular file"):
+        hetsched.simulate(scenario)
+    machine = tmp_path / "machine.toml"
+    os.mkfifo(machine)
+    with pytest.raises(ValueError, match="machine.toml: is a FIFO"):
+        hetsched.machine(machine)
+    assert time.monotonic() - start < 10
 
 
 def test_bad_policy_object_is_a_type_error():

@@ -26,8 +26,9 @@ use hetsched_core::task::Task;
 use hetsched_core::{Error, Result};
 use hetsched_sim::io::{IoModel, IoParams, Stream};
 use hetsched_sim::{SimTask, Workload};
+use hetsched_util::files::OutDir;
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// How the instances do their I/O.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -408,8 +409,8 @@ pub fn table(r: &Results) -> String {
     out
 }
 
-/// PNG charts into `dir`: throughput per mode, and buffered CPIO.
-pub fn plots(r: &Results, dir: &Path) -> Result<Vec<PathBuf>> {
+/// PNG charts into `dir`: throughput per mode, and buffered CPIO. Returns their names.
+pub fn plots(r: &Results, dir: &OutDir) -> Result<Vec<PathBuf>> {
     use hetsched_beisel::plot::{lines, Series};
     let series = |mode: Mode, y: fn(&Point) -> f64| -> Vec<Series> {
         Config::ALL
@@ -424,8 +425,9 @@ pub fn plots(r: &Results, dir: &Path) -> Result<Vec<PathBuf>> {
     };
     let mut files = Vec::new();
     for mode in Mode::ALL {
-        let f = dir.join(format!("throughput-{}.png", mode.name()));
+        let f = format!("throughput-{}.png", mode.name());
         lines(
+            dir,
             &f,
             &format!(
                 "zmIO-like, {}: throughput (akram server, I/O model)",
@@ -436,14 +438,15 @@ pub fn plots(r: &Results, dir: &Path) -> Result<Vec<PathBuf>> {
             &series(mode, |p| p.throughput_gb_s),
             false,
         )?;
-        files.push(f);
+        files.push(PathBuf::from(f));
     }
     for (name, y) in [
         ("cpio-sys", (|p: &Point| p.cpio_sys) as fn(&Point) -> f64),
         ("cpio-iowait", |p: &Point| p.cpio_iowait),
     ] {
-        let f = dir.join(format!("{name}-buffered.png"));
+        let f = format!("{name}-buffered.png");
         lines(
+            dir,
             &f,
             &format!("buffered I/O: {name} (cycles per 512-byte sector)"),
             "instances",
@@ -451,7 +454,7 @@ pub fn plots(r: &Results, dir: &Path) -> Result<Vec<PathBuf>> {
             &series(Mode::Buffered, y),
             false,
         )?;
-        files.push(f);
+        files.push(PathBuf::from(f));
     }
     Ok(files)
 }

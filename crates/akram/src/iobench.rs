@@ -214,18 +214,37 @@ fn input(path: &Path, what: impl std::fmt::Display) -> Error {
 }
 
 /// Opens `path` for direct I/O, mapping what the kernel refuses to input errors.
+///
+/// Only a regular file or a block device: a FIFO would block the open and the reads
+/// (it is opened without blocking, then refused). Writes go only into a file named
+/// itself: a link there (perhaps planted by another user where root writes) is refused
+/// rather than followed.
 fn open_direct(opts: &Options) -> Result<File> {
     let path = &opts.path;
     if path.is_dir() {
         return Err(input(path, "is a directory; give a file or a block device"));
     }
+    let neither = || input(path, "is neither a file nor a block device");
+    if let Ok(m) = std::fs::metadata(path) {
+        if !(m.is_file() || m.file_type().is_block_device()) {
+            return Err(neither());
+        }
+    }
     let mut o = std::fs::OpenOptions::new();
+    let mut flags = libc::O_DIRECT | libc::O_NONBLOCK;
     match opts.op {
         Op::Read => o.read(true),
-        Op::Write => o.write(true).create(opts.size.is_some()),
+        Op::Write => {
+            flags |= libc::O_NOFOLLOW;
+            o.write(true).create(opts.size.is_some())
+        }
     };
-    o.custom_flags(libc::O_DIRECT);
-    o.open(path).map_err(|e| match (e.kind(), e.raw_os_error()) {
+    o.custom_flags(flags);
+    let file = o.open(path).map_err(|e| match (e.kind(), e.raw_os_error()) {
+        (_, Some(libc::ELOOP)) if opts.op == Op::Write => input(
+            path,
+            "is a symbolic link; iobench writes only into the file it is given, not through a link",
+        ),
         (std::io::ErrorKind::NotFound, _) => input(
             path,
             match opts.op {
@@ -252,7 +271,26 @@ fn open_direct(opts: &Options) -> Result<File> {
             "the file system refuses O_DIRECT (procfs, sysfs, character devices and some others do); use a file on a disk-backed file system or a block device",
         ),
         _ => Error::runtime(format!("{}: {e}", path.display())),
-    })
+    })?;
+    let kind = file
+        .metadata()
+        .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?
+        .file_type();
+    if !(kind.is_file() || kind.is_block_device()) {
+        return Err(neither());
+    }
+    // Blocking I/O from here on (O_NONBLOCK only kept a FIFO's open from waiting).
+    // SAFETY: fcntl on a descriptor this function owns.
+    let cleared = unsafe {
+        let fd = file.as_raw_fd();
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        fl >= 0 && libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK) == 0
+    };
+    if !cleared {
+        let e = std::io::Error::last_os_error();
+        return Err(Error::runtime(format!("{}: {e}", path.display())));
+    }
+    Ok(file)
 }
 
 /// Logical block size for direct I/O: `statx` (DIOALIGN) where the kernel has it, else

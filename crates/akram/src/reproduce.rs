@@ -7,7 +7,7 @@
 use crate::experiment::{self, Results};
 use hetsched_core::{Error, Result};
 use hetsched_repro::{Claim, Figure, Reproduction, Table, Verdict};
-use std::path::Path;
+use hetsched_util::files::OutDir;
 
 /// The paper's value of each of `experiment::run`'s comparisons, in their order, %
 /// (`None`: the paper says "small", no number), with our claim id and why ours differs.
@@ -82,20 +82,14 @@ pub fn claims(r: &Results) -> Vec<Claim> {
 /// Runs the sweeps and the policy comparison into `out` (`table.txt`, `akram.json`, the
 /// PNGs) and judges the paper's claims; `quick` changes nothing (the model is solved,
 /// not simulated over time, in seconds).
-pub fn reproduce(out: &Path, _quick: bool) -> Result<Reproduction> {
+pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
     let r = experiment::run()?;
-    let io = |e: std::io::Error| Error::runtime(format!("{}: {e}", out.display()));
-    std::fs::create_dir_all(out).map_err(io)?;
-    std::fs::write(out.join("table.txt"), experiment::table(&r)).map_err(io)?;
-    std::fs::write(
-        out.join("akram.json"),
+    out.write("table.txt", experiment::table(&r))?;
+    out.write(
+        "akram.json",
         serde_json::to_string_pretty(&r).map_err(Error::runtime)?,
-    )
-    .map_err(io)?;
-    let images = experiment::plots(&r, out)?
-        .into_iter()
-        .map(|p| p.strip_prefix(out).map(Path::to_path_buf).unwrap_or(p))
-        .collect();
+    )?;
+    let images = experiment::plots(&r, out)?;
     let row = |c: &experiment::Comparison, v: String| vec![c.what.clone(), v];
     Ok(Reproduction {
         paper: "akram",

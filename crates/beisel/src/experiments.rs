@@ -10,8 +10,8 @@ use hetsched_core::{Error, Result};
 use hetsched_sim::speed::SpeedModel;
 use hetsched_sim::SimTask as Task;
 use hetsched_sim::{report, run, trace, Config, RunSummary};
+use hetsched_util::files::OutDir;
 use std::fmt::Write as _;
-use std::path::Path;
 
 /// The paper's testbed: 16 CPU PUs and one GTX 480 (`gpu` unit).
 pub fn machine() -> Result<Machine> {
@@ -54,12 +54,8 @@ pub fn simulate(machine: &Machine, spec: &str, tasks: Vec<Task>) -> Result<Run> 
     Ok(Run { record, summary })
 }
 
-fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))
-}
-
-fn mkdir(out: &Path) -> Result<()> {
-    std::fs::create_dir_all(out).map_err(|e| Error::runtime(format!("{}: {e}", out.display())))
+fn write(out: &OutDir, name: &str, text: &str) -> Result<()> {
+    out.write(name, text).map(drop)
 }
 
 fn secs(ns: u64) -> f64 {
@@ -144,8 +140,7 @@ pub struct Fig3 {
 }
 
 /// Fig. 3: 15 GPU-affine MD5 tasks at once, GPU queue limit 5.
-pub fn fig3(out: &Path, scale: f64) -> Result<Fig3> {
-    mkdir(out)?;
+pub fn fig3(out: &OutDir, scale: f64) -> Result<Fig3> {
     let m = machine()?;
     let tasks = workload::md5_batch(15, 3, scale);
     let spec = "affinity:acc_limit=5";
@@ -204,11 +199,12 @@ pub fn fig3(out: &Path, scale: f64) -> Result<Fig3> {
             let _ = writeln!(pcsv, "{},{x:.6},{y:.6}", t.id);
         }
     }
-    write(&out.join("table.txt"), &table)?;
-    write(&out.join("tasks.csv"), &csv)?;
-    write(&out.join("progress.csv"), &pcsv)?;
+    write(out, "table.txt", &table)?;
+    write(out, "tasks.csv", &csv)?;
+    write(out, "progress.csv", &pcsv)?;
     lines(
-        &out.join("progress.png"),
+        out,
+        "progress.png",
         "Fig. 3: 15 MD5 tasks, GPU queue limit 5 (affinity policy)",
         "time [s]",
         "search space searched [fraction]",
@@ -300,8 +296,7 @@ pub struct Fig4 {
 
 /// Fig. 4: `md5` MD5 + `prime` prime tasks at once, FCFS vs 4 s granularity; the first
 /// seed is plotted, every seed counts in the spread.
-pub fn fig4(out: &Path, md5: usize, prime: usize, seeds: &[u64], scale: f64) -> Result<Fig4> {
-    mkdir(out)?;
+pub fn fig4(out: &OutDir, md5: usize, prime: usize, seeds: &[u64], scale: f64) -> Result<Fig4> {
     let m = machine()?;
     let runs = [
         ("FCFS (no time-sharing)", "affinity:fcfs=1"),
@@ -358,10 +353,11 @@ pub fn fig4(out: &Path, md5: usize, prime: usize, seeds: &[u64], scale: f64) -> 
         100.0 * change.mean, 100.0 * change.sd, 100.0 * change.min, 100.0 * change.max,
         latest_end_s
     );
-    write(&out.join("table.txt"), &table)?;
-    write(&out.join("turnaround.csv"), &csv)?;
+    write(out, "table.txt", &table)?;
+    write(out, "turnaround.csv", &csv)?;
     lines(
-        &out.join("turnaround.png"),
+        out,
+        "turnaround.png",
         "Fig. 4: turnaround per task, FCFS vs 4 s granularity",
         "task",
         "turnaround [s]",
@@ -411,8 +407,7 @@ impl Fig5 {
 
 /// Fig. 5: N prime tasks on the GPU alone vs the GPU plus the CPU cores, for each GPU
 /// speed of prime factorisation in `gpu_ratios` (the first is plotted in full).
-pub fn fig5(out: &Path, counts: &[usize], gpu_ratios: &[f64], scale: f64) -> Result<Fig5> {
-    mkdir(out)?;
+pub fn fig5(out: &OutDir, counts: &[usize], gpu_ratios: &[f64], scale: f64) -> Result<Fig5> {
     let m = machine()?;
     if gpu_ratios.is_empty() {
         return Err(Error::input("beisel-fig5: no GPU speed to run"));
@@ -459,15 +454,16 @@ pub fn fig5(out: &Path, counts: &[usize], gpu_ratios: &[f64], scale: f64) -> Res
         );
     }
     table += "paper (Fig. 5): the average runtime of N prime tasks is lower on GPU + CPU cores than on the GPU alone (no GPU speed given)\n";
-    write(&out.join("table.txt"), &table)?;
-    write(&out.join("runtimes.csv"), &csv)?;
+    write(out, "table.txt", &table)?;
+    write(out, "runtimes.csv", &csv)?;
     let rows = &sweep[0].1;
     let s = |name: &str, f: &dyn Fn(&Fig5Row) -> f64| Series {
         name: name.into(),
         points: rows.iter().map(|r| (r.0 as f64, f(r))).collect(),
     };
     lines(
-        &out.join("runtimes.png"),
+        out,
+        "runtimes.png",
         &format!(
             "Fig. 5: N prime tasks, GPU alone vs GPU + CPU cores (GPU = {}x a core)",
             gpu_ratios[0]
@@ -493,7 +489,8 @@ pub fn fig5(out: &Path, counts: &[usize], gpu_ratios: &[f64], scale: f64) -> Res
         })
         .collect();
     lines(
-        &out.join("gpu-speed-sweep.png"),
+        out,
+        "gpu-speed-sweep.png",
         "Fig. 5 sweep: mean runtime GPU + CPUs / GPU alone (< 1: the paper's claim holds)",
         "log2(GPU speed / one CPU core) for prime factorisation",
         "mean runtime ratio",
@@ -522,14 +519,13 @@ pub const GRANULARITIES_MS: &[f64] = &[
 /// Figs. 6–7: 25 MD5 + 50 prime tasks on the GPU, granularity sweep and FCFS, each
 /// point over `seeds` (the paper: the mean of 30 runs).
 pub fn fig6_7(
-    out: &Path,
+    out: &OutDir,
     md5: usize,
     prime: usize,
     grans_ms: &[f64],
     seeds: &[u64],
     scale: f64,
 ) -> Result<Fig67> {
-    mkdir(out)?;
     let m = machine()?;
     if seeds.is_empty() {
         return Err(Error::input("beisel-fig6-7: --seeds must be at least 1"));
@@ -569,8 +565,8 @@ pub fn fig6_7(
     }
     table += "paper (Figs. 6, 7; mean of 30 runs): total runtime rises as the granularity falls (switching overhead; FCFS lowest);\n\
               mean turnaround is high at granularity 0 (overheads) and under FCFS (long tasks block short ones)\n";
-    write(&out.join("table.txt"), &table)?;
-    write(&out.join("granularity.csv"), &csv)?;
+    write(out, "table.txt", &table)?;
+    write(out, "granularity.csv", &csv)?;
     let pts = |f: &dyn Fn(&Fig67Row) -> f64| -> Vec<(f64, f64)> {
         rows.iter()
             .filter(|r| r.0.is_some())
@@ -584,7 +580,8 @@ pub fn fig6_7(
     // beside FCFS's level.
     let plot = |file: &str, title: &str, ylabel: &str, measure: &dyn Fn(&Fig67Row) -> f64| {
         lines(
-            &out.join(file),
+            out,
+            file,
             title,
             "granularity [s]",
             ylabel,
@@ -634,8 +631,7 @@ pub const DEMO_POLICIES: &[&str] = &["fcfs", "cfs", "dmda", "affinity"];
 
 /// The demo: the Fig. 4 mix on the Beisel machine under fcfs, cfs, dmda and affinity;
 /// the comparison table, plots and a Perfetto trace. Returns the table.
-pub fn demo(out: &Path) -> Result<String> {
-    mkdir(out)?;
+pub fn demo(out: &OutDir) -> Result<String> {
     let m = machine()?;
     let tasks = workload::mix(25, 50, Devices::Both, 4, 1.0);
     let mut records = Vec::new();
@@ -644,7 +640,8 @@ pub fn demo(out: &Path) -> Result<String> {
     for spec in DEMO_POLICIES {
         let r = simulate(&m, spec, tasks.clone())?;
         write(
-            &out.join(format!("tasks-{}.csv", report::file_safe(spec))),
+            out,
+            &format!("tasks-{}.csv", report::file_safe(spec)),
             &report::tasks_csv(&r.record),
         )?;
         let mut ta: Vec<f64> = r
@@ -669,7 +666,7 @@ pub fn demo(out: &Path) -> Result<String> {
         "25 MD5 + 50 prime tasks (Beisel et al. Fig. 4 mix) on the Beisel machine: 16 CPU PUs + GTX 480\n{}",
         report::table(&metrics)
     );
-    write(&out.join("table.txt"), &table)?;
+    write(out, "table.txt", &table)?;
     // cfs's 6 ms CPU slices make millions of segments (a trace of hundreds of MB): the
     // trace keeps the runs small enough to open in Perfetto and names the others.
     let (small, large): (Vec<Record>, Vec<Record>) = records
@@ -686,12 +683,14 @@ pub fn demo(out: &Path) -> Result<String> {
     }
     let doc = trace::trace(&small);
     write(
-        &out.join("trace.json"),
+        out,
+        "trace.json",
         &serde_json::to_string(&doc).map_err(Error::runtime)?,
     )?;
-    write(&out.join("table.txt"), &table)?;
+    write(out, "table.txt", &table)?;
     lines(
-        &out.join("turnaround-cdf.png"),
+        out,
+        "turnaround-cdf.png",
         "Demo: tasks finished by turnaround time (higher and further left is better)",
         "turnaround [s]",
         "tasks completed",

@@ -10,6 +10,7 @@ use hetsched_core::record::Record;
 use hetsched_core::{Error, Result};
 use hetsched_live::arbiter::Arbiter;
 use hetsched_live::{devices, server};
+use hetsched_util::files::OutDir;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -152,8 +153,7 @@ fn checkpoints_on(output: &str, kind: &str) -> u64 {
 
 /// Runs every policy in turn; writes `table.txt`, `apps.csv` and `trace.json` into `out`
 /// and returns the table.
-pub fn live(out: &Path, args: &LiveOptions) -> Result<String> {
-    std::fs::create_dir_all(out).map_err(|e| Error::runtime(format!("{}: {e}", out.display())))?;
+pub fn live(out: &OutDir, args: &LiveOptions) -> Result<String> {
     let dir = tempfile::tempdir().map_err(Error::runtime)?;
     let mut table = String::new();
     let mut csv = String::from("policy,app,turnaround_s,cpu_checkpoints,opencl_checkpoints\n");
@@ -205,10 +205,7 @@ pub fn live(out: &Path, args: &LiveOptions) -> Result<String> {
         "Daemon metrics (times from the daemon's start):\n{}",
         hetsched_sim::report::table(&records.iter().map(Record::metrics).collect::<Vec<_>>())
     );
-    let write = |name: &str, bytes: &[u8]| {
-        std::fs::write(out.join(name), bytes)
-            .map_err(|e| Error::runtime(format!("{}: {e}", out.join(name).display())))
-    };
+    let write = |name: &str, bytes: &[u8]| out.write(name, bytes);
     write("table.txt", table.as_bytes())?;
     write("apps.csv", csv.as_bytes())?;
     write(

@@ -8,7 +8,7 @@
 use crate::experiments::{self, Fig3, Fig4, Fig5, Fig67, GRANULARITIES_MS};
 use hetsched_core::Result;
 use hetsched_repro::{Claim, Figure, Reproduction, Table, Verdict};
-use std::path::Path;
+use hetsched_util::files::OutDir;
 
 /// How much of each experiment a reproduction runs.
 struct Scale {
@@ -56,13 +56,13 @@ fn strings<const N: usize>(cells: [&str; N]) -> Vec<String> {
 /// Runs Figures 3–7 into `out` (`fig3/`, `fig4/`, `fig5/`, `fig6-7/`) and judges the
 /// paper's claims; `quick`: the claim tests' scale (12 seeds for Fig. 4, 2 seeds of
 /// scaled-down tasks for Figs. 6–7, three N and three GPU speeds for Fig. 5).
-pub fn reproduce(out: &Path, quick: bool) -> Result<Reproduction> {
+pub fn reproduce(out: &OutDir, quick: bool) -> Result<Reproduction> {
     let s = Scale::of(quick);
-    let f3 = experiments::fig3(&out.join("fig3"), 1.0)?;
+    let f3 = experiments::fig3(&out.subdir("fig3")?, 1.0)?;
     let seeds4 = experiments::seeds(experiments::FIG4_FIRST_SEED, s.fig4_seeds);
-    let f4 = experiments::fig4(&out.join("fig4"), 25, 50, &seeds4, 1.0)?;
+    let f4 = experiments::fig4(&out.subdir("fig4")?, 25, 50, &seeds4, 1.0)?;
     let f5 = experiments::fig5(
-        &out.join("fig5"),
+        &out.subdir("fig5")?,
         &s.fig5_counts,
         s.fig5_ratios,
         s.fig5_scale,
@@ -70,7 +70,7 @@ pub fn reproduce(out: &Path, quick: bool) -> Result<Reproduction> {
     let seeds67 = experiments::seeds(experiments::FIG67_FIRST_SEED, s.fig67_seeds);
     let (md5, prime) = s.fig67_tasks;
     let f67 = experiments::fig6_7(
-        &out.join("fig6-7"),
+        &out.subdir("fig6-7")?,
         md5,
         prime,
         GRANULARITIES_MS,

@@ -7,6 +7,7 @@
 
 use hetsched_beisel::experiments;
 use hetsched_repro::{assert_verdict, judged_once, Judged, Verdict};
+use hetsched_util::files::OutDir;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -17,9 +18,9 @@ fn judged() -> &'static [Judged] {
     J.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
         judged_once(dir, || {
-            let out = dir.join("beisel-reproduce");
+            let out = OutDir::create(&dir.join("beisel-reproduce")).unwrap();
             let r = hetsched_beisel::reproduce::reproduce(&out, true).expect("the experiments run");
-            assert_eq!(r.missing_figure_parts(&out), Vec::<String>::new());
+            assert_eq!(r.missing_figure_parts(out.path()), Vec::<String>::new());
             r.claims
         })
         .expect("the verdicts are stored")
@@ -104,7 +105,7 @@ fn out(name: &str) -> tempfile::TempDir {
 fn demo_compares_four_policies_and_writes_its_outputs() {
     let d = out("demo");
     let d = d.path();
-    let table = experiments::demo(d).unwrap();
+    let table = experiments::demo(&OutDir::create(d).unwrap()).unwrap();
     for p in experiments::DEMO_POLICIES {
         assert!(table.lines().any(|l| l.starts_with(p)), "{table}");
     }

@@ -4,6 +4,7 @@
 use clap::Args;
 use hetsched_akram::experiment;
 use hetsched_core::{Error, Result};
+use hetsched_util::files::OutDir;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -17,16 +18,15 @@ pub struct AkramArgs {
 }
 
 pub fn run(args: AkramArgs) -> Result<()> {
-    let results = experiment::run()?;
     let out = args
         .out
         .unwrap_or_else(|| PathBuf::from("hetsched-out").join("akram"));
-    let io = |e: std::io::Error| Error::runtime(format!("{}: {e}", out.display()));
-    std::fs::create_dir_all(&out).map_err(io)?;
+    let out = OutDir::create(&out)?;
+    let results = experiment::run()?;
     let json = serde_json::to_string_pretty(&results).map_err(Error::runtime)?;
     let table = experiment::table(&results);
-    std::fs::write(out.join("akram.json"), &json).map_err(io)?;
-    std::fs::write(out.join("table.txt"), &table).map_err(io)?;
+    out.write("akram.json", &json)?;
+    out.write("table.txt", &table)?;
     experiment::plots(&results, &out)?;
     if args.json {
         println!("{json}");
@@ -35,7 +35,7 @@ pub fn run(args: AkramArgs) -> Result<()> {
     }
     eprintln!(
         "outputs in {}: table.txt, akram.json, throughput-*.png, cpio-*-buffered.png",
-        out.display()
+        out.path().display()
     );
     Ok(())
 }

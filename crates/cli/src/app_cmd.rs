@@ -9,6 +9,7 @@ use hetsched_apps::rate::{measure, Rate};
 use hetsched_core::machine::UnitType;
 use hetsched_core::{Error, Result};
 use hetsched_live::worker_bridge::DaemonScheduler;
+use hetsched_util::files::OutDir;
 use hetsched_worker::{run, CpuMask, Fixed, Grant, Rerequest, Scheduler, Segment};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -251,6 +252,7 @@ pub fn bench(args: AppsBench) -> Result<()> {
         return Err(Error::input("--seconds: expected a positive number"));
     }
     let budget = Duration::from_secs_f64(args.seconds);
+    let out = OutDir::create(&args.out)?;
     let cpu = allowed_cpu(args.cpu)?;
     let cpu_grant = Grant::cpu(0, vec![cpu]);
     let cl_grant = Grant::opencl(1, args.opencl_device);
@@ -335,11 +337,7 @@ pub fn bench(args: AppsBench) -> Result<()> {
         );
     }
     println!("(items: md5 = words hashed, prime = divisors tested)");
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| Error::runtime(format!("creating {}: {e}", args.out.display())))?;
-    let path = args.out.join("rates.csv");
-    std::fs::write(&path, csv)
-        .map_err(|e| Error::runtime(format!("writing {}: {e}", path.display())))?;
+    let path = out.write("rates.csv", csv)?;
     println!("wrote {}", path.display());
     Ok(())
 }

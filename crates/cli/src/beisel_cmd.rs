@@ -6,6 +6,7 @@ use clap::Args;
 use hetsched_beisel::experiments;
 use hetsched_beisel::live::{LiveOptions, LIVE_MD5, LIVE_POLICIES, LIVE_PRIME};
 use hetsched_core::Result;
+use hetsched_util::files::OutDir;
 use std::path::PathBuf;
 
 /// Options shared by the Beisel experiments.
@@ -17,10 +18,13 @@ pub struct OutArgs {
 }
 
 impl OutArgs {
-    fn dir(&self, name: &str) -> PathBuf {
-        self.out
+    /// The output directory, created (and checked) before the experiment runs.
+    fn dir(&self, name: &str) -> Result<OutDir> {
+        let path = self
+            .out
             .clone()
-            .unwrap_or_else(|| PathBuf::from("hetsched-out").join(name))
+            .unwrap_or_else(|| PathBuf::from("hetsched-out").join(name));
+        OutDir::create(&path)
     }
 }
 
@@ -35,20 +39,20 @@ pub struct SeedArgs {
     pub seeds: usize,
 }
 
-fn done(table: &str, out: &std::path::Path) {
+fn done(table: &str, out: &OutDir) {
     print!("{table}");
-    eprintln!("outputs in {}", out.display());
+    eprintln!("outputs in {}", out.path().display());
 }
 
 pub fn fig3(args: OutArgs) -> Result<()> {
-    let out = args.dir("beisel-fig3");
+    let out = args.dir("beisel-fig3")?;
     let r = experiments::fig3(&out, 1.0)?;
     done(&r.table, &out);
     Ok(())
 }
 
 pub fn fig4(args: SeedArgs) -> Result<()> {
-    let out = args.out.dir("beisel-fig4");
+    let out = args.out.dir("beisel-fig4")?;
     let seeds = experiments::seeds(experiments::FIG4_FIRST_SEED, args.seeds);
     let r = experiments::fig4(&out, 25, 50, &seeds, 1.0)?;
     done(&r.table, &out);
@@ -56,7 +60,7 @@ pub fn fig4(args: SeedArgs) -> Result<()> {
 }
 
 pub fn fig5(args: OutArgs) -> Result<()> {
-    let out = args.dir("beisel-fig5");
+    let out = args.dir("beisel-fig5")?;
     let counts: Vec<usize> = (1..=15).map(|i| i * 5).collect();
     let r = experiments::fig5(&out, &counts, experiments::FIG5_GPU_RATIOS, 1.0)?;
     done(&r.table, &out);
@@ -64,7 +68,7 @@ pub fn fig5(args: OutArgs) -> Result<()> {
 }
 
 pub fn fig6_7(args: SeedArgs) -> Result<()> {
-    let out = args.out.dir("beisel-fig6-7");
+    let out = args.out.dir("beisel-fig6-7")?;
     let seeds = experiments::seeds(experiments::FIG67_FIRST_SEED, args.seeds);
     let r = experiments::fig6_7(&out, 25, 50, experiments::GRANULARITIES_MS, &seeds, 1.0)?;
     done(&r.table, &out);
@@ -76,11 +80,12 @@ pub fn demo(args: OutArgs) -> Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("hetsched-out"));
+    let out = OutDir::create(&out)?;
     let table = experiments::demo(&out)?;
     print!("{table}");
     eprintln!(
         "outputs in {0}: table.txt, tasks-<policy>.csv, turnaround-cdf.png, trace.json (open in ui.perfetto.dev)",
-        out.display()
+        out.path().display()
     );
     Ok(())
 }
@@ -114,7 +119,8 @@ pub fn live(args: LiveArgs) -> Result<()> {
         options.md5.len() + options.prime.len(),
         options.policies.join(", ")
     );
-    let table = hetsched_beisel::live::live(&args.out, &options)?;
-    done(&table, &args.out);
+    let out = OutDir::create(&args.out)?;
+    let table = hetsched_beisel::live::live(&out, &options)?;
+    done(&table, &out);
     Ok(())
 }

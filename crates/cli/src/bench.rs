@@ -471,7 +471,8 @@ fn engine_alone(
 /// `hetsched simulate`'s CPU beside its engine's on the same scenario, in one process:
 /// each round runs (a) the engine alone on the scenario's task stream with the counting
 /// recorder, (b) what `simulate --summary` runs, (c) what `simulate` runs with the
-/// per-task CSV (to a temporary file), and `bench sim`'s default workload for
+/// per-task CSV (to a file in a private temporary directory, written as `simulate`
+/// writes it), and `bench sim`'s default workload for
 /// reference; each is the best of its rounds. (b) and (c) call the command's own
 /// function ([`crate::simulate_cmd::run_streamed`]), and their outputs are checked
 /// against each other and against (a)'s counts.
@@ -483,10 +484,11 @@ fn simulate(args: SimulateBench) -> Result<()> {
     let spec = args.policy.as_str();
     hetsched_policies::build(spec, scenario.seed)
         .map_err(|e| Error::input(format!("--policy {spec:?}: {e}")))?;
-    let csv_path = std::env::temp_dir().join(format!(
-        "hetsched-bench-simulate-{}.csv",
-        std::process::id()
-    ));
+    let work = tempfile::Builder::new()
+        .prefix("hetsched-bench-simulate-")
+        .tempdir()
+        .map_err(|e| Error::runtime(format!("cannot make a temporary directory: {e}")))?;
+    let work_dir = hetsched_util::files::OutDir::create(work.path())?;
     let machine = hetsched_sim::bench::machine(64, 16)?;
     let bench_tasks =
         || hetsched_sim::bench::tasks(args.bench_tasks, machine.units.len(), 0.01, 0.9, 1);
@@ -500,12 +502,12 @@ fn simulate(args: SimulateBench) -> Result<()> {
             let summarised = Figure::run(&mut summary, || {
                 run_streamed::<std::fs::File>(&scenario, spec, None, no_progress)
             })?;
-            let file = std::fs::File::create(&csv_path)
-                .map_err(|e| Error::runtime(format!("{}: {e}", csv_path.display())))?;
-            let name = csv_path.display().to_string();
+            let mut file = work_dir.file("tasks.csv")?;
+            let name = file.path().display().to_string();
             let with_csv = Figure::run(&mut csv, || {
-                run_streamed(&scenario, spec, Some((file, name)), no_progress)
+                run_streamed(&scenario, spec, Some((&mut file, name)), no_progress)
             })?;
+            let csv_path = file.finish()?;
             let lines = std::fs::read(&csv_path)
                 .map_err(|e| Error::runtime(format!("{}: {e}", csv_path.display())))?
                 .iter()
@@ -545,7 +547,7 @@ fn simulate(args: SimulateBench) -> Result<()> {
         }
         Ok(())
     })();
-    let _ = std::fs::remove_file(&csv_path);
+    drop(work);
     result?;
     let (_, (m, ran)) = outputs.expect("one round at least");
     println!(

@@ -7,6 +7,8 @@ use hetsched_live::arbiter::Arbiter;
 use hetsched_live::client::Client;
 use hetsched_live::protocol::{MetaInfo, Reply, UnitChanges, WireAffinity};
 use hetsched_live::{devices, server};
+use hetsched_util::files::OutFile;
+use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -37,6 +39,9 @@ pub struct DaemonArgs {
 pub fn daemon(args: DaemonArgs) -> Result<()> {
     // Before the OpenCL driver starts its threads: they inherit the blocked signals.
     let signals = server::StopSignals::block()?;
+    // Started now, written at shutdown: a path that cannot take the trace (a directory,
+    // a device, a link) is refused before the run, not after it.
+    let trace = args.trace.as_deref().map(OutFile::create).transpose()?;
     let mut machine = hetsched_topology::load(&args.machine, UnitGranularity::Pu)?;
     let device_index = if args.machine == "live" {
         let mut found = devices::opencl_devices();
@@ -49,7 +54,7 @@ pub fn daemon(args: DaemonArgs) -> Result<()> {
     let path = args.socket.unwrap_or_else(server::default_socket_path);
     let units = machine.units.len();
     let mut arbiter = Arbiter::new(machine, device_index, policy);
-    if args.trace.is_some() {
+    if trace.is_some() {
         arbiter.start_recording();
     }
     let samples = arbiter.measure_processes();
@@ -71,10 +76,11 @@ pub fn daemon(args: DaemonArgs) -> Result<()> {
             daemon.dropped()
         );
     }
-    if let (Some(file), Some(record)) = (args.trace, daemon.arbiter().record()) {
+    if let (Some(mut file), Some(record)) = (trace, daemon.arbiter().record()) {
         let json = hetsched_sim::trace::trace(std::slice::from_ref(&record));
-        std::fs::write(&file, serde_json::to_vec(&json).map_err(Error::runtime)?)
-            .map_err(|e| Error::runtime(format!("{}: {e}", file.display())))?;
+        let bytes = serde_json::to_vec(&json).map_err(Error::runtime)?;
+        file.write_all(&bytes).map_err(|e| file.error(e))?;
+        let file = file.finish()?;
         eprint!("{}", hetsched_sim::report::table(&[record.metrics()]));
         match record.check() {
             Ok(()) => eprintln!("hetsched daemon: run record invariants: ok"),

@@ -3,6 +3,7 @@
 
 use clap::Args;
 use hetsched_core::{Error, Result};
+use hetsched_util::files::OutDir;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -20,6 +21,7 @@ pub fn run(args: DingArgs) -> Result<()> {
     let out = args
         .out
         .unwrap_or_else(|| PathBuf::from("hetsched-out").join("ding"));
+    let out = OutDir::create(&out)?;
     let report = hetsched_ding::experiment::evaluate()?;
     report.write(&out)?;
     if args.json {
@@ -29,6 +31,6 @@ pub fn run(args: DingArgs) -> Result<()> {
     } else {
         print!("{}", report.table());
     }
-    eprintln!("outputs in {}", out.display());
+    eprintln!("outputs in {}", out.path().display());
     Ok(())
 }

@@ -6,6 +6,7 @@ use hetsched_core::{Error, Result};
 use hetsched_nuca::experiment::{self, BenchResult};
 use hetsched_nuca::kernels::Benchmark;
 use hetsched_nuca::{plot, Chip, Program, Scheme, Sim};
+use hetsched_util::files::OutDir;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -99,6 +100,8 @@ pub struct ShimThetaArgs {
 
 pub fn shim_theta(a: ShimThetaArgs) -> Result<()> {
     let chip = chip(&a.machine)?;
+    let out = OutDir::create(&a.out)?;
+    let save = a.save_traces.as_deref().map(OutDir::create).transpose()?;
     let options = experiment::Options {
         skew: a.skew,
         stack_per_access: a.stack_per_access,
@@ -140,7 +143,7 @@ pub fn shim_theta(a: ShimThetaArgs) -> Result<()> {
         selection(&a.benches, &a.sizes, a.tiny)?
     } {
         let t0 = Instant::now();
-        let r = experiment::run_benchmark(&chip, b, threads, n, options, a.save_traces.as_deref())?;
+        let r = experiment::run_benchmark(&chip, b, threads, n, options, save.as_ref())?;
         eprintln!(
             "{:<22} n={n:<7} {:>10} accesses  {:.1} s",
             b.name(),
@@ -151,9 +154,9 @@ pub fn shim_theta(a: ShimThetaArgs) -> Result<()> {
     }
     let text = experiment::report(&results);
     print!("{text}");
-    experiment::write(&a.out, "shim-theta.txt", &text)?;
-    experiment::write(&a.out, "shim-theta.csv", &experiment::csv(&results))?;
-    plot::figures(&results, &a.out)?;
+    experiment::write(&out, "shim-theta.txt", &text)?;
+    experiment::write(&out, "shim-theta.csv", &experiment::csv(&results))?;
+    plot::figures(&results, &out)?;
     eprintln!("wrote {}", a.out.display());
     Ok(())
 }

@@ -6,8 +6,8 @@ use hetsched_core::{Error, Result};
 use hetsched_o2::live::{LiveConfig, LivePoint};
 use hetsched_o2::plot::{human_bytes, log2_x_lines, Series};
 use hetsched_o2::CacheCapacity;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use hetsched_util::files::OutDir;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Parses "524288", "512K", "32M", "1G" into bytes.
@@ -147,17 +147,6 @@ fn doubling(min: u64, max: u64) -> Result<Vec<u64>> {
     Ok(v)
 }
 
-fn create_out(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::runtime(format!("creating {}: {e}", dir.display())))
-}
-
-fn write_file(path: &Path, text: &str) -> Result<()> {
-    std::fs::File::create(path)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .map_err(|e| Error::runtime(format!("writing {}: {e}", path.display())))
-}
-
 pub fn coretime_live(a: CoretimeLiveArgs) -> Result<()> {
     let cpus = a.cache.cpus()?;
     let cfg = LiveConfig {
@@ -171,6 +160,7 @@ pub fn coretime_live(a: CoretimeLiveArgs) -> Result<()> {
         seed: a.seed,
         repeats: a.repeats,
     };
+    let out = OutDir::create(&a.out)?;
     println!(
         "coretime-live: {} workers on CPUs {:?}; per-core capacity {} (private {} + share of {} shared)",
         cfg.cpus.len(),
@@ -215,7 +205,6 @@ pub fn coretime_live(a: CoretimeLiveArgs) -> Result<()> {
         );
     })?;
     println!("load average at end: {}", load_average());
-    create_out(&a.out)?;
     let mut csv = String::from("total_bytes,dirs,threads_lookups_per_s,o2_lookups_per_s,o2_assigned,o2_delegated_fraction,o2_migration_ns,o2_packed_lookups_per_s,o2_packed_assigned,o2_packed_migration_ns\n");
     for p in &points {
         csv += &format!(
@@ -230,11 +219,12 @@ pub fn coretime_live(a: CoretimeLiveArgs) -> Result<()> {
                 .map_or(String::new(), |m| format!("{m:.1}"))
         );
     }
-    write_file(&a.out.join("coretime-live.csv"), &csv)?;
+    out.write("coretime-live.csv", &csv)?;
     let series =
         |name, f: fn(&LivePoint) -> f64| Series::of(name, &points, |p| p.total_bytes as f64, f);
     log2_x_lines(
-        &a.out.join("coretime-live.png"),
+        &out,
+        "coretime-live.png",
         "Directory lookups on this machine: thread-based vs O²",
         "total directory data",
         "lookups / s",
@@ -355,6 +345,7 @@ pub fn coretime_sim(a: CoretimeSimArgs) -> Result<()> {
         measured_lookups: a.lookups,
         seed: a.seed,
     };
+    let out = OutDir::create(&a.out)?;
     println!(
         "coretime-sim: 4 chips x 4 cores @ 2 GHz; L1 3 / L2 14 / L3 75 cycles, memory 127-336, migration {} cycles, mlp {}, memory {} GB/s per node",
         a.migration_cycles, a.mlp, a.mem_gbps
@@ -390,7 +381,6 @@ pub fn coretime_sim(a: CoretimeSimArgs) -> Result<()> {
             p.o2_once.lookups_per_s / p.threads.lookups_per_s
         );
     })?;
-    create_out(&a.out)?;
     let mut csv = String::from("total_bytes,dirs,threads_lookups_per_s,o2_lookups_per_s,o2_assigned,o2_delegated_fraction,threads_cycles_per_lookup,o2_cycles_per_lookup,o2_moved,o2_once_lookups_per_s\n");
     for p in &points {
         csv += &format!(
@@ -407,11 +397,12 @@ pub fn coretime_sim(a: CoretimeSimArgs) -> Result<()> {
             p.o2_once.lookups_per_s
         );
     }
-    write_file(&a.out.join("coretime-sim.csv"), &csv)?;
+    out.write("coretime-sim.csv", &csv)?;
     let series =
         |name, f: fn(&SimPoint) -> f64| Series::of(name, &points, |p| p.total_bytes as f64, f);
     log2_x_lines(
-        &a.out.join("coretime-sim.png"),
+        &out,
+        "coretime-sim.png",
         "Simulated 16-core Opteron: directory lookups, thread-based vs O²",
         "total directory data",
         "lookups / s",

@@ -18,7 +18,10 @@
 //! The simulator's peers' programs are in `peers/`. SimGrid's is compiled at first use
 //! with the system's C++ compiler against Debian's `libsimgrid-dev`; SimPy's runs under
 //! `python3` (or `$PYTHON`) with `simpy` from PyPI. A peer that is not installed is
-//! reported as such, with what it needs, and left out.
+//! reported as such, with what it needs, and left out. The compiler works in a private
+//! temporary directory (it writes its output by path, following links); the program is
+//! then kept in `--out` for later runs, and run from there only if it is a regular file
+//! of this user that no one else can write.
 
 use crate::bench::{peak_rss_kib, BagArgs, Figure};
 use clap::Args;
@@ -26,6 +29,7 @@ use hetsched_core::outcome_stream::SummaryStream;
 use hetsched_core::record::{EventCounter, Metrics};
 use hetsched_core::{Error, Result};
 use hetsched_sim::SimTask;
+use hetsched_util::files::OutDir;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -66,8 +70,7 @@ pub fn run(a: PeersBench) -> Result<()> {
     let machine = bag.machine()?;
     let units = machine.units.len();
     let stream = || bag.stream(units);
-    std::fs::create_dir_all(&a.out)
-        .map_err(|e| Error::runtime(format!("{}: {e}", a.out.display())))?;
+    let out = OutDir::create(&a.out)?;
     let repeat = a.repeat.max(1);
 
     // hetsched generates the stream as it goes, as `bench sim` does: its figures include
@@ -105,12 +108,11 @@ pub fn run(a: PeersBench) -> Result<()> {
         peak_rss_kib: peak_rss_kib(),
     };
 
-    let path = a.out.join("tasks.txt");
-    write_stream(&path, units, stream())?;
+    let path = write_stream(&out, "tasks.txt", units, stream())?;
     let chosen = |p: &str| a.peer.is_empty() || a.peer.iter().any(|q| q == p);
     let mut peers = Vec::new();
     if chosen("simgrid") {
-        peers.push(simgrid(&a.out));
+        peers.push(simgrid(&out));
     }
     if chosen("simpy") {
         peers.push(simpy());
@@ -223,34 +225,59 @@ fn agrees(ours: &Report, theirs: &Report) -> bool {
         && near(ours.makespan_s, theirs.makespan_s)
 }
 
-/// The task file the peers read: `units N`, then `arrival_ns work_ns` per task.
-fn write_stream(path: &Path, units: usize, tasks: impl Iterator<Item = SimTask>) -> Result<()> {
-    let io = |e: std::io::Error| Error::runtime(format!("{}: {e}", path.display()));
-    let mut w = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
-    writeln!(w, "units {units}").map_err(io)?;
+/// The task file the peers read, `name` in `out`: `units N`, then `arrival_ns work_ns`
+/// per task. Returns its path.
+fn write_stream(
+    out: &OutDir,
+    name: &str,
+    units: usize,
+    tasks: impl Iterator<Item = SimTask>,
+) -> Result<PathBuf> {
+    let mut w = out.file(name)?;
+    writeln!(w, "units {units}").map_err(|e| w.error(e))?;
     for t in tasks {
-        writeln!(w, "{} {}", t.arrival_ns, t.work_ns()).map_err(io)?;
+        writeln!(w, "{} {}", t.arrival_ns, t.work_ns()).map_err(|e| w.error(e))?;
     }
-    w.flush().map_err(io)
+    w.finish()
+}
+
+/// Whether `path` is a program this user built and no one else can have changed: a
+/// regular file (not a link) of this user, writable by no one else.
+fn ours(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.file_type().is_file() && m.uid() == me && m.mode() & 0o022 == 0)
 }
 
 /// SimGrid's program, built once per source text into `out` (a C++ compiler and
 /// `libsimgrid-dev` needed).
-fn simgrid(out: &Path) -> Peer {
+fn simgrid(out: &OutDir) -> Peer {
     const SOURCE: &str = include_str!("peers/simgrid_bag.cpp");
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     SOURCE.hash(&mut h);
-    let bin = out.join(format!("simgrid-bag-{:016x}", h.finish()));
+    let file = format!("simgrid-bag-{:016x}", h.finish());
+    let bin = out.join(&file);
     let name = "SimGrid (S4U)".to_string();
-    if bin.exists() {
+    if ours(&bin) {
         return Peer {
             name,
             command: Ok(Command::new(bin)),
         };
     }
     let needs = "needs a C++ compiler and SimGrid (apt-get install g++ libsimgrid-dev)";
-    let src = out.join("simgrid_bag.cpp");
+    let work = match tempfile::Builder::new().prefix("hetsched-peers-").tempdir() {
+        Ok(work) => work,
+        Err(e) => {
+            return Peer {
+                name,
+                command: Err(format!("cannot make a temporary directory: {e}")),
+            }
+        }
+    };
+    let src = work.path().join("simgrid_bag.cpp");
     if let Err(e) = std::fs::write(&src, SOURCE) {
         return Peer {
             name,
@@ -258,21 +285,20 @@ fn simgrid(out: &Path) -> Peer {
         };
     }
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    // Built under another name and renamed: an interrupted build leaves no program that
-    // a later run would take as built.
-    let partial = out.join("simgrid-bag.partial");
+    let built_at = work.path().join("simgrid-bag");
     let built = Command::new(&cxx)
         .args(["-O2", "-std=c++17"])
         .arg(&src)
         .arg("-o")
-        .arg(&partial)
+        .arg(&built_at)
         .arg("-lsimgrid")
         .output();
     let command = match built {
-        Ok(o) if o.status.success() => match std::fs::rename(&partial, &bin) {
-            Ok(()) => Ok(Command::new(bin)),
-            Err(e) => Err(format!("{}: {e}", bin.display())),
-        },
+        // Put in place complete (an OutFile is renamed when written): an interrupted
+        // copy leaves no program that a later run would take as built.
+        Ok(o) if o.status.success() => keep_program(out, &file, &built_at)
+            .map(|()| Command::new(&bin))
+            .map_err(|e| e.to_string()),
         Ok(o) => {
             let err = String::from_utf8_lossy(&o.stderr);
             Err(format!(
@@ -283,6 +309,20 @@ fn simgrid(out: &Path) -> Peer {
         Err(e) => Err(format!("{needs}: {cxx}: {e}")),
     };
     Peer { name, command }
+}
+
+/// Copies the program `built` into `out` as `name`, executable by all, writable by this
+/// user only.
+fn keep_program(out: &OutDir, name: &str, built: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let bytes =
+        std::fs::read(built).map_err(|e| Error::runtime(format!("{}: {e}", built.display())))?;
+    let mut f = out.file(name)?;
+    f.write_all(&bytes).map_err(|e| f.error(e))?;
+    f.get_ref()
+        .set_permissions(std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| f.error(e))?;
+    f.finish().map(drop)
 }
 
 /// SimPy's program under `$PYTHON` or `python3` (`pip install simpy` needed).

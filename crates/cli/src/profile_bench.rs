@@ -12,6 +12,7 @@ use hetsched_sig::analysis::{Analyzer, Mode, Profile};
 use hetsched_sig::bench::max_fraction_error;
 use hetsched_sig::source::{qemu, trace_live, Live};
 use hetsched_sig::validate::write_text;
+use hetsched_util::files::OutDir;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -84,13 +85,15 @@ fn traced(source: Live, mode: Mode, argv: &[String]) -> Result<(f64, Profile)> {
     Ok((secs, profile))
 }
 
-/// Write about `mb` MB of generated text; returns its size in bytes.
-fn input(path: &Path, mb: f64) -> Result<u64> {
+/// Write about `mb` MB of generated text as the file `name` of `dir`; returns its path
+/// and size in bytes.
+fn input(dir: &OutDir, name: &str, mb: f64) -> Result<(PathBuf, u64)> {
     // write_text's lines average about 60 bytes.
-    write_text(path, (mb * 1e6 / 60.0).ceil() as usize, 1)?;
-    std::fs::metadata(path)
+    let path = write_text(dir, name, (mb * 1e6 / 60.0).ceil() as usize, 1)?;
+    let size = std::fs::metadata(&path)
         .map(|m| m.len())
-        .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))
+        .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
+    Ok((path, size))
 }
 
 pub fn run(a: ProfileBench) -> Result<()> {
@@ -109,10 +112,8 @@ pub fn run(a: ProfileBench) -> Result<()> {
     if let Some(why) = qemu::unavailable() {
         return Err(Error::runtime(format!("the QEMU trace source: {why}")));
     }
-    std::fs::create_dir_all(&a.out)
-        .map_err(|e| Error::runtime(format!("{}: {e}", a.out.display())))?;
-    let full = a.out.join("input.txt");
-    let bytes = input(&full, a.mb)?;
+    let out = OutDir::create(&a.out)?;
+    let (full, bytes) = input(&out, "input.txt", a.mb)?;
     let argv = gzip(&full);
     println!(
         "program: {} ({:.1} MB of generated text)",
@@ -148,8 +149,7 @@ pub fn run(a: ProfileBench) -> Result<()> {
         ),
     );
     if a.lackey_mb > 0.0 {
-        let part = a.out.join("input-prefix.txt");
-        let part_bytes = input(&part, a.lackey_mb)?;
+        let (part, part_bytes) = input(&out, "input-prefix.txt", a.lackey_mb)?;
         let argv = gzip(&part);
         let base = native(&argv, a.repeat)?;
         let (lackey_s, _) = traced(Live::Lackey, Mode::Exact, &argv)?;

@@ -3,6 +3,7 @@
 
 use clap::Args;
 use hetsched_core::{Error, Result};
+use hetsched_util::files::OutDir;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -20,7 +21,8 @@ pub struct ReproduceArgs {
 
 pub fn run(args: ReproduceArgs) -> Result<()> {
     let experiments = hetsched_report::select(args.only.as_deref())?;
-    let report = hetsched_report::run(&args.out, args.quick, &experiments, true)?;
+    let out = OutDir::create(&args.out)?;
+    let report = hetsched_report::run(&out, args.quick, &experiments, true)?;
     for s in &report.sections {
         match &s.result {
             Ok(_) => println!("{:<10} {:>7.1} s  {}", s.paper, s.seconds, s.counts()),

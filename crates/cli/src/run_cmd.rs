@@ -109,15 +109,17 @@ fn device_name(dev: String) -> Result<String> {
         .map_err(|e| Error::input(format!("--device {dev}: {e}")))
 }
 
+/// A regular file of at most 1 MiB (`Signature::load`): a FIFO or `/dev/zero` is refused
+/// at once, before the daemon is asked.
 fn read_signature(file: &Path) -> Result<Signature> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Error::input(format!("{}: {e}", file.display())))?;
-    Signature::from_json(&text, &file.display().to_string())
+    Signature::load(file)
 }
 
 /// The signature note of the program `command` names (found on `PATH` when it has no
 /// slash, as `exec` does): `None` when the file has none, is not found or is not ELF
-/// (a script); a note that is not a signature is an input error naming the file.
+/// (a script); a note that is not a signature is an input error naming the file, and so
+/// is a program that is not a regular file (a device, a FIFO: nothing could run it).
+/// Only the program's headers and notes are read, whatever its size.
 fn embedded_signature(command: &OsString) -> Result<Option<Signature>> {
     let path = Path::new(command);
     let file = if path.components().count() > 1 {
@@ -130,6 +132,9 @@ fn embedded_signature(command: &OsString) -> Result<Option<Signature>> {
         })
     };
     let Some(file) = file else { return Ok(None) };
+    if file.exists() {
+        hetsched_util::files::open(&file, "a program")?;
+    }
     let Ok(Some(note)) = hetsched_sig::elfnote::read(&file) else {
         return Ok(None);
     };

@@ -2,8 +2,9 @@
 //! crates/shelepov); this module only parses and prints.
 
 use clap::Args;
-use hetsched_core::{Error, Result};
+use hetsched_core::Result;
 use hetsched_shelepov::{experiments, plot};
+use hetsched_util::files::OutDir;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -24,16 +25,14 @@ pub fn run(args: ShelepovArgs) -> Result<()> {
         seeds: args.seeds,
         ..experiments::Options::default()
     };
-    let outcomes = experiments::run_all(&opts)?;
     let out = args
         .out
         .unwrap_or_else(|| PathBuf::from("hetsched-out").join("shelepov"));
-    std::fs::create_dir_all(&out).map_err(|e| Error::runtime(format!("{}: {e}", out.display())))?;
+    let out = OutDir::create(&out)?;
+    let outcomes = experiments::run_all(&opts)?;
     let table = experiments::table(&outcomes);
-    let path = out.join("shelepov.txt");
-    std::fs::write(&path, &table)
-        .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
-    plot::bars(&out.join("shelepov.png"), &outcomes)?;
+    out.write("shelepov.txt", &table)?;
+    plot::bars(&out, "shelepov.png", &outcomes)?;
     if args.json {
         let json = serde_json::json!({ "options": opts, "experiments": outcomes });
         println!(
@@ -43,6 +42,6 @@ pub fn run(args: ShelepovArgs) -> Result<()> {
     } else {
         print!("{table}");
     }
-    eprintln!("outputs in {}", out.display());
+    eprintln!("outputs in {}", out.path().display());
     Ok(())
 }

@@ -10,9 +10,14 @@ use hetsched_sig::signature::Signature;
 use hetsched_sig::source::wrapper::unwrap_shell;
 use hetsched_sig::source::{binary, lackey, qemu, replay_file, trace_live, valgrind, Live};
 use hetsched_sig::trace::{Tee, TraceSink};
-use std::fs::File;
-use std::io::BufWriter;
+use hetsched_util::files::{self, OutDir, OutFile};
+use std::io::Write;
 use std::path::{Path, PathBuf};
+
+/// The largest elasticity model file (`--model`) read, bytes (real ones take 100).
+pub const MAX_MODEL_BYTES: u64 = 1 << 20;
+/// The largest CSV `signature fit` reads, bytes (a row per measured program and cache).
+pub const MAX_FIT_CSV_BYTES: u64 = 64 << 20;
 
 #[derive(Subcommand)]
 pub enum SignatureCmd {
@@ -174,19 +179,33 @@ fn load_model(path: Option<&Path>) -> Result<ElasticityModel> {
     let Some(p) = path else {
         return Ok(ElasticityModel::default());
     };
-    let text = std::fs::read_to_string(p)
-        .map_err(|e| Error::input(format!("{}: cannot read: {e}", p.display())))?;
+    let text = files::read_text(p, "an elasticity model", MAX_MODEL_BYTES)?;
     serde_json::from_str(&text)
         .map_err(|e| Error::input(format!("{}: not an elasticity model: {e}", p.display())))
 }
 
-fn emit(program: &str, profile: &Profile, o: &OutputArgs) -> Result<()> {
-    let model = load_model(o.model.as_deref())?;
-    let sig = Signature::build(program, profile, &CacheConfig::standard(), &model);
+/// What `emit` needs, taken before the (long) trace: the model read and the output
+/// file started, so a bad `--model` or `--out` fails at once.
+struct Emit {
+    model: ElasticityModel,
+    out: Option<OutFile>,
+}
+
+impl Emit {
+    fn start(o: &OutputArgs) -> Result<Emit> {
+        Ok(Emit {
+            model: load_model(o.model.as_deref())?,
+            out: o.out.as_deref().map(OutFile::create).transpose()?,
+        })
+    }
+}
+
+fn emit(program: &str, profile: &Profile, o: &OutputArgs, e: Emit) -> Result<()> {
+    let sig = Signature::build(program, profile, &CacheConfig::standard(), &e.model);
     let json = sig.to_json();
-    if let Some(p) = &o.out {
-        std::fs::write(p, format!("{json}\n"))
-            .map_err(|e| Error::runtime(format!("{}: cannot write: {e}", p.display())))?;
+    if let Some(mut f) = e.out {
+        writeln!(f, "{json}").map_err(|e| f.error(e))?;
+        f.finish()?;
     }
     if o.json {
         println!("{json}");
@@ -194,12 +213,6 @@ fn emit(program: &str, profile: &Profile, o: &OutputArgs) -> Result<()> {
         print!("{}", sig.summary());
     }
     Ok(())
-}
-
-fn create(p: &Path) -> Result<BufWriter<File>> {
-    File::create(p)
-        .map(BufWriter::new)
-        .map_err(|e| Error::runtime(format!("{}: cannot create: {e}", p.display())))
 }
 
 /// A spinner on stderr (drawn only on a terminal, and not with `--quiet`): accesses
@@ -248,18 +261,22 @@ pub fn run(cmd: SignatureCmd) -> Result<()> {
             };
             let (prog, args) = command.split_first().expect("clap requires a command");
             let source = a.source.resolve(a.save.is_some())?;
+            let output = Emit::start(&a.output)?;
+            let save = a.save.as_deref().map(OutFile::create).transpose()?;
             let progress = Progress::start(a.quiet);
-            let run = match &a.save {
-                Some(p) => {
-                    let mut w = binary::Writer::new(create(p)?);
+            let run = match save {
+                Some(file) => {
+                    let mut w = binary::Writer::new(file);
                     let run = valgrind::trace_lackey(
                         prog,
                         args,
                         a.quiet,
                         &mut Tee(&mut analyzer, &mut w),
                     )?;
-                    w.finish()
-                        .map_err(|e| Error::runtime(format!("{}: {e}", p.display())))?;
+                    let file = w.finish().map_err(|e| {
+                        Error::runtime(format!("{}: {e}", a.save.as_ref().unwrap().display()))
+                    })?;
+                    file.finish()?;
                     format!(
                         "{} lackey lines ({:.1} MB of text) through the pipe",
                         run.parsed.lines,
@@ -278,10 +295,11 @@ pub fn run(cmd: SignatureCmd) -> Result<()> {
             };
             progress.finish();
             eprintln!("hetsched: read {run}");
-            emit(&command.join(" "), &analyzer.finish(), &a.output)
+            emit(&command.join(" "), &analyzer.finish(), &a.output, output)
         }
         SignatureCmd::Analyze(a) => {
             let mut analyzer = Analyzer::new(mode(a.output.sample)?);
+            let output = Emit::start(&a.output)?;
             replay_file(&a.trace, &mut analyzer)?;
             let program = a.program.clone().unwrap_or_else(|| {
                 a.trace
@@ -289,19 +307,20 @@ pub fn run(cmd: SignatureCmd) -> Result<()> {
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default()
             });
-            emit(&program, &analyzer.finish(), &a.output)
+            emit(&program, &analyzer.finish(), &a.output, output)
         }
         SignatureCmd::Convert { input, output } => {
-            let f = File::open(&input)
-                .map_err(|e| Error::input(format!("{}: cannot open: {e}", input.display())))?;
-            let mut w = binary::Writer::new(create(&output)?);
+            // Streamed, so of any size; a FIFO or a device is refused at once.
+            let (f, _) = files::open(&input, "a lackey trace")?;
+            let mut w = binary::Writer::new(OutFile::create(&output)?);
             let stats = lackey::parse(
                 f,
                 &input.display().to_string(),
                 &mut w as &mut dyn TraceSink,
             )?;
             w.finish()
-                .map_err(|e| Error::runtime(format!("{}: {e}", output.display())))?;
+                .map_err(|e| Error::runtime(format!("{}: {e}", output.display())))?
+                .finish()?;
             let out_len = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
             println!(
                 "{} lines, {} bytes -> {} bytes ({:.1}x smaller)",
@@ -323,8 +342,8 @@ pub fn run(cmd: SignatureCmd) -> Result<()> {
         }
         SignatureCmd::Fit { csv, out } => {
             let name = csv.display().to_string();
-            let text = std::fs::read_to_string(&csv)
-                .map_err(|e| Error::input(format!("{name}: cannot read: {e}")))?;
+            let out = out.as_deref().map(OutFile::create).transpose()?;
+            let text = files::read_text(&csv, "a CSV of measured pairs", MAX_FIT_CSV_BYTES)?;
             let (model, fits) = fit_csv(&text, &name)?;
             println!(
                 "{:<10} {:>6} {:>11} {:>12} {:>8} {:>8}",
@@ -336,10 +355,10 @@ pub fn run(cmd: SignatureCmd) -> Result<()> {
                     c, f.points, f.model.intercept, f.model.slope, f.r_squared, f.mean_abs_error
                 );
             }
-            if let Some(p) = out {
+            if let Some(mut f) = out {
                 let json = serde_json::to_string_pretty(&model).expect("model serialises");
-                std::fs::write(&p, json)
-                    .map_err(|e| Error::runtime(format!("{}: cannot write: {e}", p.display())))?;
+                f.write_all(json.as_bytes()).map_err(|e| f.error(e))?;
+                f.finish()?;
             }
             Ok(())
         }
@@ -353,8 +372,8 @@ pub fn run(cmd: SignatureCmd) -> Result<()> {
         }
         SignatureCmd::Embed { bin, sig } => {
             let name = sig.display().to_string();
-            let text = std::fs::read_to_string(&sig)
-                .map_err(|e| Error::input(format!("{name}: cannot read: {e}")))?;
+            let text =
+                files::read_text(&sig, "a signature", hetsched_sig::signature::MAX_FILE_BYTES)?;
             Signature::from_json(&text, &name)?; // only valid signatures go in
             elfnote::embed(&bin, text.as_bytes())?;
             println!(
@@ -394,7 +413,8 @@ pub fn run(cmd: SignatureCmd) -> Result<()> {
 
 #[derive(Args)]
 pub struct ValidateArgs {
-    /// Output directory (kernel, inputs, CSV, table).
+    /// Output directory (validation.csv, validation.md; the kernel, the inputs and
+    /// cachegrind's files are made in a private temporary directory).
     #[arg(long, default_value = "hetsched-out/signature-validate")]
     out: PathBuf,
     /// Also write the generated docs page here.
@@ -428,20 +448,24 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    std::fs::create_dir_all(&a.out)
-        .map_err(|e| Error::runtime(format!("{}: {e}", a.out.display())))?;
-    let out = std::fs::canonicalize(&a.out)
-        .map_err(|e| Error::runtime(format!("{}: {e}", a.out.display())))?;
+    let out = OutDir::create(&a.out)?;
+    let docs = a.docs.as_deref().map(OutFile::create).transpose()?;
     let source = a.source.resolve(false)?;
-    let kernel = build_kernel(&out)?;
+    // gcc and valgrind write their files by path, following links: only into a
+    // directory no one else can write.
+    let work = tempfile::Builder::new()
+        .prefix("hetsched-validate-")
+        .tempdir()
+        .map_err(|e| Error::runtime(format!("cannot make a temporary directory: {e}")))?;
+    let kernel = build_kernel(work.path())?;
     let mut cases = synthetic_cases(&kernel, a.accesses);
     if !a.synthetic_only {
-        cases.extend(real_cases(&out, a.text_lines)?);
+        cases.extend(real_cases(&OutDir::create(work.path())?, a.text_lines)?);
     }
     let mut rows = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         let t = std::time::Instant::now();
-        let row = run_case_with(c, &configs, &out, source)?;
+        let row = run_case_with(c, &configs, work.path(), source)?;
         eprintln!(
             "[{}/{}] {:<14} {:>12} instr  est/cachegrind {}  ({:.0} s)",
             i + 1,
@@ -458,13 +482,10 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
         rows.push(row);
     }
     let table = report(&rows, &configs);
-    let write = |p: &Path, s: &str| {
-        std::fs::write(p, s).map_err(|e| Error::runtime(format!("{}: {e}", p.display())))
-    };
-    write(&out.join("validation.csv"), &csv(&rows, &configs))?;
-    write(&out.join("validation.md"), &table)?;
+    out.write("validation.csv", csv(&rows, &configs))?;
+    out.write("validation.md", &table)?;
     println!("{table}");
-    if let Some(d) = &a.docs {
+    if let (Some(mut f), Some(d)) = (docs, &a.docs) {
         let cmd = format!(
             "hetsched experiment signature-validate --accesses {} --text-lines {} --configs {}{}{} --docs {}",
             a.accesses,
@@ -477,7 +498,8 @@ pub fn validate(a: ValidateArgs) -> Result<()> {
             },
             d.display()
         );
-        write(d, &format!("{}{cmd}`\n\n{table}", VALIDATION_HEADER))?;
+        write!(f, "{}{cmd}`\n\n{table}", VALIDATION_HEADER).map_err(|e| f.error(e))?;
+        f.finish()?;
     }
     Ok(())
 }

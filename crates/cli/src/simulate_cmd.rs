@@ -6,6 +6,7 @@ use hetsched_core::{Error, Result};
 use hetsched_sim::scenario::Scenario;
 use hetsched_sim::stream::StreamRecorder;
 use hetsched_sim::{report, trace};
+use hetsched_util::files::{OutDir, OutFile};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -41,10 +42,6 @@ pub struct SimulateArgs {
     /// default 10^6).
     #[arg(long)]
     pub max_events: Option<u64>,
-}
-
-fn write(path: &std::path::Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))
 }
 
 /// One run of `policy` on `scenario` with its outputs made as it goes (no trace): its
@@ -97,7 +94,9 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("hetsched-out").join(format!("simulate-{}", scenario.name))
     });
-    std::fs::create_dir_all(&out).map_err(|e| Error::runtime(format!("{}: {e}", out.display())))?;
+    // Both checked before any run: a path that cannot take the outputs is bad input.
+    let out = OutDir::create(&out)?;
+    let mut trace_file = args.trace.as_deref().map(OutFile::create).transpose()?;
 
     // Progress on stderr, shown only once the work has taken more than a second.
     let total = scenario.task_count() * policies.len() as u64;
@@ -129,7 +128,10 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
             Error::Input(m) => Error::input(format!("{}: {p}: {m}", scenario.origin)),
             e => e,
         };
-        let csv_path = out.join(format!("tasks-{}.csv", report::file_safe(p)));
+        let csv_name = format!("tasks-{}.csv", report::file_safe(p));
+        // Written under a temporary name and put in place once the run succeeded: a
+        // failed run leaves no truncated CSV.
+        let mut csv_file = None;
         // A trace needs the whole record; otherwise the outputs are made as the run goes.
         let (run_metrics, summary) = if args.trace.is_some() {
             let (record, summary) =
@@ -138,7 +140,7 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
                 .check()
                 .map_err(|e| Error::runtime(format!("{p}: run record invariant: {e}")))?;
             if !args.summary {
-                write(&csv_path, &report::tasks_csv(&record))?;
+                out.write(&csv_name, report::tasks_csv(&record))?;
             }
             let m = record.metrics();
             records.push(record);
@@ -147,9 +149,9 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
             let csv = if args.summary {
                 None
             } else {
-                let file = std::fs::File::create(&csv_path)
-                    .map_err(|e| Error::runtime(format!("{}: {e}", csv_path.display())))?;
-                Some((file, csv_path.display().to_string()))
+                let file = csv_file.insert(out.file(&csv_name)?);
+                let name = file.path().display().to_string();
+                Some((file, name))
             };
             run_streamed(&scenario, p, csv, on_task).map_err(named)?
         };
@@ -158,6 +160,9 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
                 "{p}: {} tasks never finished (the policy left them queued)",
                 summary.unfinished
             )));
+        }
+        if let Some(file) = csv_file {
+            file.finish()?;
         }
         metrics.push(run_metrics);
     }
@@ -171,11 +176,12 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
         "runs": metrics,
     }))
     .map_err(Error::runtime)?;
-    write(&out.join("table.txt"), &table)?;
-    write(&out.join("metrics.json"), &json)?;
-    if let Some(path) = &args.trace {
+    out.write("table.txt", &table)?;
+    out.write("metrics.json", &json)?;
+    if let Some(mut file) = trace_file.take() {
         let doc = trace::trace(&records);
-        write(path, &serde_json::to_string(&doc).map_err(Error::runtime)?)?;
+        serde_json::to_writer(&mut file, &doc).map_err(|e| file.error(e.into()))?;
+        file.finish()?;
     }
     if args.json {
         println!("{json}");
@@ -188,7 +194,7 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
             scenario.seed
         );
         print!("{table}");
-        eprintln!("outputs in {}", out.display());
+        eprintln!("outputs in {}", out.path().display());
     }
     Ok(())
 }

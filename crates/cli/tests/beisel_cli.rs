@@ -19,14 +19,15 @@ fn fig3_prints_the_paper_claim_beside_ours_and_writes_its_outputs() {
     }
 }
 
+/// An `--out` that cannot be a directory is bad input (exit 2), found before the runs.
 #[test]
-fn an_unwritable_output_directory_is_a_runtime_error() {
+fn an_unwritable_output_directory_is_an_input_error() {
     let dir = tempfile::tempdir().unwrap();
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, "x").unwrap();
     let out = blocker.join("sub");
     let o = hetsched(&["experiment", "beisel-fig4", "--out", out.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8(o.stderr).unwrap();
     assert!(
         err.starts_with("hetsched: ") && err.contains("sub"),

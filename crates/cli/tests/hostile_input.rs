@@ -272,8 +272,16 @@ fn absurd_traces_exit_2_naming_line_or_byte() {
         ],
     );
 
+    // A device never ends: refused before a line is read.
     let out = run(d, &["signature", "convert", "/dev/zero", "out.hstrace"]);
-    assert_input_error(&out, &["/dev/zero:1", "longer than 4096 bytes"]);
+    assert_input_error(
+        &out,
+        &["/dev/zero: is a character device; a lackey trace must be a regular file"],
+    );
+    let zeros = vec![0u8; 8192];
+    std::fs::write(d.join("zeros.lackey"), zeros).unwrap();
+    let out = run(d, &["signature", "convert", "zeros.lackey", "out.hstrace"]);
+    assert_input_error(&out, &["zeros.lackey:1", "longer than 4096 bytes"]);
 
     write(d, "empty.lackey", "==1== a valgrind banner only\n");
     let out = run(d, &["signature", "analyze", "empty.lackey"]);

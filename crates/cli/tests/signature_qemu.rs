@@ -78,7 +78,7 @@ fn progress_is_shown_on_a_terminal_only_and_not_when_quiet() {
     // gzip on 1 MB of text: about 57 M accesses, seconds under QEMU.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("in.txt");
-    hetsched_sig::validate::write_text(&file, 17_000, 1).unwrap();
+    std::fs::write(&file, hetsched_sig::validate::text(17_000, 1)).unwrap();
     let profile = format!(
         "signature profile --sample 0.01 -- gzip -6 -kf {}",
         file.display()

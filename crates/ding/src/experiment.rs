@@ -11,9 +11,9 @@ use crate::workload::{machine, Program, PROGRAMS, THREADS};
 use hetsched_core::record::Record;
 use hetsched_core::{Error, Result};
 use hetsched_sim::{run, Config, SimTask};
+use hetsched_util::files::OutDir;
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::path::Path;
 
 /// The policies compared; the first is the baseline of every speed-up.
 pub const POLICIES: [&str; 3] = ["cfs", "cfs-cap", "numa-amp"];
@@ -209,13 +209,11 @@ impl Report {
     }
 
     /// Writes `table.txt`, `ding.json` and `speedup.png` into `out`.
-    pub fn write(&self, out: &Path) -> Result<()> {
-        let io = |e: std::io::Error| Error::runtime(format!("{}: {e}", out.display()));
-        std::fs::create_dir_all(out).map_err(io)?;
-        std::fs::write(out.join("table.txt"), self.table()).map_err(io)?;
+    pub fn write(&self, out: &OutDir) -> Result<()> {
+        out.write("table.txt", self.table())?;
         let json = serde_json::to_string_pretty(self)
             .map_err(|e| Error::runtime(format!("ding report: {e}")))?;
-        std::fs::write(out.join("ding.json"), json).map_err(io)?;
+        out.write("ding.json", json)?;
         let names: Vec<&str> = self.programs.iter().map(|p| p.program).collect();
         let series = [
             (
@@ -228,7 +226,8 @@ impl Report {
             ),
         ];
         crate::plot::bars(
-            &out.join("speedup.png"),
+            out,
+            "speedup.png",
             "Speed-up over cfs per PARSEC-like program (simulated ding machine)",
             &names,
             &series,

@@ -1,17 +1,24 @@
 //! A grouped bar chart (plotters): one group per program, one bar per policy, and the
-//! line y = 1 (as fast as cfs).
+//! line y = 1 (as fast as cfs), drawn into a buffer and written through the output
+//! directory (`hetsched_util::png`).
 
 use hetsched_core::{Error, Result};
+use hetsched_util::files::OutDir;
 use plotters::prelude::*;
-use std::path::Path;
 
-/// Draws `series` (name, one value per category) as grouped bars into `path`.
+/// The size of the chart, pixels.
+const SIZE: (u32, u32) = (1100, 620);
+
+/// Draws `series` (name, one value per category) as grouped bars into the PNG file
+/// `name` of `out`.
 pub fn bars(
-    path: &Path,
+    out: &OutDir,
+    name: &str,
     title: &str,
     categories: &[&str],
     series: &[(&str, Vec<f64>)],
 ) -> Result<()> {
+    let path = out.join(name);
     let err = |e: &dyn std::fmt::Display| Error::runtime(format!("{}: plot: {e}", path.display()));
     let top = series
         .iter()
@@ -19,55 +26,61 @@ pub fn bars(
         .fold(1.0f64, f64::max)
         * 1.1;
     let n = categories.len().max(1) as f64;
-    let root = BitMapBackend::new(path, (1100, 620)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(60)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..n, 0.0..top)
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(categories.len() * 2 + 1)
-        .x_label_formatter(&|x| {
-            let i = x.floor() as usize;
-            if (x - x.floor() - 0.5).abs() < 1e-6 {
-                categories.get(i).map_or(String::new(), |c| c.to_string())
-            } else {
-                String::new()
-            }
-        })
-        .y_desc("speed-up over cfs")
-        .draw()
-        .map_err(|e| err(&e))?;
-    let width = 0.8 / series.len().max(1) as f64;
-    for (k, (name, values)) in series.iter().enumerate() {
-        let color = Palette99::pick(k).to_rgba();
-        let x0 = 0.1 + k as f64 * width;
+    let mut rgb = vec![0; SIZE.0 as usize * SIZE.1 as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(60)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..n, 0.0..top)
+            .map_err(|e| err(&e))?;
         chart
-            .draw_series(values.iter().enumerate().map(|(i, &v)| {
-                let x = i as f64 + x0;
-                Rectangle::new([(x, 0.0), (x + width * 0.9, v)], color.filled())
-            }))
-            .map_err(|e| err(&e))?
-            .label(name.to_string())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(categories.len() * 2 + 1)
+            .x_label_formatter(&|x| {
+                let i = x.floor() as usize;
+                if (x - x.floor() - 0.5).abs() < 1e-6 {
+                    categories.get(i).map_or(String::new(), |c| c.to_string())
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc("speed-up over cfs")
+            .draw()
+            .map_err(|e| err(&e))?;
+        let width = 0.8 / series.len().max(1) as f64;
+        for (k, (name, values)) in series.iter().enumerate() {
+            let color = Palette99::pick(k).to_rgba();
+            let x0 = 0.1 + k as f64 * width;
+            chart
+                .draw_series(values.iter().enumerate().map(|(i, &v)| {
+                    let x = i as f64 + x0;
+                    Rectangle::new([(x, 0.0), (x + width * 0.9, v)], color.filled())
+                }))
+                .map_err(|e| err(&e))?
+                .label(name.to_string())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
+                });
+        }
+        chart
+            .draw_series(LineSeries::new(
+                [(0.0, 1.0), (n, 1.0)],
+                BLACK.stroke_width(1),
+            ))
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))?;
     }
-    chart
-        .draw_series(LineSeries::new(
-            [(0.0, 1.0), (n, 1.0)],
-            BLACK.stroke_width(1),
-        ))
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
+    out.write_png(name, SIZE.0, SIZE.1, &rgb)?;
     Ok(())
 }

@@ -5,11 +5,11 @@
 use crate::experiment::{evaluate, Report, PAPER_SPEEDUP};
 use hetsched_core::Result;
 use hetsched_repro::{Claim, Figure, Reproduction, Table, Verdict};
-use std::path::Path;
+use hetsched_util::files::OutDir;
 
 /// Runs the evaluation into `out` (`table.txt`, `ding.json`, `speedup.png`) and judges
 /// the paper's claim; `quick` changes nothing (the evaluation is small).
-pub fn reproduce(out: &Path, _quick: bool) -> Result<Reproduction> {
+pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
     let r = evaluate()?;
     r.write(out)?;
     Ok(Reproduction {

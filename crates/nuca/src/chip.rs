@@ -6,10 +6,14 @@
 
 use hetsched_cachesim::Geometry;
 use hetsched_core::{Error, Result};
+use hetsched_util::files;
 use serde::Deserialize;
 
 /// Largest chip: a 64 × 64 mesh (the simulator keeps an N² hop table).
 pub const MAX_CORES: u32 = 4096;
+
+/// Largest machine file, bytes: the schema's fields take a few hundred.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
 hetsched_repro::assumptions! { "shim";
     /// Core clock, GHz: converts Table I's DRAM figures (75 ns, 30 GB/s) to cycles. The
@@ -137,10 +141,9 @@ impl Chip {
         Ok(chip)
     }
 
-    /// Reads a machine file.
+    /// Reads a machine file: a regular file of at most [`MAX_FILE_BYTES`].
     pub fn load(path: &std::path::Path) -> Result<Chip> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::input(format!("{}: {e}", path.display())))?;
+        let text = files::read_text(path, "a NUCA machine file", MAX_FILE_BYTES)?;
         Chip::from_toml(&text, &path.display().to_string())
     }
 

@@ -5,6 +5,7 @@
 use crate::kernels::Benchmark;
 use crate::{Chip, Program, Scheme, Sim, SiteMigrations, Stats};
 use hetsched_core::{Error, Result};
+use hetsched_util::files::OutDir;
 use std::fmt::Write as _;
 
 /// The schemes compared, in table order.
@@ -86,11 +87,11 @@ pub fn run_benchmark(
     threads: usize,
     size: usize,
     options: Options,
-    save: Option<&std::path::Path>,
+    save: Option<&OutDir>,
 ) -> Result<BenchResult> {
     let traces = bench.generate(threads, size)?;
     if let Some(dir) = save {
-        crate::trace::save_traces(&dir.join(bench.name()), &traces)?;
+        crate::trace::save_traces(&dir.subdir(bench.name())?, &traces)?;
     }
     simulate_all(chip, bench.name(), &traces, size, options)
 }
@@ -378,10 +379,8 @@ pub fn csv(results: &[BenchResult]) -> String {
 }
 
 /// Writes `text` to `dir/name`.
-pub fn write(dir: &std::path::Path, name: &str, text: &str) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::runtime(format!("{}: {e}", dir.display())))?;
-    let path = dir.join(name);
-    std::fs::write(&path, text).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))
+pub fn write(dir: &OutDir, name: &str, text: &str) -> Result<()> {
+    dir.write(name, text).map(drop)
 }
 
 #[cfg(test)]
@@ -412,7 +411,7 @@ mod tests {
         assert!(text.contains("dht_sc") && text.contains("ours vs the paper"));
         assert_eq!(csv(&results).lines().count(), 1 + 16 * SCHEMES.len());
         let dir = tempfile::tempdir().unwrap();
-        crate::plot::figures(&results, dir.path()).unwrap();
+        crate::plot::figures(&results, &OutDir::create(dir.path()).unwrap()).unwrap();
         for f in [
             "fig4_core_miss",
             "fig5_latency",

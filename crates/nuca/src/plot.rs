@@ -1,10 +1,11 @@
-//! PNG figures in the style of the paper's Figures 4–8 (bar charts).
+//! PNG figures in the style of the paper's Figures 4–8 (bar charts), drawn into a buffer
+//! and written through the output directory (`hetsched_util::png`).
 
 use crate::experiment::{summarise, BenchResult};
 use crate::Scheme;
 use hetsched_core::{Error, Result};
+use hetsched_util::files::OutDir;
 use plotters::prelude::*;
-use std::path::Path;
 
 const COLOURS: [RGBColor; 4] = [
     RGBColor(70, 110, 180),
@@ -24,79 +25,87 @@ struct Bars<'a> {
 }
 
 impl Bars<'_> {
-    fn draw(&self, path: &Path) -> Result<()> {
+    /// Draws the chart into the PNG file `name` of `dir`.
+    fn draw(&self, dir: &OutDir, name: &str) -> Result<()> {
+        let path = dir.join(name);
         let err = |e: &dyn std::fmt::Display| Error::runtime(format!("{}: {e}", path.display()));
         let width = (160 + 60 * self.groups.len() as u32).max(640);
-        let root = BitMapBackend::new(path, (width, 520)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(&e))?;
-        let top = if self.stacked {
-            (0..self.groups.len())
-                .map(|g| self.series.iter().map(|s| s.1[g]).sum::<f64>())
-                .fold(0.0, f64::max)
-        } else {
-            self.series
-                .iter()
-                .flat_map(|s| s.1.iter().copied())
-                .fold(0.0, f64::max)
-        };
-        let n = self.groups.len();
-        let mut chart = ChartBuilder::on(&root)
-            .caption(self.title, ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(150)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..n as f64, 0.0..(top * 1.15).max(1e-9))
-            .map_err(|e| err(&e))?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(0)
-            .y_desc(self.y_label)
-            .draw()
-            .map_err(|e| err(&e))?;
-        let k = self.series.len() as f64;
-        for (si, (name, values)) in self.series.iter().enumerate() {
-            let colour = COLOURS[si % COLOURS.len()];
-            let rects = values.iter().enumerate().map(|(g, &v)| {
-                let (x0, x1, y0) = if self.stacked {
-                    let below: f64 = self.series[..si].iter().map(|s| s.1[g]).sum();
-                    (g as f64 + 0.2, g as f64 + 0.8, below)
-                } else {
-                    let w = 0.8 / k;
-                    (
-                        g as f64 + 0.1 + w * si as f64,
-                        g as f64 + 0.1 + w * (si as f64 + 1.0),
-                        0.0,
-                    )
-                };
-                Rectangle::new([(x0, y0), (x1, y0 + v)], colour.filled())
-            });
-            chart
-                .draw_series(rects)
-                .map_err(|e| err(&e))?
-                .label(name.as_str())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled())
-                });
-        }
-        // Group names under the bars, rotated, at each group's centre.
-        let style = ("sans-serif", 13)
-            .into_font()
-            .transform(FontTransform::Rotate90)
-            .color(&BLACK);
-        for (g, name) in self.groups.iter().enumerate() {
-            let (px, py) = chart.backend_coord(&(g as f64 + 0.5, 0.0));
-            root.draw(&Text::new(name.clone(), (px - 6, py + 6), style.clone()))
+        let size = (width, 520);
+        let mut rgb = vec![0; size.0 as usize * size.1 as usize * 3];
+        {
+            let root = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
+            root.fill(&WHITE).map_err(|e| err(&e))?;
+            let top = if self.stacked {
+                (0..self.groups.len())
+                    .map(|g| self.series.iter().map(|s| s.1[g]).sum::<f64>())
+                    .fold(0.0, f64::max)
+            } else {
+                self.series
+                    .iter()
+                    .flat_map(|s| s.1.iter().copied())
+                    .fold(0.0, f64::max)
+            };
+            let n = self.groups.len();
+            let mut chart = ChartBuilder::on(&root)
+                .caption(self.title, ("sans-serif", 20))
+                .margin(12)
+                .x_label_area_size(150)
+                .y_label_area_size(60)
+                .build_cartesian_2d(0.0..n as f64, 0.0..(top * 1.15).max(1e-9))
                 .map_err(|e| err(&e))?;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(0)
+                .y_desc(self.y_label)
+                .draw()
+                .map_err(|e| err(&e))?;
+            let k = self.series.len() as f64;
+            for (si, (name, values)) in self.series.iter().enumerate() {
+                let colour = COLOURS[si % COLOURS.len()];
+                let rects = values.iter().enumerate().map(|(g, &v)| {
+                    let (x0, x1, y0) = if self.stacked {
+                        let below: f64 = self.series[..si].iter().map(|s| s.1[g]).sum();
+                        (g as f64 + 0.2, g as f64 + 0.8, below)
+                    } else {
+                        let w = 0.8 / k;
+                        (
+                            g as f64 + 0.1 + w * si as f64,
+                            g as f64 + 0.1 + w * (si as f64 + 1.0),
+                            0.0,
+                        )
+                    };
+                    Rectangle::new([(x0, y0), (x1, y0 + v)], colour.filled())
+                });
+                chart
+                    .draw_series(rects)
+                    .map_err(|e| err(&e))?
+                    .label(name.as_str())
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled())
+                    });
+            }
+            // Group names under the bars, rotated, at each group's centre.
+            let style = ("sans-serif", 13)
+                .into_font()
+                .transform(FontTransform::Rotate90)
+                .color(&BLACK);
+            for (g, name) in self.groups.iter().enumerate() {
+                let (px, py) = chart.backend_coord(&(g as f64 + 0.5, 0.0));
+                root.draw(&Text::new(name.clone(), (px - 6, py + 6), style.clone()))
+                    .map_err(|e| err(&e))?;
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw()
+                .map_err(|e| err(&e))?;
+            root.present().map_err(|e| err(&e))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| err(&e))?;
-        root.present().map_err(|e| err(&e))
+        dir.write_png(name, size.0, size.1, &rgb)?;
+        Ok(())
     }
 }
 
@@ -104,8 +113,7 @@ const HYBRID3: Scheme = Scheme::Hybrid { theta: 3 };
 const THETAS: [u32; 3] = [2, 3, 5];
 
 /// Writes fig4 … fig8 PNGs into `dir`.
-pub fn figures(results: &[BenchResult], dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::runtime(format!("{}: {e}", dir.display())))?;
+pub fn figures(results: &[BenchResult], dir: &OutDir) -> Result<()> {
     let names: Vec<String> = results.iter().map(|r| r.name.clone()).collect();
     let per = |f: &dyn Fn(&BenchResult) -> f64| results.iter().map(f).collect::<Vec<f64>>();
     Bars {
@@ -124,7 +132,7 @@ pub fn figures(results: &[BenchResult], dir: &Path) -> Result<()> {
         ],
         stacked: false,
     }
-    .draw(&dir.join("fig4_core_miss.png"))?;
+    .draw(dir, "fig4_core_miss.png")?;
     Bars {
         title: "Fig. 5: average memory latency, normalised to remote-only",
         y_label: "latency / remote-only",
@@ -138,7 +146,7 @@ pub fn figures(results: &[BenchResult], dir: &Path) -> Result<()> {
         ],
         stacked: false,
     }
-    .draw(&dir.join("fig5_latency.png"))?;
+    .draw(dir, "fig5_latency.png")?;
     Bars {
         title: "Fig. 6: core misses by mechanism, hybrid θ=3",
         y_label: "fraction of accesses (%)",
@@ -155,7 +163,7 @@ pub fn figures(results: &[BenchResult], dir: &Path) -> Result<()> {
         ],
         stacked: true,
     }
-    .draw(&dir.join("fig6_breakdown.png"))?;
+    .draw(dir, "fig6_breakdown.png")?;
     let sums = summarise(results);
     let pick = |s: Scheme| *sums.iter().find(|m| m.scheme == s).expect("listed scheme");
     let schemes: Vec<Scheme> = std::iter::once(Scheme::RemoteOnly)
@@ -177,7 +185,7 @@ pub fn figures(results: &[BenchResult], dir: &Path) -> Result<()> {
         ],
         stacked: true,
     }
-    .draw(&dir.join("fig7_theta_breakdown.png"))?;
+    .draw(dir, "fig7_theta_breakdown.png")?;
     Bars {
         title: "Fig. 8: memory latency vs depth threshold (geomean, / remote-only)",
         y_label: "latency / remote-only",
@@ -191,5 +199,5 @@ pub fn figures(results: &[BenchResult], dir: &Path) -> Result<()> {
         )],
         stacked: false,
     }
-    .draw(&dir.join("fig8_theta_latency.png"))
+    .draw(dir, "fig8_theta_latency.png")
 }

@@ -10,7 +10,8 @@ use crate::kernels::Benchmark;
 use crate::{Chip, Scheme};
 use hetsched_core::Result;
 use hetsched_repro::{Claim, Figure, Reproduction, Table, Verdict};
-use std::path::{Path, PathBuf};
+use hetsched_util::files::OutDir;
+use std::path::PathBuf;
 
 const PAPER: &str = "shim";
 const HYBRID3: Scheme = Scheme::Hybrid { theta: 3 };
@@ -362,7 +363,7 @@ pub fn figures(results: &[BenchResult]) -> Vec<Figure> {
 /// `quick`, the tiny test sizes on 16 cores), writes the five PNGs and the text/CSV
 /// tables under `out`, and returns the paper's figures beside ours, the judged claims
 /// and the chip's assumptions.
-pub fn reproduce(out: &Path, quick: bool) -> Result<Reproduction> {
+pub fn reproduce(out: &OutDir, quick: bool) -> Result<Reproduction> {
     let base = Chip::shim_64();
     let chip = if quick { base.with_cores(16)? } else { base };
     let threads = chip.cores as usize;

@@ -11,14 +11,24 @@
 //! `pc` identifies the access site (an instruction address, or for our instrumented
 //! kernels a source-site id); `gap` is the number of non-memory instructions the thread
 //! executed since its previous access (saturating at 65535).
+//!
+//! A saved trace is read whole into memory (as large as the file), so a file is read
+//! only if it is a regular file within [`MAX_FILE_BYTES`], and a directory's traces
+//! only up to [`MAX_TOTAL_BYTES`] together.
 
 use hetsched_core::{Error, Result};
+use hetsched_util::files::{self, OutDir};
 use std::io::{Read, Write};
 use std::path::Path;
 
 const MAGIC: &[u8; 4] = b"HSNT";
 const VERSION: u32 = 1;
 const RECORD_BYTES: usize = 16;
+
+/// Largest trace file, bytes: 64 Mi accesses of one thread.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+/// Largest sum of one benchmark's trace files, bytes (they are all in memory at once).
+pub const MAX_TOTAL_BYTES: u64 = 4 << 30;
 
 /// One memory access of a thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,6 +129,11 @@ pub fn read_trace(r: &mut impl Read, origin: &str) -> Result<Trace> {
     let mut bytes = Vec::new();
     r.read_to_end(&mut bytes)
         .map_err(|e| Error::runtime(format!("{origin}: {e}")))?;
+    parse_trace(&bytes, origin)
+}
+
+/// A trace from its bytes; `origin` names the source in error messages.
+pub fn parse_trace(bytes: &[u8], origin: &str) -> Result<Trace> {
     if bytes.len() < 16 || &bytes[..4] != MAGIC {
         return Err(Error::input(format!(
             "{origin}: not a trace (magic \"HSNT\" expected)"
@@ -158,28 +173,45 @@ pub fn read_trace(r: &mut impl Read, origin: &str) -> Result<Trace> {
 }
 
 /// Writes one file per thread, `DIR/thread-<i>.trace`.
-pub fn save_traces(dir: &Path, traces: &[Trace]) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::runtime(format!("{}: {e}", dir.display())))?;
+pub fn save_traces(dir: &OutDir, traces: &[Trace]) -> Result<()> {
     for (i, t) in traces.iter().enumerate() {
-        let path = dir.join(format!("thread-{i}.trace"));
-        let mut f = std::fs::File::create(&path)
-            .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
-        write_trace(&mut f, t).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
+        let mut f = dir.file(&format!("thread-{i}.trace"))?;
+        write_trace(&mut f, t).map_err(|e| f.error(e))?;
+        f.finish()?;
     }
     Ok(())
 }
 
-/// Reads `DIR/thread-0.trace`, `thread-1.trace`, … until the first missing index.
+/// Reads `DIR/thread-0.trace`, `thread-1.trace`, … until the first missing index: at
+/// most [`crate::chip::MAX_CORES`] threads, each file a regular file of at most
+/// [`MAX_FILE_BYTES`], [`MAX_TOTAL_BYTES`] in all.
 pub fn load_traces(dir: &Path) -> Result<Vec<Trace>> {
     let mut traces = Vec::new();
+    let mut total = 0u64;
     loop {
         let path = dir.join(format!("thread-{}.trace", traces.len()));
         if !path.exists() {
             break;
         }
-        let mut f = std::fs::File::open(&path)
-            .map_err(|e| Error::input(format!("{}: {e}", path.display())))?;
-        traces.push(read_trace(&mut f, &path.display().to_string())?);
+        if traces.len() == crate::chip::MAX_CORES as usize {
+            return Err(Error::input(format!(
+                "{}: more than {} thread traces (a chip has at most {} cores)",
+                dir.display(),
+                crate::chip::MAX_CORES,
+                crate::chip::MAX_CORES
+            )));
+        }
+        let bytes = files::read(&path, "a NUCA trace", MAX_FILE_BYTES)?;
+        total += bytes.len() as u64;
+        if total > MAX_TOTAL_BYTES {
+            return Err(Error::input(format!(
+                "{}: the traces up to {} hold {total} bytes; a benchmark's traces may have at most {} together",
+                dir.display(),
+                path.display(),
+                files::bytes(MAX_TOTAL_BYTES)
+            )));
+        }
+        traces.push(parse_trace(&bytes, &path.display().to_string())?);
     }
     if traces.is_empty() {
         return Err(Error::input(format!(
@@ -240,7 +272,7 @@ mod tests {
             }],
             vec![],
         ];
-        save_traces(dir.path(), &traces).unwrap();
+        save_traces(&OutDir::create(dir.path()).unwrap(), &traces).unwrap();
         assert_eq!(load_traces(dir.path()).unwrap(), traces);
     }
 

@@ -5,6 +5,7 @@
 //! different result where we do not — so a change in either direction is noticed.
 
 use hetsched_repro::{assert_verdict, judged_once, Judged, Verdict};
+use hetsched_util::files::OutDir;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -15,10 +16,10 @@ fn judged() -> &'static [Judged] {
     J.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
         judged_once(dir, || {
-            let out = dir.join("shim-reproduce");
+            let out = OutDir::create(&dir.join("shim-reproduce")).unwrap();
             let r = hetsched_nuca::reproduce::reproduce(&out, true).expect("the runs succeed");
             assert_eq!(r.paper, "shim");
-            assert_eq!(r.missing_figure_parts(&out), Vec::<String>::new());
+            assert_eq!(r.missing_figure_parts(out.path()), Vec::<String>::new());
             for f in &r.figures {
                 assert!(!f.paper_numbers.rows.is_empty(), "{}", f.id);
             }

@@ -1,10 +1,14 @@
 //! Line plots of the O² experiment curves (PNG through plotters). Behind the `plot`
 //! feature, off by default, so the C static library does not pull in freetype; the
-//! CLI turns it on.
+//! CLI turns it on. Drawn into a buffer and written through the output directory
+//! (`hetsched_util::png`).
 
 use hetsched_core::{Error, Result};
+use hetsched_util::files::OutDir;
 use plotters::prelude::*;
-use std::path::Path;
+
+/// The size of a plot, pixels.
+const SIZE: (u32, u32) = (900, 560);
 
 /// One named curve: (x, y) points.
 pub struct Series<'a> {
@@ -35,14 +39,16 @@ const COLORS: [RGBColor; 5] = [
     RGBColor(230, 130, 0),
 ];
 
-/// Draws `series` against a log2 x axis (data sizes) into `path`.
+/// Draws `series` against a log2 x axis (data sizes) into the PNG file `name` of `out`.
 pub fn log2_x_lines(
-    path: &Path,
+    out: &OutDir,
+    name: &str,
     title: &str,
     x_label: &str,
     y_label: &str,
     series: &[Series<'_>],
 ) -> Result<()> {
+    let path = out.join(name);
     let err =
         |e: &dyn std::fmt::Display| Error::runtime(format!("plotting {}: {e}", path.display()));
     let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
@@ -55,47 +61,51 @@ pub fn log2_x_lines(
             path.display()
         )));
     }
-    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(80)
-        .build_cartesian_2d(
-            (x0.log2() - 0.2)..(x1.log2() + 0.2),
-            0.0..(y1 * 1.1).max(1e-9),
-        )
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc(x_label)
-        .y_desc(y_label)
-        .x_label_formatter(&|v| human_bytes(2f64.powf(*v)))
-        .y_label_formatter(&|v| human_count(*v))
-        .draw()
-        .map_err(|e| err(&e))?;
-    for (i, s) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let pts: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (x.log2(), y)).collect();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-            .map_err(|e| err(&e))?
-            .label(s.name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+    let mut rgb = vec![0; SIZE.0 as usize * SIZE.1 as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(80)
+            .build_cartesian_2d(
+                (x0.log2() - 0.2)..(x1.log2() + 0.2),
+                0.0..(y1 * 1.1).max(1e-9),
+            )
             .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc(x_label)
+            .y_desc(y_label)
+            .x_label_formatter(&|v| human_bytes(2f64.powf(*v)))
+            .y_label_formatter(&|v| human_count(*v))
+            .draw()
+            .map_err(|e| err(&e))?;
+        for (i, s) in series.iter().enumerate() {
+            let color = COLORS[i % COLORS.len()];
+            let pts: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (x.log2(), y)).collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(|e| err(&e))?
+                .label(s.name)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                .map_err(|e| err(&e))?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
+    out.write_png(name, SIZE.0, SIZE.1, &rgb)?;
     Ok(())
 }
 

@@ -329,12 +329,10 @@ pub fn sizes(quick: bool) -> Vec<u64> {
 /// and `coretime-bandwidth.png` under `out`, and returns the reproduction.
 #[cfg(feature = "plot")]
 pub fn reproduce(
-    out: &std::path::Path,
+    out: &hetsched_util::files::OutDir,
     quick: bool,
 ) -> hetsched_core::Result<hetsched_repro::Reproduction> {
     use crate::plot::{log2_x_lines, Series};
-    std::fs::create_dir_all(out)
-        .map_err(|e| hetsched_core::Error::runtime(format!("{}: {e}", out.display())))?;
     let points = crate::sim::sweep(&config(sizes(quick), MEM_GBPS, quick), |_| {})?;
     let bw_sizes: &[u64] = if quick {
         &[8 * MB]
@@ -344,7 +342,8 @@ pub fn reproduce(
     let bandwidth = bandwidth_sweep(&BANDWIDTHS, bw_sizes, quick)?;
     let x = |p: &SimPoint| p.total_bytes as f64;
     log2_x_lines(
-        &out.join("coretime-sim.png"),
+        out,
+        "coretime-sim.png",
         "Simulated 16-core Opteron: directory lookups, thread-based vs O²",
         "total directory data",
         "lookups / s",
@@ -374,7 +373,8 @@ pub fn reproduce(
         .map(|((_, ps), name)| Series::of(name, ps, |p| p.0 as f64, |p| p.1))
         .collect();
     log2_x_lines(
-        &out.join("coretime-bandwidth.png"),
+        out,
+        "coretime-bandwidth.png",
         "O² / thread-based by memory bandwidth per node",
         "total directory data",
         "O² / thread-based",

@@ -5,6 +5,7 @@
 //! change in either direction is noticed.
 
 use hetsched_repro::{assert_verdict, judged_once, Judged, Verdict};
+use hetsched_util::files::OutDir;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -13,9 +14,9 @@ fn judged() -> &'static [Judged] {
     J.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
         judged_once(dir, || {
-            let out = dir.join("o2-reproduce");
+            let out = OutDir::create(&dir.join("o2-reproduce")).unwrap();
             let r = hetsched_o2::reproduce::reproduce(&out, true).expect("the sweep runs");
-            assert_eq!(r.missing_figure_parts(&out), Vec::<String>::new());
+            assert_eq!(r.missing_figure_parts(out.path()), Vec::<String>::new());
             assert!(r.assumptions.iter().any(|a| a.name == "MEM_GBPS"));
             r.claims
         })

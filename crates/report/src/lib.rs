@@ -14,8 +14,8 @@ mod markdown;
 
 use hetsched_core::{Error, Result};
 use hetsched_repro::{Reproduction, Verdict};
+use hetsched_util::files::OutDir;
 use serde::Serialize;
-use std::path::Path;
 use std::time::Instant;
 
 /// One experiment: its key (`--only` names it; its folder under the report) and its
@@ -23,7 +23,7 @@ use std::time::Instant;
 #[derive(Debug)]
 pub struct Experiment {
     pub paper: &'static str,
-    pub run: fn(&Path, bool) -> std::result::Result<Reproduction, String>,
+    pub run: fn(&OutDir, bool) -> std::result::Result<Reproduction, String>,
 }
 
 /// The error of an experiment's `reproduce`, as the report prints it.
@@ -169,9 +169,13 @@ pub fn select(only: Option<&str>) -> Result<Vec<&'static Experiment>> {
 /// Runs `experiments` (each into `out/<paper>/`) with a progress bar on stderr when
 /// `progress`, and writes `index.html`, `report.md` and `claims.json` into `out`.
 /// A failing or panicking experiment becomes a failed section; the others still run.
-pub fn run(out: &Path, quick: bool, experiments: &[&Experiment], progress: bool) -> Result<Report> {
+pub fn run(
+    out: &OutDir,
+    quick: bool,
+    experiments: &[&Experiment],
+    progress: bool,
+) -> Result<Report> {
     let start = Instant::now();
-    std::fs::create_dir_all(out).map_err(|e| Error::runtime(format!("{}: {e}", out.display())))?;
     let bar = if progress {
         indicatif::ProgressBar::new(experiments.len() as u64)
     } else {
@@ -187,8 +191,11 @@ pub fn run(out: &Path, quick: bool, experiments: &[&Experiment], progress: bool)
     for e in experiments {
         bar.set_message(e.paper);
         let t = Instant::now();
-        let dir = out.join(e.paper);
-        let result = std::panic::catch_unwind(|| (e.run)(&dir, quick)).unwrap_or_else(|p| {
+        let result = std::panic::catch_unwind(|| {
+            let dir = out.subdir(e.paper).map_err(|e| e.to_string())?;
+            (e.run)(&dir, quick)
+        })
+        .unwrap_or_else(|p| {
             let msg = p
                 .downcast_ref::<String>()
                 .cloned()
@@ -214,11 +221,8 @@ pub fn run(out: &Path, quick: bool, experiments: &[&Experiment], progress: bool)
 }
 
 /// Writes the report's three files into `out`.
-pub fn write(out: &Path, report: &Report) -> Result<()> {
-    let put = |name: &str, text: String| {
-        let path = out.join(name);
-        std::fs::write(&path, text).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))
-    };
+pub fn write(out: &OutDir, report: &Report) -> Result<()> {
+    let put = |name: &str, text: String| out.write(name, text).map(drop);
     put("index.html", html::render(report))?;
     put("report.md", markdown::render(report))?;
     put(
@@ -264,8 +268,7 @@ mod tests {
     use super::*;
     use hetsched_repro::{Claim, Figure, Table};
 
-    fn tiny(out: &Path, _quick: bool) -> std::result::Result<Reproduction, String> {
-        std::fs::create_dir_all(out).map_err(|e| e.to_string())?;
+    fn tiny(_out: &OutDir, _quick: bool) -> std::result::Result<Reproduction, String> {
         Ok(Reproduction {
             paper: "tiny",
             reference: "A <tiny> & \"quoted\" paper".into(),
@@ -312,7 +315,8 @@ mod tests {
             run: tiny,
         };
         let dir = std::env::temp_dir().join(format!("hetsched-report-unit-{}", std::process::id()));
-        let r = run(&dir, true, &[&failing, &panicking, &good], false).unwrap();
+        let out = OutDir::create(&dir).unwrap();
+        let r = run(&out, true, &[&failing, &panicking, &good], false).unwrap();
         assert_eq!(r.failed(), ["failing", "panicking"]);
         assert_eq!(
             r.sections[1].result.as_ref().unwrap_err(),

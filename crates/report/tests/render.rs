@@ -81,7 +81,8 @@ fn the_quick_report_shows_every_image_and_every_claim_with_a_verdict_in_a_browse
         .unwrap();
     let out = dir.path().join("report");
     let all = hetsched_report::select(None).unwrap();
-    let report = hetsched_report::run(&out, true, &all, false).unwrap();
+    let outdir = hetsched_util::files::OutDir::create(&out).unwrap();
+    let report = hetsched_report::run(&outdir, true, &all, false).unwrap();
     assert!(report.failed().is_empty(), "{:?}", report.failed());
 
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();

@@ -12,8 +12,16 @@
 //! the list the report prints come from the same source text, so an assumption is never
 //! written twice.
 
+use hetsched_util::files::{self, OutDir};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+
+/// Largest figure [`Reproduction::missing_figure_parts`] reads, bytes (ours take at
+/// most 200 KiB).
+pub const MAX_FIGURE_BYTES: u64 = 64 << 20;
+
+/// Largest stored verdicts file [`judged_once`] reads, bytes.
+pub const MAX_JUDGED_BYTES: u64 = 64 << 20;
 
 /// How far our reproduction holds a claim of the paper.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,7 +186,8 @@ impl Reproduction {
                 missing.push(format!("{}: no numbers of ours", f.id));
             }
             for image in &f.images {
-                let png = std::fs::read(out.join(image)).unwrap_or_default();
+                let png =
+                    files::read(&out.join(image), "a figure", MAX_FIGURE_BYTES).unwrap_or_default();
                 if !png.starts_with(b"\x89PNG") {
                     missing.push(format!("{}: {} is not a PNG", f.id, image.display()));
                 }
@@ -289,9 +298,12 @@ pub fn assert_verdict(judged: &[Judged], id: &str, verdict: Verdict) {
 /// process of its own: the first process to take the lock on `dir` judges and stores
 /// the verdicts in `dir`, the others wait for the lock and read them. A crate's claim
 /// tests so cost one reproduction, not one per claim. The lock is `flock`, released
-/// when its holder ends, even by a panic, so no process waits forever.
+/// when its holder ends, even by a panic, so no process waits forever. The lock file is
+/// opened and the verdicts are written without following a link (`files`).
 pub fn judged_once(dir: &Path, judge: impl FnOnce() -> Vec<Claim>) -> std::io::Result<Vec<Judged>> {
     use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |e: hetsched_util::Error| std::io::Error::other(e.to_string());
     let exe = std::env::current_exe()?;
     let stamp = exe
         .metadata()?
@@ -301,23 +313,27 @@ pub fn judged_once(dir: &Path, judge: impl FnOnce() -> Vec<Claim>) -> std::io::R
     let name = exe
         .file_name()
         .map_or("claims".into(), |n| n.to_string_lossy().into_owned());
-    std::fs::create_dir_all(dir)?;
-    let path = dir.join(format!("{name}-{stamp}.claims.json"));
-    let lock = std::fs::File::create(dir.join(format!("{name}.lock")))?;
+    let out = OutDir::create(dir).map_err(io)?;
+    let file = format!("{name}-{stamp}.claims.json");
+    let path = out.join(&file);
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(out.join(&format!("{name}.lock")))?;
     // SAFETY: `lock` is an open descriptor for the whole call.
     if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    if let Some(judged) = std::fs::read_to_string(&path)
+    if let Some(judged) = files::read_text(&path, "stored verdicts", MAX_JUDGED_BYTES)
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
     {
         return Ok(judged);
     }
     let judged: Vec<Judged> = judge().iter().map(Judged::from).collect();
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_string(&judged)?)?;
-    std::fs::rename(&tmp, &path)?;
+    out.write(&file, serde_json::to_string(&judged)?)
+        .map_err(io)?;
     Ok(judged)
 }
 

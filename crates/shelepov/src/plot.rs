@@ -1,18 +1,24 @@
 //! The bar chart: per configuration, each program's change in completion time under
-//! `signature` (ours, and the paper's where its text gives it) and the aggregate.
+//! `signature` (ours, and the paper's where its text gives it) and the aggregate; drawn
+//! into a buffer and written through the output directory (`hetsched_util::png`).
 
 use crate::experiments::Outcome;
 use hetsched_core::{Error, Result};
+use hetsched_util::files::OutDir;
 use plotters::prelude::*;
 use std::path::Path;
+
+/// The size of the chart, pixels.
+const SIZE: (u32, u32) = (1400, 760);
 
 fn err<E: std::fmt::Display>(path: &Path) -> impl Fn(E) -> Error + '_ {
     move |e| Error::runtime(format!("{}: plot: {e}", path.display()))
 }
 
 /// Draws one bar group per program and one for the aggregate of each configuration,
-/// ours beside the paper's, into `path` (PNG).
-pub fn bars(path: &Path, outcomes: &[Outcome]) -> Result<()> {
+/// ours beside the paper's, into the PNG file `name` of `out`.
+pub fn bars(out: &OutDir, name: &str, outcomes: &[Outcome]) -> Result<()> {
+    let path = &out.join(name);
     // (label, ours, paper)
     let mut groups: Vec<(String, f64, Option<f64>)> = Vec::new();
     for o in outcomes {
@@ -39,73 +45,77 @@ pub fn bars(path: &Path, outcomes: &[Outcome]) -> Result<()> {
         .fold(0.0f64, f64::max);
     let pad = (hi - lo).max(1.0) * 0.08;
     let n = groups.len() as i32;
-    let root = BitMapBackend::new(path, (1400, 760)).into_drawing_area();
-    root.fill(&WHITE).map_err(err(path))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "signature vs default scheduler: change in mean completion time",
-            ("sans-serif", 22),
-        )
-        .margin(12)
-        .x_label_area_size(230)
-        .y_label_area_size(60)
-        .build_cartesian_2d((0..n).into_segmented(), (lo - pad)..(hi + pad))
-        .map_err(err(path))?;
-    let labels: Vec<String> = groups.iter().map(|g| g.0.clone()).collect();
-    chart
-        .configure_mesh()
-        .x_labels(groups.len())
-        .x_label_formatter(&|x| match x {
-            // Rotated labels are centred on the axis: trailing spaces (on the plot side)
-            // move the text below it.
-            SegmentValue::CenterOf(i) => labels
-                .get(*i as usize)
-                .map_or(String::new(), |l| format!("{l}{}", " ".repeat(2 * l.len()))),
-            _ => String::new(),
-        })
-        .x_label_style(
-            ("sans-serif", 13)
-                .into_font()
-                .transform(FontTransform::Rotate270),
-        )
-        .y_desc("change, % (negative: faster)")
-        .disable_x_mesh()
-        .draw()
-        .map_err(err(path))?;
-    let ours = BLUE.mix(0.8);
-    let paper = RGBColor(150, 150, 150);
-    let bar = |from: SegmentValue<i32>, to: SegmentValue<i32>, v: f64, c: RGBAColor| {
-        Rectangle::new([(from, 0.0), (to, v)], c.filled())
-    };
-    chart
-        .draw_series(groups.iter().enumerate().map(|(i, g)| {
-            let i = i as i32;
-            bar(SegmentValue::Exact(i), SegmentValue::CenterOf(i), g.1, ours)
-        }))
-        .map_err(err(path))?
-        .label("ours (simulated)")
-        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], ours.filled()));
-    chart
-        .draw_series(groups.iter().enumerate().filter_map(|(i, g)| {
-            let i = i as i32;
-            g.2.map(|v| {
-                bar(
-                    SegmentValue::CenterOf(i),
-                    SegmentValue::Exact(i + 1),
-                    v,
-                    paper.to_rgba(),
-                )
+    let mut rgb = vec![0; SIZE.0 as usize * SIZE.1 as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(err(path))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "signature vs default scheduler: change in mean completion time",
+                ("sans-serif", 22),
+            )
+            .margin(12)
+            .x_label_area_size(230)
+            .y_label_area_size(60)
+            .build_cartesian_2d((0..n).into_segmented(), (lo - pad)..(hi + pad))
+            .map_err(err(path))?;
+        let labels: Vec<String> = groups.iter().map(|g| g.0.clone()).collect();
+        chart
+            .configure_mesh()
+            .x_labels(groups.len())
+            .x_label_formatter(&|x| match x {
+                // Rotated labels are centred on the axis: trailing spaces (on the plot side)
+                // move the text below it.
+                SegmentValue::CenterOf(i) => labels
+                    .get(*i as usize)
+                    .map_or(String::new(), |l| format!("{l}{}", " ".repeat(2 * l.len()))),
+                _ => String::new(),
             })
-        }))
-        .map_err(err(path))?
-        .label("paper (text of section 4)")
-        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], paper.filled()));
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .draw()
-        .map_err(err(path))?;
-    root.present().map_err(err(path))?;
+            .x_label_style(
+                ("sans-serif", 13)
+                    .into_font()
+                    .transform(FontTransform::Rotate270),
+            )
+            .y_desc("change, % (negative: faster)")
+            .disable_x_mesh()
+            .draw()
+            .map_err(err(path))?;
+        let ours = BLUE.mix(0.8);
+        let paper = RGBColor(150, 150, 150);
+        let bar = |from: SegmentValue<i32>, to: SegmentValue<i32>, v: f64, c: RGBAColor| {
+            Rectangle::new([(from, 0.0), (to, v)], c.filled())
+        };
+        chart
+            .draw_series(groups.iter().enumerate().map(|(i, g)| {
+                let i = i as i32;
+                bar(SegmentValue::Exact(i), SegmentValue::CenterOf(i), g.1, ours)
+            }))
+            .map_err(err(path))?
+            .label("ours (simulated)")
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], ours.filled()));
+        chart
+            .draw_series(groups.iter().enumerate().filter_map(|(i, g)| {
+                let i = i as i32;
+                g.2.map(|v| {
+                    bar(
+                        SegmentValue::CenterOf(i),
+                        SegmentValue::Exact(i + 1),
+                        v,
+                        paper.to_rgba(),
+                    )
+                })
+            }))
+            .map_err(err(path))?
+            .label("paper (text of section 4)")
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], paper.filled()));
+        chart
+            .configure_series_labels()
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.9))
+            .draw()
+            .map_err(err(path))?;
+        root.present().map_err(err(path))?;
+    }
+    out.write_png(name, SIZE.0, SIZE.1, &rgb)?;
     Ok(())
 }

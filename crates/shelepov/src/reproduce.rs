@@ -3,9 +3,9 @@
 //! bar chart beside the paper's numbers.
 
 use crate::experiments::{run_all, table, Options, Outcome};
-use hetsched_core::{Error, Result};
+use hetsched_core::Result;
 use hetsched_repro::{Claim, Figure, Reproduction, Table, Verdict};
-use std::path::Path;
+use hetsched_util::files::OutDir;
 
 /// Start orders per configuration in a quick run (the full run: the default 16).
 pub const QUICK_SEEDS: u64 = 8;
@@ -23,14 +23,11 @@ pub fn options(quick: bool) -> Options {
 }
 
 /// Runs §4 into `out` (`shelepov.txt`, `shelepov.png`) and judges its claims.
-pub fn reproduce(out: &Path, quick: bool) -> Result<Reproduction> {
+pub fn reproduce(out: &OutDir, quick: bool) -> Result<Reproduction> {
     let opts = options(quick);
     let outcomes = run_all(&opts)?;
-    std::fs::create_dir_all(out).map_err(|e| Error::runtime(format!("{}: {e}", out.display())))?;
-    let path = out.join("shelepov.txt");
-    std::fs::write(&path, table(&outcomes))
-        .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
-    crate::plot::bars(&out.join("shelepov.png"), &outcomes)?;
+    out.write("shelepov.txt", table(&outcomes))?;
+    crate::plot::bars(out, "shelepov.png", &outcomes)?;
     let header =
         |what: &str| -> Vec<String> { vec!["configuration".into(), "program".into(), what.into()] };
     let (mut paper_rows, mut our_rows) = (Vec::new(), Vec::new());

@@ -6,10 +6,13 @@
 //! reading uses the `object` crate.
 
 use hetsched_core::{Error, Result};
+use hetsched_util::files::{self, OutFile};
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader};
+use object::read::{ReadCache, ReadRef};
 use object::{Endianness, FileKind};
-use std::io::Read;
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
@@ -35,37 +38,61 @@ pub fn encode_note(desc: &[u8]) -> Vec<u8> {
     v
 }
 
-/// The largest ELF file `read` loads (1 GiB).
+/// The largest ELF file [`embed`] rewrites (1 GiB): it copies the program through
+/// memory. [`read`] reads only the parts it needs, whatever the program's size.
 pub const MAX_ELF_BYTES: u64 = 1 << 30;
+/// The most sections [`read`] looks through (their headers take 4 MiB at most).
+pub const MAX_SECTIONS: u64 = 1 << 16;
+/// The most bytes of note sections [`read`] looks through: a program's notes take a
+/// few hundred, a signature a few kB.
+pub const MAX_NOTE_BYTES: u64 = 16 << 20;
 
 /// Read the signature note of an ELF file: `Ok(None)` when it has none, an input error
-/// when the file is not ELF.
+/// when the file is not ELF or not a regular file (a FIFO or a device is refused
+/// without blocking). Only the headers and the note sections are read (on demand, of a
+/// file of any size), so a large program costs little memory.
 pub fn read(path: &Path) -> Result<Option<Vec<u8>>> {
-    let name = path.display().to_string();
-    let cannot = |e: std::io::Error| Error::input(format!("{name}: cannot read: {e}"));
-    let mut data = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_ELF_BYTES + 1).read_to_end(&mut data))
-        .map_err(cannot)?;
-    if data.len() as u64 > MAX_ELF_BYTES {
-        return Err(Error::input(format!(
-            "{name}: larger than {MAX_ELF_BYTES} bytes: not a program this reads (e.g. /dev/zero)"
-        )));
-    }
-    let bad = |e: object::Error| Error::input(format!("{name}: malformed ELF: {e}"));
-    match FileKind::parse(&*data) {
-        Ok(FileKind::Elf32) => find::<elf::FileHeader32<Endianness>>(&data).map_err(bad),
-        Ok(FileKind::Elf64) => find::<elf::FileHeader64<Endianness>>(&data).map_err(bad),
-        _ => Err(Error::input(format!("{name}: not an ELF file"))),
+    let (file, _) = files::open(path, "a program")?;
+    find_in(&ReadCache::new(file), path)
+}
+
+/// The signature note of the ELF data `data` (the file `path`).
+fn find_in<'a, R: ReadRef<'a>>(data: R, path: &Path) -> Result<Option<Vec<u8>>> {
+    match FileKind::parse(data) {
+        Ok(FileKind::Elf32) => find::<elf::FileHeader32<Endianness>, R>(data, path),
+        Ok(FileKind::Elf64) => find::<elf::FileHeader64<Endianness>, R>(data, path),
+        _ => Err(Error::input(format!("{}: not an ELF file", path.display()))),
     }
 }
 
-fn find<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::Result<Option<Vec<u8>>> {
-    let header = E::parse(data)?;
-    let endian = header.endian()?;
-    for section in header.sections(endian, data)?.iter() {
-        if let Some(mut notes) = section.notes(endian, data)? {
-            while let Some(note) = notes.next()? {
+fn find<'a, E: FileHeader<Endian = Endianness>, R: ReadRef<'a>>(
+    data: R,
+    path: &Path,
+) -> Result<Option<Vec<u8>>> {
+    let name = path.display();
+    let bad = |e: object::Error| Error::input(format!("{name}: malformed ELF: {e}"));
+    let header = E::parse(data).map_err(bad)?;
+    let endian = header.endian().map_err(bad)?;
+    let count = header.shnum(endian, data).map_err(bad)? as u64;
+    if count > MAX_SECTIONS {
+        return Err(Error::input(format!(
+            "{name}: {count} sections; a program read for its signature may have at most {MAX_SECTIONS}"
+        )));
+    }
+    let mut note_bytes = 0u64;
+    for section in header.sections(endian, data).map_err(bad)?.iter() {
+        if section.sh_type(endian) != elf::SHT_NOTE {
+            continue;
+        }
+        note_bytes += section.sh_size(endian).into();
+        if note_bytes > MAX_NOTE_BYTES {
+            return Err(Error::input(format!(
+                "{name}: note sections of more than {}; a program read for its signature may have at most that",
+                files::bytes(MAX_NOTE_BYTES)
+            )));
+        }
+        if let Some(mut notes) = section.notes(endian, data).map_err(bad)? {
+            while let Some(note) = notes.next().map_err(bad)? {
                 if note.name() == NOTE_NAME && note.n_type(endian).0 == NT_HETSCHED_SIGNATURE {
                     return Ok(Some(note.desc().to_vec()));
                 }
@@ -77,56 +104,84 @@ fn find<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::Result<Optio
 
 /// Write `desc` as the signature note of the ELF file `path`, in place, replacing any
 /// earlier signature.
+///
+/// `path` must be a regular file, not a link (a link planted where a program was
+/// expected would otherwise choose which file is rewritten). objcopy works on a copy in
+/// a private temporary directory; the result replaces `path` by a rename (an
+/// [`OutFile`]) with the program's mode and, where this process may set it, its owner.
 pub fn embed(path: &Path, desc: &[u8]) -> Result<()> {
-    let had = read(path)?.is_some(); // also: refuses non-ELF files with a clear error
-    let note = tempfile_with(&encode_note(desc))?;
+    let name = path.display();
+    // Checked first: the final name is neither a link nor a device.
+    let mut out = OutFile::create(path)?;
+    let (mut file, size) = files::open_nofollow(path, "a program")?;
+    if size > MAX_ELF_BYTES {
+        return Err(Error::input(format!(
+            "{name}: {size} bytes; a program a signature is embedded in may have at most {}",
+            files::bytes(MAX_ELF_BYTES)
+        )));
+    }
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::input(format!("{name}: {e}")))?;
+    let mut data = Vec::with_capacity(size as usize);
+    (&mut file)
+        .take(MAX_ELF_BYTES + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| Error::input(format!("{name}: cannot read: {e}")))?;
+    // Also refuses non-ELF files with a clear error.
+    let had = find_in(data.as_slice(), path)?.is_some();
+    let work = tempfile::Builder::new()
+        .prefix("hetsched-embed-")
+        .tempdir()
+        .map_err(|e| Error::runtime(format!("cannot make a temporary directory: {e}")))?;
+    let (input, note) = (work.path().join("program"), work.path().join("note"));
+    let written = |p: &Path, bytes: &[u8]| {
+        std::fs::write(p, bytes)
+            .map_err(|e| Error::runtime(format!("cannot write {}: {e}", p.display())))
+    };
+    written(&input, &data)?;
+    written(&note, &encode_note(desc))?;
+    drop(data);
     let mut cmd = Command::new("objcopy");
     if had {
         cmd.args(["--remove-section", SECTION]);
     }
     cmd.arg("--add-section")
-        .arg(format!("{SECTION}={}", note.path().display()))
+        .arg(format!("{SECTION}={}", note.display()))
         .args(["--set-section-flags", &format!("{SECTION}=readonly")])
         .args(["--set-section-alignment", &format!("{SECTION}=4")])
-        .arg(path);
-    let out = cmd
+        .arg(&input);
+    let run = cmd
         .output()
         .map_err(|e| Error::runtime(format!("cannot run objcopy (binutils): {e}")))?;
-    if !out.status.success() {
+    if !run.status.success() {
         return Err(Error::runtime(format!(
-            "objcopy failed on {}: {}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
+            "objcopy failed on {name}: {}",
+            String::from_utf8_lossy(&run.stderr).trim()
         )));
     }
+    let result =
+        std::fs::read(&input).map_err(|e| Error::runtime(format!("{}: {e}", input.display())))?;
+    out.write_all(&result).map_err(|e| out.error(e))?;
+    // Written before the mode is set: a write by a user other than root would clear
+    // the set-user-ID bit again.
+    out.flush().map_err(|e| out.error(e))?;
+    let temp = out.get_ref();
+    let keep = |e: std::io::Error| Error::runtime(format!("{name}: cannot keep its mode: {e}"));
+    temp.set_permissions(std::fs::Permissions::from_mode(meta.mode() & 0o7777))
+        .map_err(keep)?;
+    if is_root() {
+        std::os::unix::fs::fchown(temp, Some(meta.uid()), Some(meta.gid())).map_err(keep)?;
+        // chown clears the set-user-ID and set-group-ID bits: set them again.
+        temp.set_permissions(std::fs::Permissions::from_mode(meta.mode() & 0o7777))
+            .map_err(keep)?;
+    }
+    out.finish()?;
     Ok(())
 }
 
-/// A temporary file holding `bytes` (deleted on drop).
-fn tempfile_with(bytes: &[u8]) -> Result<TempNote> {
-    let path = std::env::temp_dir().join(format!(
-        "hetsched-note-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    std::fs::write(&path, bytes)
-        .map_err(|e| Error::runtime(format!("cannot write {}: {e}", path.display())))?;
-    Ok(TempNote(path))
-}
-
-struct TempNote(std::path::PathBuf);
-
-impl TempNote {
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempNote {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+/// Whether this process runs as root (and so may give a file to another user).
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
 }

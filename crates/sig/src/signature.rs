@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 pub const FORMAT: &str = "hetsched-signature";
 /// The current document version.
 pub const VERSION: u32 = 1;
+/// The largest signature file read, bytes (real ones are a few kB).
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// One bucket's count.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -163,6 +165,13 @@ impl Signature {
             }
         }
         serde_json::from_value(v).map_err(|e| Error::input(format!("{name}: {e}")))
+    }
+
+    /// Reads a signature file: a regular file of at most [`MAX_FILE_BYTES`] (a FIFO or a
+    /// device is refused at once), checked as [`Signature::from_json`] does.
+    pub fn load(path: &std::path::Path) -> Result<Self> {
+        let text = hetsched_util::files::read_text(path, "a signature", MAX_FILE_BYTES)?;
+        Self::from_json(&text, &path.display().to_string())
     }
 
     /// The prediction for a configuration name such as "4MB/16".

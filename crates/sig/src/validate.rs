@@ -11,6 +11,7 @@ use crate::analysis::{Analyzer, Mode, Profile};
 use crate::missrate::{miss_rate, CacheConfig};
 use crate::source::{trace_live, Live};
 use hetsched_core::{Error, Result};
+use hetsched_util::files::OutDir;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::{Path, PathBuf};
@@ -163,7 +164,9 @@ pub fn spearman(pairs: &[(f64, f64)]) -> Option<f64> {
     (va > 0.0 && vb > 0.0).then(|| cov / (va * vb).sqrt())
 }
 
-/// Build the synthetic kernel with gcc into `dir`; returns its path.
+/// Build the synthetic kernel with gcc into `dir`; returns its path. `dir` must be a
+/// private directory (a fresh temporary one): gcc writes its output by path and would
+/// follow a link planted there.
 pub fn build_kernel(dir: &Path) -> Result<PathBuf> {
     let src = dir.join("kernel.c");
     let bin = dir.join("kernel");
@@ -210,8 +213,13 @@ pub fn synthetic_cases(kernel: &Path, accesses: u64) -> Vec<Case> {
     v
 }
 
+/// Writes [`text`] as the file `name` of `dir`; returns its path.
+pub fn write_text(dir: &OutDir, name: &str, lines: usize, seed: u64) -> Result<PathBuf> {
+    dir.write(name, text(lines, seed))
+}
+
 /// Deterministic text input for the real programs (`lines` lines of pseudo-words).
-pub fn write_text(path: &Path, lines: usize, seed: u64) -> Result<()> {
+pub fn text(lines: usize, seed: u64) -> String {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let words = [
         "cache",
@@ -245,21 +253,17 @@ pub fn write_text(path: &Path, lines: usize, seed: u64) -> Result<()> {
         }
         s.push('\n');
     }
-    std::fs::write(path, s).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))
+    s
 }
 
 /// Real programs from Debian packages on inputs the experiment writes into `dir`.
-pub fn real_cases(dir: &Path, text_lines: usize) -> Result<Vec<Case>> {
-    let text = dir.join("input.txt");
-    write_text(&text, text_lines, 7)?;
-    let small = dir.join("input-small.txt");
-    write_text(&small, text_lines / 4, 8)?;
-    let py = dir.join("script.py");
-    std::fs::write(
-        &py,
+pub fn real_cases(dir: &OutDir, text_lines: usize) -> Result<Vec<Case>> {
+    let text = write_text(dir, "input.txt", text_lines, 7)?;
+    let small = write_text(dir, "input-small.txt", text_lines / 4, 8)?;
+    let py = dir.write(
+        "script.py",
         "d = {}\nfor i in range(200000):\n    d[(i * 7919) % 100003] = str(i)\nprint(len(d), sum(len(v) for v in d.values()))\n",
-    )
-    .map_err(|e| Error::runtime(format!("{}: {e}", py.display())))?;
+    )?;
     let t = text.display().to_string();
     let s = small.display().to_string();
     let python = ["python3"]
@@ -312,7 +316,9 @@ pub fn real_cases(dir: &Path, text_lines: usize) -> Result<Vec<Case>> {
     Ok(v)
 }
 
-/// Profile one case with lackey and compare against cachegrind for each configuration.
+/// Profile one case with lackey and compare against cachegrind for each configuration;
+/// cachegrind's output files go to `dir`, a private directory (valgrind writes them by
+/// path, following a link planted there).
 pub fn run_case(case: &Case, configs: &[CacheConfig], dir: &Path) -> Result<Row> {
     run_case_with(case, configs, dir, Live::Lackey)
 }

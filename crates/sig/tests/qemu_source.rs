@@ -6,7 +6,7 @@ use hetsched_core::Error;
 use hetsched_sig::analysis::{Analyzer, Mode, Profile};
 use hetsched_sig::bench::max_fraction_error;
 use hetsched_sig::source::{qemu, trace_live, Live};
-use hetsched_sig::validate::{write_text, KERNEL_C};
+use hetsched_sig::validate::{text, KERNEL_C};
 use std::path::Path;
 use std::process::Command;
 
@@ -106,7 +106,7 @@ fn sampled_at_capture_is_within_a_hundredth_of_exact_on_gzip() {
     // 17 M accesses.
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("input.txt");
-    write_text(&input, 5000, 1).unwrap();
+    std::fs::write(&input, text(5000, 1)).unwrap();
     let cmd = argv(&["gzip", "-6", "-c", input.to_str().unwrap()]);
     let exact = profile(Live::Qemu, Mode::Exact, &cmd);
     let sampled = profile(Live::Qemu, Mode::Sampled(0.01), &cmd);

@@ -83,3 +83,43 @@ fn non_elf_is_a_clear_input_error() {
     assert!(e.to_string().contains("not an ELF file"), "{e}");
     assert!(elfnote::embed(&f, b"{}").is_err());
 }
+
+#[test]
+fn embedding_keeps_the_mode_and_never_writes_through_a_link() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("true");
+    std::fs::copy("/bin/true", &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o751)).unwrap();
+    elfnote::embed(&bin, b"{\"x\":1}").unwrap();
+    let mode = std::fs::metadata(&bin).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7777, 0o751);
+    assert!(std::process::Command::new(&bin).status().unwrap().success());
+    // Only the program is left in the directory (no temporary).
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+
+    // A link where the program was expected is refused; its target is untouched.
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&bin, &link).unwrap();
+    let before = std::fs::read(&bin).unwrap();
+    let e = elfnote::embed(&link, b"{\"x\":2}").unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("is a symbolic link"), "{e}");
+    assert_eq!(std::fs::read(&bin).unwrap(), before);
+    // Reading follows it (a program run through a link is still that program).
+    assert_eq!(elfnote::read(&link).unwrap().unwrap(), b"{\"x\":1}");
+}
+
+#[test]
+fn a_device_or_a_fifo_is_not_read_as_a_program() {
+    let start = std::time::Instant::now();
+    let e = elfnote::read(std::path::Path::new("/dev/zero")).unwrap_err();
+    assert!(e.to_string().contains("is a character device"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let e = elfnote::read(&fifo).unwrap_err();
+    assert!(e.to_string().contains("is a FIFO"), "{e}");
+    assert!(elfnote::embed(&fifo, b"{}").is_err());
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+}

@@ -217,6 +217,9 @@ pub struct Scenario {
 /// The accepted ranges of scenario fields. Times stay below the simulator's horizon
 /// ([`crate::engine::HORIZON_NS`]) and sizes keep its arithmetic finite.
 pub mod limits {
+    /// A scenario file, bytes (the examples take 1–3 KiB; tasks in bulk are a `count`
+    /// or a generator, not a list).
+    pub const MAX_FILE_BYTES: u64 = 16 << 20;
     /// Arrivals, generator starts and `end.max_time_s`, in seconds (about 31 years).
     pub const MAX_TIME_S: f64 = 1e9;
     /// A task's work, in reference seconds (about 11 days on a capacity-1024 CPU).
@@ -270,16 +273,15 @@ fn one_line(msg: &str) -> String {
 }
 
 impl Scenario {
-    /// Reads and validates a scenario file.
+    /// Reads and validates a scenario file: a regular file (a FIFO or a device is
+    /// refused at once) of at most [`limits::MAX_FILE_BYTES`].
     pub fn load(path: &Path) -> Result<Scenario> {
-        let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::input(format!("{origin}: cannot read: {e}")))?;
+        let text = hetsched_util::files::read_text(path, "a scenario", limits::MAX_FILE_BYTES)?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let name = path
             .file_stem()
             .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
-        Self::parse(&text, &origin, &name, &base)
+        Self::parse(&text, &path.display().to_string(), &name, &base)
     }
 
     /// Parses scenario text; `origin` names it in errors, `base` resolves relative paths.

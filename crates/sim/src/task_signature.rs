@@ -25,7 +25,6 @@ use hetsched_core::{Error, Result};
 use hetsched_sig::elasticity::{Class, ElasticityModel};
 use hetsched_sig::signature::Signature;
 use serde::Deserialize;
-use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -37,7 +36,7 @@ pub mod limits {
     /// `miss_rate`: last-level misses per instruction.
     pub const MISS_RATE: (f64, f64) = (0.0, 1.0);
     /// A signature file's size (real ones are a few kB).
-    pub const MAX_FILE_BYTES: u64 = 1 << 20;
+    pub const MAX_FILE_BYTES: u64 = hetsched_sig::signature::MAX_FILE_BYTES;
 }
 
 /// The inline form's fields.
@@ -59,23 +58,7 @@ pub fn load(value: &toml::Value, field: &str, base: &Path) -> Result<Arc<str>> {
     let bad = |what: String| Error::input(format!("{field}: {what}"));
     let sig = match value {
         toml::Value::String(path) => {
-            let path = base.join(path);
-            let mut text = String::new();
-            std::fs::File::open(&path)
-                .and_then(|f| {
-                    f.take(limits::MAX_FILE_BYTES + 1)
-                        .read_to_string(&mut text)
-                })
-                .map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
-            if text.len() as u64 > limits::MAX_FILE_BYTES {
-                return Err(bad(format!(
-                    "{}: larger than {} bytes: not a signature",
-                    path.display(),
-                    limits::MAX_FILE_BYTES
-                )));
-            }
-            Signature::from_json(&text, &path.display().to_string())
-                .map_err(|e| bad(e.to_string()))?
+            Signature::load(&base.join(path)).map_err(|e| bad(e.to_string()))?
         }
         toml::Value::Table(_) => {
             let inline = Inline::deserialize(value.clone()).map_err(|e| bad(e.to_string()))?;

@@ -266,3 +266,43 @@ fn typed_and_dyn_policies_make_the_same_runs() {
     }
     assert!(runs >= 50, "only {runs} runs completed");
 }
+
+/// A scenario or a signature file that is a FIFO or a device is refused at once (not
+/// waited on, not read without end), and one over its cap names the cap: what `hetsched
+/// simulate` and Python's `hetsched.simulate(path)` read through `Scenario::load`.
+#[test]
+fn a_fifo_a_device_or_an_oversized_file_is_refused_at_once() {
+    use hetsched_sim::scenario::limits::MAX_FILE_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.toml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let start = std::time::Instant::now();
+    let e = Scenario::load(&fifo).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(
+        e.to_string()
+            .contains("is a FIFO; a scenario must be a regular file"),
+        "{e}"
+    );
+    let e = Scenario::load(std::path::Path::new("/dev/zero")).unwrap_err();
+    assert!(e.to_string().contains("is a character device"), "{e}");
+    let sig = dir.path().join("sig.json");
+    nix::unistd::mkfifo(&sig, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let text = "machine = \"ding\"\n[[task]]\nwork = 1.0\nsignature = \"sig.json\"\n";
+    let e = Scenario::parse(text, "s.toml", "s", dir.path()).unwrap_err();
+    assert!(
+        e.to_string().starts_with("s.toml: task[0].signature: "),
+        "{e}"
+    );
+    assert!(e.to_string().contains("is a FIFO"), "{e}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+
+    let big = dir.path().join("big.toml");
+    std::fs::write(&big, vec![b'#'; MAX_FILE_BYTES as usize + 1]).unwrap();
+    let e = Scenario::load(&big).unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("a scenario may have at most 16 MiB"),
+        "{e}"
+    );
+}

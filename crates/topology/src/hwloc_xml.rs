@@ -21,7 +21,7 @@ use hetsched_core::{Error, Result};
 use std::path::Path;
 
 /// An hwloc export of a 192-PU machine has 3,900 XML nodes (330 kB): a thousand times
-/// that is more than [`crate::MAX_FILE_BYTES`] of such XML holds. Keeps the parse of a
+/// that is more than [`crate::machine_file::limits::MAX_FILE_BYTES`] of such XML holds. Keeps the parse of a
 /// hostile file within memory.
 const MAX_NODES: u32 = 4_000_000;
 

@@ -6,7 +6,7 @@
 //! - `PATH.toml`: hetsched's own machine file (schema in `machines/README.md`);
 //! - a preset name (`hetsched machines` lists them).
 //!
-//! A file is read only if it is a regular file of at most [`MAX_FILE_BYTES`], and reaches
+//! A file is read only if it is a regular file of at most [`machine_file::limits::MAX_FILE_BYTES`], and reaches
 //! libhwloc only in a forked child process ([`hwloc::load`]): hwloc 2.9 crashes or hangs
 //! on some malformed inputs, and that must not take hetsched down.
 
@@ -86,65 +86,10 @@ fn file_name(path: &Path) -> String {
     )
 }
 
-/// The most bytes hetsched reads from a machine file (TOML, hwloc XML, a dump archive's
-/// `.test` file). hwloc's own export of a 192-PU machine is 330 kB.
-pub const MAX_FILE_BYTES: u64 = 64 << 20;
-
-/// Opens a file hetsched reads whole, refusing what is not a regular file: opening a
-/// FIFO for reading would wait for a writer, and a device never ends. `O_NONBLOCK`
-/// makes the open itself return at once; `fstat` on the open file then says what it is.
-pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, u64)> {
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
-    let t = meta.file_type();
-    if !t.is_file() {
-        let what = if t.is_fifo() {
-            "a FIFO"
-        } else if t.is_socket() {
-            "a socket"
-        } else if t.is_char_device() || t.is_block_device() {
-            "a device"
-        } else {
-            "not a file"
-        };
-        return Err(Error::input(format!(
-            "{}: {what}, not a regular file: a machine file must be one",
-            path.display()
-        )));
-    }
-    Ok((file, meta.len()))
-}
-
-/// Reads a whole regular file of at most [`MAX_FILE_BYTES`].
-pub(crate) fn read(path: &Path) -> Result<String> {
-    use std::io::Read;
-    let too_large = || {
-        Error::input(format!(
-            "{}: larger than the {} MiB hetsched reads from a machine file",
-            path.display(),
-            MAX_FILE_BYTES >> 20
-        ))
-    };
-    let (file, len) = open_regular(path)?;
-    if len > MAX_FILE_BYTES {
-        return Err(too_large());
-    }
-    let mut text = String::new();
-    // The cap holds even if the file grows after the fstat.
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
-    if text.len() as u64 > MAX_FILE_BYTES {
-        return Err(too_large());
-    }
-    Ok(text)
+fn read(path: &Path) -> Result<String> {
+    // A regular file under a cap: a FIFO or a device is refused at once, not waited on.
+    let cap = machine_file::limits::MAX_FILE_BYTES;
+    hetsched_util::files::read_text(path, "a machine file", cap)
 }
 
 pub fn load_source(source: &Source) -> Result<Machine> {

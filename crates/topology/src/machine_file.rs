@@ -19,6 +19,9 @@ use serde::Deserialize;
 
 /// The accepted ranges of machine file fields (`machines/README.md` lists them).
 pub mod limits {
+    /// A machine file (TOML) or an hwloc XML export, bytes: the presets take 2 KiB, an
+    /// XML export of 192 PUs 320 KiB.
+    pub const MAX_FILE_BYTES: u64 = 64 << 20;
     /// PUs (cores × smt, over all packages): twice Linux's largest `NR_CPUS`.
     pub const MAX_PUS: u64 = 16_384;
     /// Packages, NUMA nodes, accelerators (counts included), I/O devices, links.

@@ -13,7 +13,10 @@
 //! - an output directory ([`OutDir`]) is opened once, its last component without
 //!   following a link, and must belong to the user who writes (root's to root); its
 //!   subdirectories are opened relative to it, again without following links, so a
-//!   link anywhere below the named directory is refused, never followed;
+//!   link anywhere below the named directory is refused, never followed. The path to
+//!   it (and to an [`OutFile`] named by path) is walked one component at a time,
+//!   following a link only if it belongs to the user who writes or to root: another
+//!   user's link (`hetsched-out` planted in a shared directory) is refused;
 //! - an output file ([`OutFile`]) is written under a fresh temporary name created with
 //!   `O_EXCL | O_NOFOLLOW` (nothing planted can be opened) and renamed over its final
 //!   name when complete. The rename replaces a directory entry; it never writes through
@@ -27,10 +30,12 @@
 use crate::error::{Error, Result};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, CWD};
 use rustix::io::Errno;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 /// `n` bytes for a message: "64 MiB", "1 GiB", "512 bytes".
@@ -58,15 +63,34 @@ fn kind(file_type: FileType) -> &'static str {
     }
 }
 
-/// Reads the regular file `path`, at most `cap` bytes; `what` names it in errors ("a
-/// scenario"). A FIFO, a device or a directory is refused without blocking; a larger
-/// file is refused naming the cap.
-pub fn read(path: &Path, what: &str, cap: u64) -> Result<Vec<u8>> {
+/// Opens the regular file `path` for reading, for a reader that streams it or reads
+/// only parts of it (a trace, an archive, a program); `what` names it in errors. A
+/// FIFO, a device or a directory is refused without blocking. Returns the file and its
+/// size.
+pub fn open(path: &Path, what: &str) -> Result<(File, u64)> {
+    open_regular(path, what, OFlags::empty())
+}
+
+/// [`open`], but a symbolic link at `path` itself is refused rather than followed: for
+/// a file that is then replaced in place (a program a note is embedded in).
+pub fn open_nofollow(path: &Path, what: &str) -> Result<(File, u64)> {
+    open_regular(path, what, OFlags::NOFOLLOW)
+}
+
+fn open_regular(path: &Path, what: &str, extra: OFlags) -> Result<(File, u64)> {
     let shown = path.display();
     let cannot = |e: Errno| Error::input(format!("{shown}: cannot read {what}: {e}"));
     // O_NONBLOCK: opening a FIFO with no writer would otherwise wait for one.
-    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
-    let fd = rustix::fs::open(path, flags, Mode::empty()).map_err(cannot)?;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY | extra;
+    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
+        Err(Errno::LOOP) if extra.contains(OFlags::NOFOLLOW) => {
+            return Err(Error::input(format!(
+                "{shown}: is a symbolic link; {what} must be a regular file here, not a \
+                 link (give the link's target)"
+            )))
+        }
+        r => r.map_err(cannot)?,
+    };
     let stat = rustix::fs::fstat(&fd).map_err(cannot)?;
     let file_type = FileType::from_raw_mode(stat.st_mode);
     if file_type != FileType::RegularFile {
@@ -75,20 +99,27 @@ pub fn read(path: &Path, what: &str, cap: u64) -> Result<Vec<u8>> {
             kind(file_type)
         )));
     }
+    Ok((File::from(fd), stat.st_size as u64))
+}
+
+/// Reads the regular file `path`, at most `cap` bytes; `what` names it in errors ("a
+/// scenario"). A FIFO, a device or a directory is refused without blocking; a larger
+/// file is refused naming the cap.
+pub fn read(path: &Path, what: &str, cap: u64) -> Result<Vec<u8>> {
+    let shown = path.display();
+    let (file, size) = open(path, what)?;
     let too_big = |n: u64| {
         Error::input(format!(
             "{shown}: {n} bytes; {what} may have at most {}",
             bytes(cap)
         ))
     };
-    let size = stat.st_size as u64;
     if size > cap {
         return Err(too_big(size));
     }
     let mut data = Vec::with_capacity(size as usize);
     // The file may grow while it is read: the cap holds whatever it becomes.
-    File::from(fd)
-        .take(cap + 1)
+    file.take(cap + 1)
         .read_to_end(&mut data)
         .map_err(|e| Error::input(format!("{shown}: cannot read {what}: {e}")))?;
     if data.len() as u64 > cap {
@@ -123,24 +154,41 @@ impl std::fmt::Debug for OutDir {
 
 impl OutDir {
     /// Creates (if needed) and opens the output directory `path`. Missing parents are
-    /// created as the path names them; the directory itself must not be a link and must
-    /// belong to this user.
+    /// created as the path names them; the directory itself must not be a link, must
+    /// belong to this user and must take files (checked now, with a file made and
+    /// removed at once: `/proc` belongs to root but takes none, and a run should not
+    /// find out only when it is done).
     pub fn create(path: &Path) -> Result<OutDir> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                Error::input(format!(
-                    "{}: cannot create the output directory: {e}",
-                    parent.display()
-                ))
-            })?;
+        let dir = OutDir::open(path)?;
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let probe = format!(
+            ".hetsched-probe.{}",
+            rustix::process::getpid().as_raw_nonzero()
+        );
+        match rustix::fs::openat(&*dir.fd, &probe, flags, Mode::from_raw_mode(0o600)) {
+            Ok(_) => {
+                let _ = rustix::fs::unlinkat(&*dir.fd, &probe, AtFlags::empty());
+            }
+            // Something has the name: files can be made there.
+            Err(Errno::EXIST) => {}
+            Err(e) => {
+                return Err(Error::input(format!(
+                    "{}: cannot write in the output directory: {e}",
+                    path.display()
+                )))
+            }
         }
+        Ok(dir)
+    }
+
+    fn open(path: &Path) -> Result<OutDir> {
         let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
         match (parent, path.file_name()) {
-            // The parent as the path names it, then the last component without following.
+            // The parent (missing directories created), then the last component without
+            // following a link.
             (Some(parent), Some(name)) => {
-                let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-                let dir = rustix::fs::open(parent, flags, Mode::empty())
-                    .map_err(|e| Error::input(format!("{}: cannot open: {e}", parent.display())))?;
+                let dir = open_path(parent, path, true)?;
                 open_dir(dir.as_fd(), Path::new(name), path.to_path_buf())
             }
             _ => open_dir(CWD, path, path.to_path_buf()),
@@ -178,6 +226,96 @@ impl OutDir {
             .map_err(|e| file.error(e))?;
         file.finish()
     }
+}
+
+/// Links followed while opening one path, at most (Linux's own limit).
+const MAX_LINK_HOPS: u32 = 40;
+
+/// Opens the directory `path` as the kernel would resolve it, but one component at a
+/// time (creating missing ones when `create`, as `create_dir_all` does), following a
+/// symbolic link only if it belongs to this user or to root. `shown` (the path the user
+/// gave) names it in errors.
+fn open_path(path: &Path, shown: &Path, create: bool) -> Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let start = rustix::fs::open(".", flags, Mode::empty())
+        .map_err(|e| Error::input(format!("{}: cannot open .: {e}", shown.display())))?;
+    walk(start, path, shown, create, &mut 0)
+}
+
+/// Walks `path` from the directory `dir` (see [`open_path`]); `shown` names the whole
+/// path in errors.
+fn walk(
+    mut dir: OwnedFd,
+    path: &Path,
+    shown: &Path,
+    create: bool,
+    hops: &mut u32,
+) -> Result<OwnedFd> {
+    let fail = |what: String| Error::input(format!("{}: {what}", shown.display()));
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    for c in path.components() {
+        let name = match c {
+            Component::RootDir => {
+                let root = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+                dir = rustix::fs::open("/", root, Mode::empty())
+                    .map_err(|e| fail(format!("cannot open /: {e}")))?;
+                continue;
+            }
+            Component::CurDir | Component::Prefix(_) => continue,
+            Component::ParentDir => OsStr::new(".."),
+            Component::Normal(name) => {
+                if create {
+                    match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(e) => {
+                            return Err(fail(format!(
+                                "cannot create the output directory {}: {e}",
+                                name.to_string_lossy()
+                            )))
+                        }
+                    }
+                }
+                name
+            }
+        };
+        let shown_name = name.to_string_lossy();
+        match rustix::fs::openat(&dir, name, flags, Mode::empty()) {
+            Ok(next) => dir = next,
+            // With O_DIRECTORY, Linux says ENOTDIR for a link (ELOOP without it).
+            Err(Errno::LOOP | Errno::NOTDIR) => {
+                let at = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                let cannot = |e: Errno| fail(format!("cannot open {shown_name}: {e}"));
+                let link = rustix::fs::openat(&dir, name, at, Mode::empty()).map_err(cannot)?;
+                let stat = rustix::fs::fstat(&link).map_err(cannot)?;
+                let file_type = FileType::from_raw_mode(stat.st_mode);
+                if file_type != FileType::Symlink {
+                    return Err(fail(format!(
+                        "{shown_name} is {}, not a directory",
+                        kind(file_type)
+                    )));
+                }
+                let me = rustix::process::geteuid().as_raw();
+                if stat.st_uid != me && stat.st_uid != 0 {
+                    return Err(fail(format!(
+                        "{shown_name} is a symbolic link of uid {}, not of uid {me} (you) or \
+                         root; refusing to follow it to an output (another user could have \
+                         planted it)",
+                        stat.st_uid
+                    )));
+                }
+                *hops += 1;
+                if *hops > MAX_LINK_HOPS {
+                    return Err(fail("too many levels of symbolic links".into()));
+                }
+                let target = rustix::fs::readlinkat(&link, "", Vec::new()).map_err(cannot)?;
+                let target = PathBuf::from(OsString::from_vec(target.into_bytes()));
+                // What the link names is walked alike, and never created.
+                dir = walk(dir, &target, shown, false, hops)?;
+            }
+            Err(e) => return Err(fail(format!("cannot open {shown_name}: {e}"))),
+        }
+    }
+    Ok(dir)
 }
 
 /// `name` if it is one path component; a caller's bug otherwise.
@@ -256,13 +394,7 @@ impl OutFile {
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let dir = rustix::fs::open(parent, flags, Mode::empty()).map_err(|e| {
-            Error::input(format!(
-                "{shown}: cannot open its directory {}: {e}",
-                parent.display()
-            ))
-        })?;
+        let dir = open_path(parent, path, false)?;
         if let Ok(stat) = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
             let file_type = FileType::from_raw_mode(stat.st_mode);
             if file_type != FileType::RegularFile {
@@ -307,6 +439,12 @@ impl OutFile {
     /// Where the file goes.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The temporary file being written, e.g. to set its mode or owner before
+    /// [`OutFile::finish`] puts it in place.
+    pub fn get_ref(&self) -> &File {
+        self.file.as_ref().expect("not finished").get_ref()
     }
 
     /// A write error, as the error this file's writer reports (exit 1: valid output
@@ -387,6 +525,22 @@ mod tests {
         assert!(e.to_string().contains("is a character device"), "{e}");
         let e = read(dir.path(), "a trace", 1 << 20).unwrap_err();
         assert!(e.to_string().contains("is a directory"), "{e}");
+    }
+
+    #[test]
+    fn open_gives_a_regular_file_and_its_size_and_open_nofollow_refuses_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let prog = dir.path().join("prog");
+        std::fs::write(&prog, b"\x7fELF").unwrap();
+        assert_eq!(open(&prog, "a program").unwrap().1, 4);
+        let link = dir.path().join("link");
+        symlink(&prog, &link).unwrap();
+        assert_eq!(open(&link, "a program").unwrap().1, 4);
+        let e = open_nofollow(&link, "a program").unwrap_err();
+        assert!(e.to_string().contains("is a symbolic link"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+        let e = open(Path::new("/dev/zero"), "a program").unwrap_err();
+        assert!(e.to_string().contains("is a character device"), "{e}");
     }
 
     #[test]
@@ -502,6 +656,70 @@ mod tests {
             e.to_string().contains("belongs to uid 65534, not to uid 0"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_directory_that_takes_no_files_is_refused_at_once() {
+        let e = OutDir::create(Path::new("/proc")).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string()
+                .starts_with("/proc: cannot write in the output directory"),
+            "{e}"
+        );
+        let e = OutDir::create(Path::new("/proc/self")).unwrap_err();
+        assert!(e.to_string().contains("is a symbolic link"), "{e}");
+        // Nothing is left of the check.
+        let dir = tempfile::tempdir().unwrap();
+        OutDir::create(dir.path()).unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn ones_own_links_on_the_way_are_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        symlink("real", dir.path().join("mine")).unwrap();
+        symlink(dir.path().join("mine"), dir.path().join("again")).unwrap();
+        let out = OutDir::create(&dir.path().join("again/sub/out")).unwrap();
+        out.write("t.txt", "x").unwrap();
+        assert!(real.join("sub/out/t.txt").is_file());
+        let mut f = OutFile::create(&dir.path().join("again/trace.json")).unwrap();
+        f.write_all(b"{}").unwrap();
+        f.finish().unwrap();
+        assert!(real.join("trace.json").is_file());
+        // A loop of links ends in an error, not a hang.
+        symlink("loop", dir.path().join("loop")).unwrap();
+        let e = OutDir::create(&dir.path().join("loop/out")).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+    }
+
+    /// Root refuses to follow another user's link on the way to an output: planted in a
+    /// shared directory, it would choose where root writes (as root only: elsewhere a
+    /// link of another user cannot be made here).
+    #[test]
+    fn another_users_link_on_the_way_is_refused() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("not root: cannot make another user's link; nothing checked");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("roots");
+        std::fs::create_dir(&target).unwrap();
+        let planted = dir.path().join("hetsched-out");
+        symlink(&target, &planted).unwrap();
+        std::os::unix::fs::lchown(&planted, Some(65534), Some(65534)).unwrap();
+        let e = OutDir::create(&planted.join("simulate-hand")).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string()
+                .contains("hetsched-out is a symbolic link of uid 65534"),
+            "{e}"
+        );
+        let e = OutFile::create(&planted.join("trace.json")).err().unwrap();
+        assert!(e.to_string().contains("symbolic link of uid 65534"), "{e}");
+        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);
     }
 
     #[test]

@@ -9,16 +9,20 @@ pub mod wrapper;
 
 use crate::trace::{AccessKind, TraceSink};
 use hetsched_core::{Error, Result};
-use std::fs::File;
+use hetsched_util::files;
 use std::io::Read;
 use std::path::Path;
 
 /// Replay a saved trace file, detecting its format (binary magic or lackey text).
 /// Returns the bytes read. A file without a single instruction or access is an input
 /// error: it is no trace of a program run, and its "signature" would be empty.
+///
+/// The trace is streamed, so it may be of any size; it must be a regular file (a FIFO
+/// or a device is refused at once: a saved trace is a file, and `/dev/zero` would
+/// never end).
 pub fn replay_file(path: &Path, sink: &mut dyn TraceSink) -> Result<u64> {
     let name = path.display().to_string();
-    let mut f = File::open(path).map_err(|e| Error::input(format!("{name}: cannot open: {e}")))?;
+    let (mut f, _) = files::open(path, "a trace")?;
     let mut head = [0u8; 8];
     let mut got = 0;
     while got < head.len() {
