@@ -7,67 +7,16 @@
 mod common;
 use common::assert_input_error;
 
-use std::io::Read;
 use std::os::fd::FromRawFd;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Longer than any of these runs takes on a loaded machine, short of a hang.
 const HANG: Duration = Duration::from_secs(120);
 
-/// Runs the real binary in `dir` with its address space limited to 2 GiB; kills it and
-/// fails if it runs past [`HANG`].
 fn run(dir: &Path, args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hetsched"));
-    cmd.args(args)
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: setrlimit is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            let limit = libc::rlimit {
-                rlim_cur: 2 << 30,
-                rlim_max: 2 << 30,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().unwrap();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > HANG {
-            child.kill().unwrap();
-            panic!("hetsched {args:?} still running after {HANG:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_end(&mut stdout)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_end(&mut stderr)
-        .unwrap();
-    Output {
-        status,
-        stdout,
-        stderr,
-    }
+    common::hetsched_bounded(dir, args, HANG)
 }
 
 fn write(dir: &Path, name: &str, text: &str) {

@@ -8,71 +8,16 @@
 mod common;
 use common::assert_input_error;
 
-use std::io::Read;
 use std::os::unix::fs::{symlink, PermissionsExt};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 /// What each refusal here must take at most: a FIFO waited on would take forever.
 const PROMPT: Duration = Duration::from_secs(20);
 
-/// Runs the real binary in `dir` with its address space limited to 2 GiB (reading
-/// `/dev/zero` to its end fails instead of swapping) and no daemon to reach; kills it
-/// and fails if it runs past [`PROMPT`].
 fn run(dir: &Path, args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hetsched"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env("HETSCHED_SOCKET", dir.join("no-daemon.sock"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: setrlimit is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            let limit = libc::rlimit {
-                rlim_cur: 2 << 30,
-                rlim_max: 2 << 30,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().unwrap();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > PROMPT {
-            child.kill().unwrap();
-            let _ = child.wait();
-            panic!("hetsched {args:?} still running after {PROMPT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_end(&mut stdout)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_end(&mut stderr)
-        .unwrap();
-    Output {
-        status,
-        stdout,
-        stderr,
-    }
+    common::hetsched_bounded(dir, args, PROMPT)
 }
 
 fn scenario(name: &str) -> String {

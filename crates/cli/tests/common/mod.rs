@@ -3,7 +3,8 @@
 #[allow(dead_code)] // only the tests of the daemon use it
 pub mod daemon;
 
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// A generous bound for anything to happen on a loaded 2-core machine (not a measure).
@@ -45,4 +46,62 @@ pub fn assert_input_error(out: &Output, needles: &[&str]) {
         assert!(stderr.contains(n), "{n:?} not in {stderr:?}");
     }
     assert!(out.stdout.is_empty());
+}
+
+/// Runs the real binary in `dir` with `args`, its address space limited to 2 GiB (an
+/// unbounded allocation, or reading `/dev/zero` to its end, fails instead of swapping),
+/// no stdin and no daemon to reach; kills it and fails the test if it runs past `guard`
+/// (a hang guard, not a speed test).
+#[allow(dead_code)] // only the tests of absurd and hostile inputs run it
+pub fn hetsched_bounded(dir: &Path, args: &[&str], guard: Duration) -> Output {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hetsched"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env("HETSCHED_SOCKET", dir.join("no-daemon.sock"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 2 << 30,
+                rlim_max: 2 << 30,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    // Drained while it runs, so that a full pipe cannot look like a hang.
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            r.read_to_end(&mut v).unwrap();
+            v
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > guard {
+            child.kill().unwrap();
+            let _ = child.wait();
+            panic!("hetsched {args:?} still running after {guard:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
 }
