@@ -151,13 +151,39 @@ fn input_error(e: &Error) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Every registered policy at its defaults: a new policy is fuzzed as it registers.
+fn default_specs() -> Vec<&'static str> {
+    hetsched_policies::registry()
+        .map(|r| r.default_spec())
+        .collect()
+}
+
+/// Every registered policy's name, and one no policy has.
+fn policy_names() -> Vec<&'static str> {
+    let mut names: Vec<&str> = hetsched_policies::registry().map(|r| r.name).collect();
+    names.push("x");
+    names
+}
+
+/// Every parameter any registered policy reads, and two malformed keys.
+fn param_keys() -> Vec<&'static str> {
+    let mut keys: Vec<&str> = hetsched_policies::registry()
+        .flat_map(|r| r.params())
+        .map(|p| p.key)
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.extend(["=", ""]);
+    keys
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn scenario_files_never_panic_and_runs_stay_bounded(text in scenario_text()) {
         match Scenario::parse(&text, "fuzz.toml", "fuzz", Path::new(".")) {
-            Ok(s) => run_all(s, &["fcfs", "cfs", "affinity"])?,
+            Ok(s) => run_all(s, &default_specs())?,
             Err(e) => input_error(&e)?,
         }
     }
@@ -172,14 +198,8 @@ proptest! {
 
     #[test]
     fn policy_specs_never_panic_and_runs_stay_bounded(
-        name in prop::sample::select(vec!["fcfs", "cfs", "random", "ws", "dmda", "affinity", "x"]),
-        params in prop::collection::vec(
-            (prop::sample::select(vec![
-                "latency_ms", "min_granularity_ms", "balance_ms", "seed", "learn", "gran_ms",
-                "cpu_gran_ms", "fcfs", "acc_limit", "cpu_limit", "bonus", "cpu_check_ms", "newidle", "=", "",
-            ]), number()),
-            0..4,
-        ),
+        name in prop::sample::select(policy_names()),
+        params in prop::collection::vec((prop::sample::select(param_keys()), number()), 0..4),
     ) {
         let pairs: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let spec = format!("{name}:{}", pairs.join(","));
