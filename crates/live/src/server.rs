@@ -120,7 +120,7 @@ pub fn default_socket_path() -> PathBuf {
     let dir = match std::env::var_os("XDG_RUNTIME_DIR") {
         Some(d) => PathBuf::from(d).join("hetsched"),
         None if uid.is_root() => PathBuf::from("/run/hetsched"),
-        None => PathBuf::from(format!("/tmp/hetsched-{uid}")),
+        None => PathBuf::from(format!("/tmp/hetsched-{}", uid)),
     };
     dir.join("daemon.sock")
 }
