@@ -134,7 +134,7 @@ fn daemon(args: DaemonBench) -> Result<()> {
 pub struct HostileBench {
     /// The attacks to run, in order (`none` is the reference without an attacker).
     #[arg(long, value_delimiter = ',', value_parser = hetsched_live::hostile::Attack::NAMES,
-          default_value = "none,threads,holder,flood")]
+          default_value = "none,threads,holder,flood,stats")]
     attack: Vec<String>,
     /// Seconds of timed round trips under each attack.
     #[arg(long, default_value_t = 5.0)]
@@ -142,9 +142,14 @@ pub struct HostileBench {
     /// Threads of the attacker's process (the threads and holder attacks).
     #[arg(long, default_value_t = 8000)]
     threads: usize,
-    /// Connections of the flood attack.
+    /// Connections of the flood and stats attacks.
     #[arg(long, default_value_t = 64)]
     connections: usize,
+    /// The attacker's nice value: 10 measures what it costs others through the daemon;
+    /// 0 adds what its busy threads take of the CPUs themselves.
+    #[arg(long, default_value_t = 10, allow_hyphen_values = true,
+          value_parser = clap::value_parser!(i32).range(-20..=19))]
+    attacker_nice: i32,
     /// Run as the attacker against the daemon at this socket (the bench starts its
     /// attacker so).
     #[arg(long, hide = true)]
@@ -175,6 +180,7 @@ fn hostile(args: HostileBench) -> Result<()> {
         duration: std::time::Duration::from_secs_f64(args.secs),
         threads,
         connections,
+        attacker_nice: args.attacker_nice,
         command: Box::new(move |socket: &std::path::Path, attack: Attack| {
             let mut c = std::process::Command::new(&exe);
             c.args(["bench", "hostile", "--attacker"])

@@ -34,6 +34,12 @@ pub struct DaemonArgs {
     /// sleep; a request then costs a wake-up).
     #[arg(long, default_value_t = server::DEFAULT_BUSY_POLL.as_micros() as u64)]
     busy_poll_us: u64,
+    /// Nice value of the event loop's thread: below 0, it is not kept waiting by other
+    /// users' busy threads (needs root or CAP_SYS_NICE; otherwise it says so and runs at
+    /// its own).
+    #[arg(long, default_value_t = server::DEFAULT_NICE, allow_hyphen_values = true,
+          value_parser = clap::value_parser!(i32).range(-20..=19))]
+    nice: i32,
 }
 
 pub fn daemon(args: DaemonArgs) -> Result<()> {
@@ -63,6 +69,10 @@ pub fn daemon(args: DaemonArgs) -> Result<()> {
     eprintln!("hetsched daemon: samples: {samples}");
     daemon.stop_on(signals)?;
     daemon.set_busy_poll(std::time::Duration::from_micros(args.busy_poll_us));
+    // This thread runs the loop.
+    if let Err(e) = server::Daemon::set_nice(args.nice) {
+        eprintln!("hetsched daemon: {e}; the event loop runs at its inherited priority");
+    }
     eprintln!(
         "hetsched daemon: {} units, policy {}, listening on {}",
         units,

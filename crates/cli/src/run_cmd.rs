@@ -71,6 +71,14 @@ pub fn run(args: RunArgs) -> Result<()> {
             .to_string_lossy()
             .into_owned()
     });
+    // Checked here: the daemon refuses a longer one as malformed, and closes.
+    if kind.len() > protocol::MAX_KIND {
+        return Err(Error::input(format!(
+            "--kind: {} bytes; a task kind has at most {}",
+            kind.len(),
+            protocol::MAX_KIND
+        )));
+    }
     let signature = match args.signature.as_deref() {
         Some(file) => Some(read_signature(file)?),
         None => embedded_signature(&args.command[0])?,

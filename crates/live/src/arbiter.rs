@@ -114,6 +114,8 @@ pub type Failure = (ErrorCode, String);
 /// What `stats` reports of a task that ended (kept compact: the reply is built on demand).
 struct EndedTask {
     task: TaskId,
+    /// Whose it was (the client's uid): `stats` shows a user only theirs.
+    uid: u32,
     kind: std::sync::Arc<str>,
     client: ClientId,
     grants: u32,
@@ -122,6 +124,8 @@ struct EndedTask {
 
 struct TaskState {
     client: ClientId,
+    /// The client's uid.
+    uid: u32,
     grants: u32,
     /// The unit of the latest grant.
     last_unit: Option<UnitId>,
@@ -176,6 +180,8 @@ pub struct Arbiter {
     live: Live,
     clock: Box<dyn Clock>,
     next_task: TaskId,
+    /// The daemon's uid: the owner of tasks allocated without one (`alloc`).
+    own_uid: u32,
 }
 
 /// A unit's capacity (speed on the 1024 scale) must be positive.
@@ -226,6 +232,7 @@ impl Arbiter {
             policy,
             clock,
             next_task: 0,
+            own_uid: rustix::process::getuid().as_raw(),
         }
     }
 
@@ -293,18 +300,19 @@ impl Arbiter {
     /// A client asks for a unit. `Ok(effects)`: the grant (to this client or others)
     /// comes as effects; no effect for this client means it waits.
     pub fn alloc(&mut self, client: ClientId, meta: &MetaInfo) -> Result<Vec<Effect>, Failure> {
-        self.alloc_for(client, meta, None)
+        self.alloc_for(client, meta, self.own_uid, None)
     }
 
-    /// [`Arbiter::alloc`] of a task whose client named its process and was found to
-    /// own it (`ClientProcess::check`, with the client's uid): the process is measured
-    /// and its memory follows the grants. `meta.pid` itself is never believed: a task
-    /// allocated without `process` has none.
+    /// [`Arbiter::alloc`] of a client of uid `uid`, with the process it named if it
+    /// was found to own it (`ClientProcess::check`): the process is measured and its
+    /// memory follows the grants. `meta.pid` itself is never believed: a task allocated
+    /// without `process` has none.
     pub fn alloc_for(
         &mut self,
         client: ClientId,
         meta: &MetaInfo,
-        process: Option<(ClientProcess, u32)>,
+        uid: u32,
+        process: Option<ClientProcess>,
     ) -> Result<Vec<Effect>, Failure> {
         self.tick_clock();
         if let Some(&task) = self.live.client_task.get(&client) {
@@ -386,11 +394,6 @@ impl Arbiter {
         let id = self.next_task;
         self.next_task += 1;
         let named = process.is_some();
-        if let (Some(m), Some((process, uid))) = (&mut self.live.processes, process) {
-            if let Err(why) = m.track(id, process, uid) {
-                self.live.unmeasured.insert(id, why);
-            }
-        }
         let class = TaskClass {
             kind: meta.kind.as_str().into(),
             affinity,
@@ -415,6 +418,7 @@ impl Arbiter {
             id,
             TaskState {
                 client,
+                uid,
                 grants: 0,
                 last_unit: None,
                 awaiting: true,
@@ -433,6 +437,13 @@ impl Arbiter {
             Arrival::Queued(q) => {
                 if let Some(st) = self.live.state.get_mut(&id) {
                     st.central = q == QueueId::Central;
+                }
+                // Measured only once queued: a task refused here never ends, so nothing
+                // would stop measuring it.
+                if let (Some(m), Some(process)) = (&mut self.live.processes, process) {
+                    if let Err(why) = m.track(id, process, uid) {
+                        self.live.unmeasured.insert(id, why);
+                    }
                 }
                 Ok(self.effects())
             }
@@ -564,6 +575,9 @@ impl Arbiter {
     /// of its loop and sleeps at most until that deadline.
     pub fn expire(&mut self) -> (Vec<Effect>, Option<u64>) {
         self.tick_clock();
+        if let Some(m) = &mut self.live.processes {
+            m.flush();
+        }
         let now = self.core.now();
         let live = &mut self.live;
         let mut i = 0;
@@ -748,10 +762,12 @@ impl Arbiter {
         Ok(())
     }
 
-    /// The daemon's statistics. A running task whose process is measured carries the
-    /// sampler's latest span of it, with its age: `stats` reads what the sampling thread
-    /// published and never reads a process itself.
-    pub fn stats(&mut self) -> Reply {
+    /// The daemon's statistics: of every task (`viewer` `None`: root and the daemon's
+    /// own uid ask so), or only of the tasks of uid `viewer`, since what a sample
+    /// measures of a process is its owner's business. A running task whose process is
+    /// measured carries the sampler's latest span of it, with its age: `stats` reads
+    /// what the sampling thread published and never reads a process itself.
+    pub fn stats(&mut self, viewer: Option<u32>) -> Reply {
         self.tick_clock();
         let now = self.core.now();
         let spans = self.live.processes.as_ref().map(Sampling::spans);
@@ -759,6 +775,7 @@ impl Arbiter {
             .live
             .history
             .iter()
+            .filter(|h| viewer.is_none_or(|v| v == h.uid))
             .map(|h| TaskStats {
                 task: h.task,
                 kind: h.kind.to_string(),
@@ -772,6 +789,9 @@ impl Arbiter {
             .collect();
         for (id, e) in self.core.tasks().iter() {
             let st = &self.live.state[id];
+            if viewer.is_some_and(|v| v != st.uid) {
+                continue;
+            }
             let (state, unit) = match e.placement() {
                 Placement::Running(u) => ("running".to_string(), Some(u)),
                 Placement::Queued(QueueId::Unit(u)) => ("queued".to_string(), Some(u)),
@@ -1023,6 +1043,7 @@ impl Host for Live {
         }
         self.history.push_back(EndedTask {
             task,
+            uid: st.uid,
             kind: e.task.kind.clone(),
             client: st.client,
             grants: st.grants,
@@ -1143,9 +1164,9 @@ mod tests {
                 ..meta()
             };
             let uid = rustix::process::getuid().as_raw();
-            let named = || pid.map(|p| (ClientProcess::check(p, uid).unwrap(), uid));
+            let named = || pid.map(|p| ClientProcess::check(p, uid).unwrap());
             let mut grants: Vec<(u32, Option<u32>)> = (1..=2)
-                .flat_map(|client| a.alloc_for(client, &meta, named()).unwrap())
+                .flat_map(|client| a.alloc_for(client, &meta, uid, named()).unwrap())
                 .filter_map(|e| match e {
                     Effect::Reply(
                         _,
@@ -1207,6 +1228,46 @@ mod tests {
             ),
             "{effects:?}"
         );
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// A task no unit can run is refused before its process is measured, however many
+    /// times a client tries: nothing is left measured (each would hold a pidfd and a
+    /// place in its uid's cap for good, since a refused task never ends).
+    #[test]
+    fn a_task_no_unit_can_run_leaves_nothing_measured() {
+        let mut a = arbiter(1, "fcfs");
+        a.measure_processes();
+        let uid = rustix::process::getuid().as_raw();
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let gpu_only = MetaInfo {
+            affinity: crate::protocol::WireAffinity {
+                gpu: 1.0,
+                ..Default::default()
+            },
+            pid: Some(child.id()),
+            ..meta()
+        };
+        for client in 1..=100 {
+            let p = ClientProcess::check(child.id(), uid).unwrap();
+            let (code, _) = a.alloc_for(client, &gpu_only, uid, Some(p)).unwrap_err();
+            assert_eq!(code, ErrorCode::NoUnit);
+            a.disconnect(client);
+        }
+        let m = a.live.processes.as_ref().unwrap();
+        assert_eq!(m.measured(), (0, 0));
+        // A task that runs is measured.
+        let runs = MetaInfo {
+            pid: Some(child.id()),
+            ..meta()
+        };
+        let p = ClientProcess::check(child.id(), uid).unwrap();
+        a.alloc_for(200, &runs, uid, Some(p)).unwrap();
+        assert_eq!(a.live.processes.as_ref().unwrap().measured(), (1, 1));
         child.kill().unwrap();
         child.wait().unwrap();
     }
@@ -1486,7 +1547,7 @@ mod tests {
         assert!(!granted(&a.alloc(3, &meta()).unwrap(), 3)); // waits on u0
                                                              // Task 2 ends: u1 idles, and task 3 still waits on u0.
         assert!(!granted(&a.free(2, true).unwrap(), 3));
-        let Reply::Stats { ticks, .. } = a.stats() else {
+        let Reply::Stats { ticks, .. } = a.stats(None) else {
             panic!()
         };
         assert_eq!(ticks, 0);
@@ -1500,7 +1561,7 @@ mod tests {
                 Effect::Reply(3, Reply::Granted { unit, .. }) if unit.id == 1)),
             "{effects:?}"
         );
-        let Reply::Stats { ticks, .. } = a.stats() else {
+        let Reply::Stats { ticks, .. } = a.stats(None) else {
             panic!()
         };
         assert_eq!(ticks, 1);

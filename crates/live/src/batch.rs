@@ -73,6 +73,11 @@ impl Batch {
         Some(r)
     }
 
+    /// The next request to handle, without taking it.
+    pub fn peek(&self) -> Option<&Request> {
+        self.rest.front()
+    }
+
     /// A request handled still waits for its reply.
     pub fn waiting(&self) -> bool {
         self.replies.len() < self.handled

@@ -64,6 +64,8 @@ pub struct Client {
     cpu: u32,
     /// The daemon agreed to the compact encoding of hot-path messages.
     compact: bool,
+    /// The last request was answered with an error (see [`Client::refused`]).
+    refused: bool,
 }
 
 /// How long to poll for a reply before sleeping (in `futex` or `read`), adapted like an
@@ -161,46 +163,6 @@ fn daemon_error(code: ErrorCode, message: String) -> Error {
     }
 }
 
-/// Whether the daemon that accepted `stream` at `path` may be trusted: it runs as root
-/// or as this user, and the socket's directory belongs to it and is writable by nobody
-/// else. Anyone can listen on a path they can write, and a directory under `/tmp` can
-/// be created first by another user: a client that trusted any listener would hand that
-/// user its program's name and pid, and its program would wait stopped for as long as
-/// that user liked.
-fn trusted(stream: &UnixStream, path: &Path) -> Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let cred = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
-        .map_err(|e| {
-            Error::runtime(format!("{}: the daemon's credentials: {e}", path.display()))
-        })?;
-    let me = nix::unistd::geteuid().as_raw();
-    let daemon = cred.uid();
-    if daemon != 0 && daemon != me {
-        return Err(Error::Input(format!(
-            "{}: the daemon listening there runs as uid {daemon}, neither root nor you (uid \
-             {me}); refusing it (another user may have taken the socket's place)",
-            path.display()
-        )));
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let meta =
-        std::fs::metadata(dir).map_err(|e| Error::runtime(format!("{}: {e}", dir.display())))?;
-    if meta.uid() != daemon || meta.mode() & 0o022 != 0 {
-        return Err(Error::Input(format!(
-            "{}: the socket's directory belongs to uid {} with mode {:o}; it must belong to \
-             the daemon's uid {daemon} and be writable by no one else: refusing the daemon \
-             there (another user could have replaced its socket)",
-            dir.display(),
-            meta.uid(),
-            meta.mode() & 0o7777
-        )));
-    }
-    Ok(())
-}
-
 impl Client {
     /// Connects and says hello, asking for the compact encoding of the hot-path
     /// messages, which then go through the shared page; fails with a message saying how
@@ -221,7 +183,7 @@ impl Client {
         })?;
         // Before a byte is sent: the meta a client sends names its program and pid, and
         // a program waits stopped for the daemon's grant.
-        trusted(&stream, path)?;
+        crate::trust::daemon(&stream, path)?;
         let mut out = Vec::new();
         protocol::encode(
             &Request::Hello {
@@ -258,6 +220,7 @@ impl Client {
             replies_seen: 0,
             cpu: u32::MAX, // none published yet
             compact: false,
+            refused: false,
         };
         match client.reply()? {
             Reply::Welcome {
@@ -325,6 +288,19 @@ impl Client {
     }
 
     fn request(&mut self, r: &Request) -> Result<Reply> {
+        let reply = self.exchange(r);
+        self.refused = matches!(reply, Ok(Reply::Error { .. }));
+        reply
+    }
+
+    /// The last request was answered with an error: the daemon refused it (and may
+    /// have closed the connection after, as it does for a protocol error). A request
+    /// that got no answer at all, its connection closed, met a daemon that is gone.
+    pub fn refused(&self) -> bool {
+        self.refused
+    }
+
+    fn exchange(&mut self, r: &Request) -> Result<Reply> {
         self.output.clear();
         self.awaiting_alloc = matches!(r, Request::Alloc { .. });
         self.replies_seen = self.page.socket_replies();
@@ -403,10 +379,11 @@ impl Client {
     }
 
     /// The daemon is gone: its end of the connection is closed (it died, or dropped
-    /// this client). An error of a request that came with the daemon still there is a
-    /// refusal instead.
+    /// this client) and the last request was not refused (a daemon closes the
+    /// connection after refusing a request that breaks the protocol: that is the
+    /// request's fault, not a loss).
     pub fn daemon_gone(&self) -> bool {
-        self.daemon_hung_up().unwrap_or(true)
+        !self.refused && self.daemon_hung_up().unwrap_or(true)
     }
 
     /// Whether the daemon's end of the socket is closed (it died or dropped us).

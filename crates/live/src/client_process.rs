@@ -17,15 +17,16 @@
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::process::{pidfd_open, Pid, PidfdFlags};
 use std::os::fd::OwnedFd;
+use std::sync::Arc;
 
-/// A process a client may name, held by a pidfd.
-#[derive(Debug)]
+/// A process a client may name, held by a pidfd (clones share it).
+#[derive(Clone, Debug)]
 pub struct ClientProcess {
     pid: u32,
     /// When it started (clock ticks after boot, `/proc/PID/stat` field 22): with the
     /// pid, it names this process and no later one that reuses the pid.
     start: u64,
-    pidfd: OwnedFd,
+    pidfd: Arc<OwnedFd>,
 }
 
 /// Which process a [`ClientProcess`] is, over its whole life.
@@ -33,43 +34,48 @@ pub type ProcessKey = (u32, u64);
 
 impl ClientProcess {
     /// Process `pid`, if a client of uid `client_uid` may name it; else why not (a
-    /// message for the client).
+    /// message for the client). To a client other than root, a process of another
+    /// user and no process at all look the same: the daemon reads `/proc` as root, and
+    /// must not tell which pids exist where `/proc` hides them (`hidepid`).
     pub fn check(pid: u32, client_uid: u32) -> Result<ClientProcess, String> {
         if pid == 0 || pid > i32::MAX as u32 {
             return Err(format!("pid {pid} is not a process id"));
         }
+        let not_yours = || {
+            if client_uid == 0 {
+                format!("no process {pid}")
+            } else {
+                format!(
+                    "pid {pid} is not a process of yours: a client of uid {client_uid} may name \
+                     only processes whose real, effective and saved uids are all {client_uid}"
+                )
+            }
+        };
         if pid == std::process::id() {
-            return Err(format!("pid {pid} is the daemon itself"));
+            return Err(if client_uid == 0 || client_uid == own_uid() {
+                format!("pid {pid} is the daemon itself")
+            } else {
+                not_yours()
+            });
         }
         let raw = Pid::from_raw(pid as i32).expect("positive");
-        let pidfd = pidfd_open(raw, PidfdFlags::empty()).map_err(|e| match e {
-            rustix::io::Errno::SRCH => format!("no process {pid}"),
-            rustix::io::Errno::INVAL => format!("pid {pid} is not a process (a thread?)"),
-            e => format!("pid {pid}: {e}"),
-        })?;
-        let gone = || format!("no process {pid}");
+        let pidfd = pidfd_open(raw, PidfdFlags::empty()).map_err(|_| not_yours())?;
         // The main thread's files: the process's own `stat` sums over every thread (a
         // client chooses how many), these cost the same whatever it has.
         let main = format!("/proc/{pid}/task/{pid}");
-        let status = std::fs::read_to_string(format!("{main}/status")).map_err(|_| gone())?;
-        let stat = std::fs::read_to_string(format!("{main}/stat")).map_err(|_| gone())?;
+        let read = |file: &str| std::fs::read_to_string(format!("{main}/{file}")).ok();
+        let (Some(status), Some(stat)) = (read("status"), read("stat")) else {
+            return Err(not_yours());
+        };
         let process = ClientProcess {
             pid,
-            start: start_time(&stat).ok_or_else(gone)?,
-            pidfd,
+            start: start_time(&stat).ok_or_else(not_yours)?,
+            pidfd: Arc::new(pidfd),
         };
         // Read after the pidfd was taken: if the process is still alive now, what was
         // read is of the process the pidfd holds.
-        if !process.alive() {
-            return Err(gone());
-        }
-        let uids = uids(&status).ok_or_else(gone)?;
-        if client_uid != 0 && uids.iter().any(|&u| u != client_uid) {
-            return Err(format!(
-                "process {pid} runs as uid {} (real, effective, saved: {}, {}, {}): a client of \
-                 uid {client_uid} may name only its own processes",
-                uids[1], uids[0], uids[1], uids[2]
-            ));
+        if !process.alive() || !owned_by(&status, client_uid) {
+            return Err(not_yours());
         }
         Ok(process)
     }
@@ -85,13 +91,33 @@ impl ClientProcess {
     /// The process has not ended (its pidfd is not readable yet). Reading `/proc/PID`
     /// between two looks that say so reads this process, not a later one.
     pub fn alive(&self) -> bool {
-        let mut fds = [PollFd::new(&self.pidfd, PollFlags::IN)];
-        match poll(&mut fds, Some(&rustix::time::Timespec::default())) {
-            Ok(0) => true,
-            Ok(_) => false,
-            Err(_) => false,
+        loop {
+            let mut fds = [PollFd::new(&*self.pidfd, PollFlags::IN)];
+            match poll(&mut fds, Some(&rustix::time::Timespec::default())) {
+                Ok(n) => return n == 0,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => return false,
+            }
         }
     }
+
+    /// Still the client's: its uids have not changed since the check (a process may
+    /// `exec` a set-user-ID program). `None` when it ended.
+    pub fn still_owned_by(&self, client_uid: u32) -> Option<bool> {
+        let status =
+            std::fs::read_to_string(format!("/proc/{0}/task/{0}/status", self.pid)).ok()?;
+        self.alive().then(|| owned_by(&status, client_uid))
+    }
+}
+
+fn own_uid() -> u32 {
+    rustix::process::getuid().as_raw()
+}
+
+/// A `/proc/PID/status` of a process a client of uid `client_uid` may name: root may
+/// name any; another uid one whose real, effective and saved uids are all its own.
+fn owned_by(status: &str, client_uid: u32) -> bool {
+    client_uid == 0 || uids(status).is_some_and(|ids| ids.iter().all(|&u| u == client_uid))
 }
 
 /// The real, effective and saved uids of a `/proc/PID/status`.
@@ -101,11 +127,9 @@ fn uids(status: &str) -> Option<[u32; 3]> {
     Some([ids.next()??, ids.next()??, ids.next()??])
 }
 
-/// Field 22 (start time) of a `/proc/PID/stat`, counted after the command name's closing
-/// parenthesis (the name may hold spaces and parentheses).
+/// Field 22 (start time) of a `/proc/PID/stat`.
 fn start_time(stat: &str) -> Option<u64> {
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_ascii_whitespace().nth(22 - 3)?.parse().ok()
+    crate::process::stat_field(stat, 22)
 }
 
 #[cfg(test)]
@@ -124,13 +148,17 @@ mod tests {
         assert!(p.alive());
         let again = ClientProcess::check(child.id(), me).unwrap();
         assert_eq!(p.key(), again.key());
+        assert!(p.still_owned_by(me).unwrap());
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(!p.alive());
-        assert_eq!(
-            ClientProcess::check(child.id(), me).unwrap_err(),
-            format!("no process {}", child.id())
-        );
+        assert_eq!(p.still_owned_by(me), None);
+        let gone = ClientProcess::check(child.id(), me).unwrap_err();
+        if me == 0 {
+            assert_eq!(gone, format!("no process {}", child.id()));
+        } else {
+            assert!(gone.contains("is not a process of yours"), "{gone}");
+        }
         let e = ClientProcess::check(std::process::id(), me).unwrap_err();
         assert!(e.ends_with("is the daemon itself"), "{e}");
         for pid in [0, u32::MAX] {
@@ -139,19 +167,31 @@ mod tests {
         }
     }
 
-    /// Another uid may not name a process of root's or its own daemon's (as root, the
-    /// test names PID 1 as uid 65534; elsewhere it names PID 1, root's, as itself).
+    /// Another uid may not name a process of root's, and cannot tell it from no
+    /// process at all (as root, the test names PID 1 as uid 65534; elsewhere it names
+    /// PID 1 as itself, unless PID 1 is its own, as in a rootless container).
     #[test]
-    fn another_uids_process_is_refused() {
+    fn another_uids_process_is_refused_as_if_there_were_none() {
         let me = rustix::process::getuid().as_raw();
         let client = if me == 0 { 65534 } else { me };
+        let pid1 = std::fs::read_to_string("/proc/1/status").unwrap_or_default();
+        if owned_by(&pid1, client) {
+            eprintln!("PID 1 runs as uid {client}: nothing to refuse; nothing checked");
+            return;
+        }
         let e = ClientProcess::check(1, client).unwrap_err();
-        assert!(
-            e.starts_with("process 1 runs as uid 0")
-                && e.ends_with(&format!(
-                    "a client of uid {client} may name only its own processes"
-                )),
-            "{e}"
+        assert_eq!(
+            e,
+            format!(
+                "pid 1 is not a process of yours: a client of uid {client} may name only \
+                 processes whose real, effective and saved uids are all {client}"
+            )
+        );
+        // A pid with no process: the same words.
+        let none = (1u32 << 22) + 12345;
+        assert_eq!(
+            ClientProcess::check(none, client).unwrap_err(),
+            e.replace("pid 1 ", &format!("pid {none} "))
         );
         if me == 0 {
             assert!(

@@ -15,11 +15,26 @@
 //!   want a sample of every running task every 4 ms (the loop at 100 % of a CPU, others'
 //!   p50 337 ms when samples were read in it);
 //! - [`Attack::Flood`]: 64 connections send 1,024-request batches back to back (others'
-//!   p50 156 ms when a batch was served whole).
+//!   p50 156 ms when a batch was served whole);
+//! - [`Attack::Stats`]: 64 connections ask for `stats` and read every reply at once
+//!   (the costliest request there is: a whole share of a turn).
 //!
-//! Reported per attack (and with no attack, for reference): the round trips' p50, p99
-//! and maximum, the CPU time of the daemon's loop and of its sampling thread, and the
-//! load average.
+//! The well-behaved client starts an alloc+free every 2 ms on a fixed schedule and times
+//! each from when it was due, not from when it went out, so a stall of the loop counts
+//! against every request it held up, as a real client would feel it (a closed loop that
+//! waits for each reply before it sends the next would count a stall once); it spins
+//! until a request is due rather than sleep, so that what it times is the daemon, not
+//! the kernel waking it on a busy machine. Reported per attack (and with no attack, for
+//! reference): those times' p50, p99 and maximum, the CPU time of the daemon's loop and
+//! of its sampling thread, and the load average. An attacker that stops (an error, or
+//! the daemon dropped it) fails the run: the figures would otherwise be those of an idle
+//! daemon.
+//!
+//! The attacker runs at nice 10 by default (`--attacker-nice`): what is measured is
+//! what it costs others *through the daemon*. An attacker whose 64 threads compete for
+//! two CPUs at nice 0 also takes the CPUs from the daemon and from its victim, which is
+//! the kernel's to share out (a systemd machine gives each user a slice of its own);
+//! `--attacker-nice 0` shows that too.
 
 use crate::arbiter::Arbiter;
 use crate::client::Client;
@@ -41,12 +56,19 @@ pub enum Attack {
     Threads,
     Holder,
     Flood,
+    Stats,
 }
 
 impl Attack {
-    pub const ALL: [Attack; 4] = [Attack::None, Attack::Threads, Attack::Holder, Attack::Flood];
+    pub const ALL: [Attack; 5] = [
+        Attack::None,
+        Attack::Threads,
+        Attack::Holder,
+        Attack::Flood,
+        Attack::Stats,
+    ];
     /// The names [`Attack::parse`] accepts, in the order of [`Attack::ALL`].
-    pub const NAMES: [&'static str; 4] = ["none", "threads", "holder", "flood"];
+    pub const NAMES: [&'static str; 5] = ["none", "threads", "holder", "flood", "stats"];
 
     pub fn parse(name: &str) -> Option<Attack> {
         let i = Self::NAMES.iter().position(|&n| n == name)?;
@@ -81,6 +103,10 @@ impl Attack {
                 "{} connections sending 1,024-request batches back to back",
                 o.connections
             ),
+            Attack::Stats => format!(
+                "{} connections asking for stats back to back, reading every reply",
+                o.connections
+            ),
         }
     }
 }
@@ -92,8 +118,10 @@ pub struct Options {
     pub duration: Duration,
     /// Threads of the attacker's process ([`Attack::Threads`], [`Attack::Holder`]).
     pub threads: usize,
-    /// Connections of [`Attack::Flood`].
+    /// Connections of [`Attack::Flood`] and [`Attack::Stats`].
     pub connections: usize,
+    /// The attacker's nice value (see the module documentation).
+    pub attacker_nice: i32,
     /// The command that starts the attacker for the daemon at the given socket; the
     /// process calls [`attacker`] with the same attack, threads and connections.
     pub command: AttackerCommand,
@@ -126,6 +154,7 @@ impl Figures {
 pub struct Report {
     pub figures: Vec<Figures>,
     duration: Duration,
+    attacker_nice: i32,
     describe: Vec<String>,
 }
 
@@ -144,9 +173,9 @@ impl fmt::Display for Report {
         )?;
         for (fig, what) in self.figures.iter().zip(&self.describe) {
             let secs = self.duration.as_secs_f64();
-            let uid = fig
-                .attacker_uid
-                .map_or(String::new(), |u| format!(" (as uid {u})"));
+            let uid = fig.attacker_uid.map_or(String::new(), |u| {
+                format!(" (as uid {u}, nice {})", self.attacker_nice)
+            });
             writeln!(
                 f,
                 "{:<8} {:>10.3} {:>10.3} {:>10.3} {:>9} {:>8.0}% {:>8.0}%  {:<15} {what}{uid}",
@@ -187,6 +216,7 @@ pub fn run(o: &Options) -> Result<Report> {
         describe: o.attacks.iter().map(|a| a.describe(o)).collect(),
         figures,
         duration: o.duration,
+        attacker_nice: o.attacker_nice,
     })
 }
 
@@ -195,14 +225,10 @@ fn thread_cpu_s(tid: i32) -> f64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
         return 0.0;
     };
-    let Some((_, rest)) = stat.rsplit_once(')') else {
-        return 0.0;
-    };
-    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
-    // Fields 14 and 15 (utime, stime), counted from field 3.
-    let ticks: f64 = [11, 12]
+    // Fields 14 and 15: utime and stime.
+    let ticks: f64 = [14, 15]
         .iter()
-        .filter_map(|&i| f.get(i)?.parse::<f64>().ok())
+        .filter_map(|&n| crate::process::stat_field::<f64>(&stat, n))
         .sum();
     // SAFETY: sysconf has no preconditions.
     ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
@@ -236,17 +262,21 @@ fn under(o: &Options, attack: Attack) -> Result<Figures> {
     let socket = dir.path().join("d").join("daemon.sock");
     let (tx, rx) = std::sync::mpsc::channel();
     let path = socket.clone();
-    let thread = std::thread::spawn(move || -> Result<()> {
+    let daemon = std::thread::Builder::new().name("hetsched-loop".into());
+    let thread = daemon.spawn(move || -> Result<()> {
         let policy = hetsched_policies::build(attack.policy(), 0)?;
         let mut arbiter = Arbiter::new(machine, index, policy);
         arbiter.measure_processes();
         let mut daemon = server::Daemon::bind(&path, arbiter)?;
+        // As `hetsched daemon` runs it, where this process may.
+        let _ = server::Daemon::set_nice(server::DEFAULT_NICE);
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
         tx.send((daemon.stop_handle(), tid))
             .map_err(Error::runtime)?;
         daemon.run()
     });
+    let thread = thread.map_err(Error::runtime)?;
     let (stop, loop_tid) = rx
         .recv()
         .map_err(|_| Error::runtime("the daemon thread did not start"))?;
@@ -256,6 +286,16 @@ fn under(o: &Options, attack: Attack) -> Result<Figures> {
     let mut attacker_uid = None;
     if attack != Attack::None {
         let mut c = (o.command)(&socket, attack);
+        {
+            use std::os::unix::process::CommandExt;
+            let nice = o.attacker_nice;
+            // SAFETY: setpriority is async-signal-safe.
+            unsafe {
+                c.pre_exec(move || {
+                    rustix::process::setpriority_process(None, nice).map_err(Into::into)
+                });
+            }
+        }
         if rustix::process::geteuid().is_root() {
             use std::os::unix::process::CommandExt;
             c.uid(65534).gid(0);
@@ -293,10 +333,17 @@ fn under(o: &Options, attack: Attack) -> Result<Figures> {
     }
     let cpu = |tid: Option<i32>| tid.map_or(0.0, thread_cpu_s);
     let (loop0, sampler0) = (cpu(Some(loop_tid)), cpu(sampler_tid));
-    let timed = time_round_trips(&socket, o.duration);
+    let mut timed = time_round_trips(&socket, o.duration);
     let (loop1, sampler1) = (cpu(Some(loop_tid)), cpu(sampler_tid));
     let load = load_average();
     if let Some(mut c) = child {
+        // Still attacking at the end, or the figures are an idle daemon's.
+        if let Ok(Some(status)) = c.try_wait() {
+            timed = Err(Error::runtime(format!(
+                "the {} attacker stopped during the run ({status})",
+                attack.name()
+            )));
+        }
         let _ = c.kill();
         let _ = c.wait();
     }
@@ -316,19 +363,27 @@ fn under(o: &Options, attack: Attack) -> Result<Figures> {
     })
 }
 
-/// Alloc+free round trips for `duration`, microseconds.
+/// How often the well-behaved client starts an alloc+free.
+const EVERY: Duration = Duration::from_millis(2);
+
+/// Alloc+free round trips for `duration`, due every [`EVERY`], each timed from when it
+/// was due (see the module documentation), microseconds.
 fn time_round_trips(socket: &Path, duration: Duration) -> Result<Vec<f64>> {
     let mut c = Client::connect(socket, "well-behaved")?;
     let meta = meta(None);
     let mut trips = Vec::new();
     let start = Instant::now();
-    while start.elapsed() < duration {
-        let t = Instant::now();
+    let mut due = start;
+    while due < start + duration {
+        // Spun, not slept: on a busy machine a sleeping client would time the kernel's
+        // wake-up latency as much as the daemon.
+        while Instant::now() < due {
+            std::hint::spin_loop();
+        }
         c.alloc(&meta)?;
         c.free(true)?;
-        trips.push(t.elapsed().as_secs_f64() * 1e6);
-        // A client that also does work: a round trip every 200 us, not back to back.
-        std::thread::sleep(Duration::from_micros(200));
+        trips.push(due.elapsed().as_secs_f64() * 1e6);
+        due += EVERY;
     }
     if trips.is_empty() {
         return Err(Error::runtime("no round trip completed"));
@@ -377,7 +432,17 @@ pub fn attacker(attack: Attack, socket: &Path, threads: usize, connections: usiz
                         ]
                     })
                     .collect();
-                c.batch(requests)?;
+                let replies = c.batch(requests)?;
+                let served = replies.len() == 200
+                    && replies
+                        .chunks(2)
+                        .all(|r| matches!(r, [Reply::Granted { .. }, Reply::Freed]));
+                if !served {
+                    return Err(Error::runtime(format!(
+                        "a batch naming its process was not served: {:?}",
+                        replies.iter().find(|r| matches!(r, Reply::Error { .. }))
+                    )));
+                }
             }
         }
         Attack::Holder => {
@@ -388,13 +453,17 @@ pub fn attacker(attack: Attack, socket: &Path, threads: usize, connections: usiz
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
-        Attack::Flood => {
+        Attack::Flood | Attack::Stats => {
             let mut floods = Vec::new();
             for _ in 0..connections {
                 let mut c = Client::connect(socket, "attacker")?;
                 let done = done.clone();
                 floods.push(std::thread::spawn(move || -> Result<()> {
                     while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                        if attack == Attack::Stats {
+                            c.stats()?;
+                            continue;
+                        }
                         let requests = (0..512)
                             .flat_map(|_| {
                                 [

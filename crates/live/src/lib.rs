@@ -16,4 +16,5 @@ pub mod run;
 pub mod sampler;
 pub mod server;
 pub mod shm;
+pub mod trust;
 pub mod worker_bridge;

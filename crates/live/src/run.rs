@@ -35,9 +35,10 @@
 //! after a yield — and chosen by [`OnDaemonLoss`]: by default the program goes on
 //! unscheduled (on every CPU the agent may use), and the agent says so in one line and
 //! waits for it; with `fail` the program's group is killed and `hetsched run` fails.
-//! A request the daemon *refuses* while it is there is not a loss: before the first
-//! grant it ends the run (the program never ran), later the program goes on
-//! unscheduled.
+//! A request the daemon *refuses* is not a loss, even when the daemon closes the
+//! connection after its error reply: before the first grant it ends the run (the
+//! program never ran, `hetsched run` fails with the daemon's reason), later the program
+//! goes on unscheduled.
 
 use crate::client::Client;
 use crate::process::{numa_nodes, own_cpus, Binding, Exit, MemoryBinding, Process};

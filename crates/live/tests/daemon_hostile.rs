@@ -4,7 +4,7 @@
 //! signals and errors, are in `crates/cli/tests/daemon_hostile.rs`.
 
 use hetsched_live::client::Client;
-use hetsched_live::protocol::{NewUnit, UnitChanges};
+use hetsched_live::protocol::{NewUnit, Reply, UnitChanges};
 use nix::sys::signal::Signal;
 use std::io::{BufRead, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -187,8 +187,19 @@ fn silent_and_half_sent_connections_are_dropped_but_quiet_holders_stay() {
     d.assert_alive();
 }
 
-/// Another uid may hold at most `MAX_CLIENTS_PER_UID` connections: the next is closed at
-/// once, and the daemon's own uid still connects. (Runs as root, which may become
+/// The connections another uid may hold at once, for a daemon under this process's
+/// descriptor limit (it raises its own to the hard limit).
+fn per_uid_cap() -> usize {
+    use rustix::process::{getrlimit, Resource};
+    let hard = getrlimit(Resource::Nofile)
+        .maximum
+        .map_or(usize::MAX, |n| n as usize);
+    hetsched_live::server::connection_limits(hard).1
+}
+
+/// Another uid may hold at most its cap of connections (`MAX_CLIENTS_PER_UID`, or half
+/// of what the descriptor limit allows): the next is closed at once, and the daemon's
+/// own uid still connects. (Runs as root, which may become
 /// `nobody`; elsewhere it says why it checks nothing.)
 #[test]
 fn another_uid_cannot_take_every_connection() {
@@ -228,8 +239,7 @@ fn another_uid_cannot_take_every_connection() {
     assert_eq!(owner.list_units().unwrap().len(), 1);
     flood.kill().unwrap();
     flood.wait().unwrap();
-    let cap = hetsched_live::server::MAX_CLIENTS_PER_UID;
-    assert_eq!(report, format!("closed 1 of {}", cap + 1));
+    assert_eq!(report, format!("closed 1 of {}", per_uid_cap() + 1));
     d.assert_alive();
 }
 
@@ -248,7 +258,7 @@ fn per_uid_flood_child() {
         maximum: hard,
     };
     setrlimit(Resource::Nofile, all).unwrap();
-    let n = hetsched_live::server::MAX_CLIENTS_PER_UID + 1;
+    let n = per_uid_cap() + 1;
     let conns: Vec<UnixStream> = (0..n)
         .map(|_| UnixStream::connect(Path::new(&socket)).unwrap())
         .collect();
@@ -271,7 +281,8 @@ fn per_uid_flood_child() {
 /// Another user's attacks cost a well-behaved client a bounded round trip: naming its
 /// own process of 2,000 threads in every alloc (measured in the loop, one such batch of
 /// allocs stalled everyone for seconds), holding a unit for it under `cfs-cap` (sampled
-/// every tick), and 64 connections flooding 1,024-request batches (once served whole).
+/// every tick), 64 connections flooding 1,024-request batches (once served whole), and
+/// 64 connections asking for `stats` back to back.
 /// The bound here is 25 ms, five times the 5 ms `hetsched bench hostile` is held to on
 /// an idle machine (docs/live.md), for a loaded 2-CPU CI machine; the attacks cost
 /// hundreds of milliseconds to seconds before.
@@ -279,10 +290,16 @@ fn per_uid_flood_child() {
 fn another_users_attacks_leave_a_well_behaved_client_a_bounded_round_trip() {
     use hetsched_live::hostile::{self, Attack};
     let report = hostile::run(&hostile::Options {
-        attacks: vec![Attack::Threads, Attack::Holder, Attack::Flood],
+        attacks: vec![
+            Attack::Threads,
+            Attack::Holder,
+            Attack::Flood,
+            Attack::Stats,
+        ],
         duration: Duration::from_secs(2),
         threads: 2000,
         connections: 64,
+        attacker_nice: 10,
         command: Box::new(|socket: &Path, attack: Attack| {
             let mut c = Command::new(std::env::current_exe().unwrap());
             c.args([
@@ -338,8 +355,15 @@ fn a_client_may_name_only_its_own_process() {
         eprintln!("not root: cannot run a client as another uid; nothing checked");
         return;
     }
-    let mut d = Daemon::start(1, 0, "fcfs");
+    let mut d = Daemon::start(2, 0, "fcfs");
     std::fs::set_permissions(d._dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Root's task, which the other user's `stats` must not show.
+    let mut root = d.client();
+    let secret = hetsched_live::protocol::MetaInfo {
+        kind: "roots-secret".into(),
+        ..meta(1.0, 0.0)
+    };
+    root.alloc(&secret).unwrap();
     let out = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "spy_child", "--ignored", "--nocapture"])
         .env("HETSCHED_SPY", &d.socket)
@@ -350,12 +374,20 @@ fn a_client_may_name_only_its_own_process() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(
-            "refused: daemon: process 1 runs as uid 0 (real, effective, saved: 0, 0, 0): \
-             a client of uid 65534 may name only its own processes"
+            "refused: daemon: pid 1 is not a process of yours: a client of uid 65534 may \
+             name only processes whose real, effective and saved uids are all 65534"
         ),
         "{text}"
     );
     assert!(text.contains("own process: granted"), "{text}");
+    // Its stats list its own task only; root's lists both.
+    assert!(text.contains("stats: [\"t\"]"), "{text}");
+    let Reply::Stats { tasks, .. } = root.stats().unwrap() else {
+        panic!("not stats")
+    };
+    let mut kinds: Vec<String> = tasks.into_iter().map(|t| t.kind).collect();
+    kinds.sort();
+    assert_eq!(kinds, ["roots-secret", "t"]);
     d.assert_alive();
 }
 
@@ -380,4 +412,31 @@ fn spy_child() {
         Ok(_) => println!("own process: granted"),
         Err(e) => println!("own process: {e}"),
     }
+    if let Ok(Reply::Stats { tasks, .. }) = c.stats() {
+        let kinds: Vec<String> = tasks.into_iter().map(|t| t.kind).collect();
+        println!("stats: {kinds:?}");
+    }
+}
+
+/// A request the daemon refuses as malformed closes the connection, but it is the
+/// request's fault, not a daemon that went away: the client says so (`refused`, not
+/// `daemon_gone`), which is what `hetsched run` decides daemon loss by.
+#[test]
+fn a_refusal_that_closes_the_connection_is_not_daemon_loss() {
+    let mut d = Daemon::start(1, 0, "fcfs");
+    let mut c = d.client();
+    let long = hetsched_live::protocol::MetaInfo {
+        kind: "k".repeat(hetsched_live::protocol::MAX_KIND + 1),
+        ..meta(1.0, 0.0)
+    };
+    let e = c.alloc(&long).unwrap_err();
+    assert!(e.to_string().contains("task kind is 257 bytes long"), "{e}");
+    assert!(c.refused());
+    assert!(
+        eventually(Duration::from_secs(30), || c.list_units().is_err()),
+        "the daemon kept the connection of a malformed request"
+    );
+    // Now the connection is gone without a refusal: that is loss.
+    assert!(!c.refused() && c.daemon_gone());
+    d.assert_alive();
 }
