@@ -101,12 +101,18 @@ impl ClientProcess {
         }
     }
 
-    /// Still the client's: its uids have not changed since the check (a process may
-    /// `exec` a set-user-ID program). `None` when it ended.
-    pub fn still_owned_by(&self, client_uid: u32) -> Option<bool> {
+    /// Whether it is still the client's (its uids have not changed since the check: a
+    /// process may `exec` a set-user-ID program), and how many threads it has now, from
+    /// its main thread's status (the same cost whatever it has); `None` when it ended.
+    pub fn status(&self, client_uid: u32) -> Option<(bool, usize)> {
         let status =
             std::fs::read_to_string(format!("/proc/{0}/task/{0}/status", self.pid)).ok()?;
-        self.alive().then(|| owned_by(&status, client_uid))
+        let threads = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .and_then(|n| n.trim().parse().ok())?;
+        self.alive()
+            .then(|| (owned_by(&status, client_uid), threads))
     }
 }
 
@@ -148,11 +154,11 @@ mod tests {
         assert!(p.alive());
         let again = ClientProcess::check(child.id(), me).unwrap();
         assert_eq!(p.key(), again.key());
-        assert!(p.still_owned_by(me).unwrap());
+        assert_eq!(p.status(me), Some((true, 1)));
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(!p.alive());
-        assert_eq!(p.still_owned_by(me), None);
+        assert_eq!(p.status(me), None);
         let gone = ClientProcess::check(child.id(), me).unwrap_err();
         if me == 0 {
             assert_eq!(gone, format!("no process {}", child.id()));

@@ -23,8 +23,9 @@
 //! each from when it was due, not from when it went out, so a stall of the loop counts
 //! against every request it held up, as a real client would feel it (a closed loop that
 //! waits for each reply before it sends the next would count a stall once); it spins
-//! until a request is due rather than sleep, so that what it times is the daemon, not
-//! the kernel waking it on a busy machine. Reported per attack (and with no attack, for
+//! until a request is due rather than sleep, and runs at the daemon's priority (nice
+//! −10, where it may), so that what it times is the daemon, not the kernel waking it or
+//! sharing the CPUs out on a busy machine. Reported per attack (and with no attack, for
 //! reference): those times' p50, p99 and maximum, the CPU time of the daemon's loop and
 //! of its sampling thread, and the load average. An attacker that stops (an error, or
 //! the daemon dropped it) fails the run: the figures would otherwise be those of an idle
@@ -369,6 +370,9 @@ const EVERY: Duration = Duration::from_millis(2);
 /// Alloc+free round trips for `duration`, due every [`EVERY`], each timed from when it
 /// was due (see the module documentation), microseconds.
 fn time_round_trips(socket: &Path, duration: Duration) -> Result<Vec<f64>> {
+    // At the daemon's priority where this process may: the attacker's threads then take
+    // the CPUs from it no more than from the daemon, and what is timed is the daemon.
+    let _ = server::Daemon::set_nice(server::DEFAULT_NICE);
     let mut c = Client::connect(socket, "well-behaved")?;
     let meta = meta(None);
     let mut trips = Vec::new();

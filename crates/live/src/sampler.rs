@@ -68,6 +68,10 @@ use std::time::{Duration, Instant};
 /// Threads of one process read per pass.
 pub const THREADS_PER_PASS: usize = 256;
 
+/// How often the thread list of a process of more than [`THREADS_PER_PASS`] threads is
+/// made again (see [`ThreadList`]).
+pub const RELIST_EVERY: Duration = Duration::from_secs(10);
+
 /// After a pass, the sampling thread rests at least this many times as long as the
 /// pass took.
 pub const REST_FACTOR: u32 = 4;
@@ -407,6 +411,10 @@ impl Drop for Sampling {
 struct Passes {
     counting: bool,
     tracked: FxHashMap<ProcessKey, Tracked>,
+    /// Each process's thread list, kept while it is measured and for [`RELIST_EVERY`]
+    /// after, so that a client that allocates and frees in a loop does not make the
+    /// sampler list its threads again each time.
+    lists: FxHashMap<ProcessKey, ThreadList>,
     /// Counter descriptors open, and the most that may be (see [`MAX_COUNTERS`]).
     counters_open: usize,
     max_counters: usize,
@@ -435,6 +443,7 @@ impl Passes {
         Passes {
             counting,
             tracked: FxHashMap::default(),
+            lists: FxHashMap::default(),
             counters_open: 0,
             max_counters,
         }
@@ -476,10 +485,15 @@ impl Passes {
             let mut spans = FxHashMap::default();
             for (key, t) in &mut self.tracked {
                 let counters = (&mut self.counters_open, self.max_counters);
-                if let Some(span) = t.pass(self.counting, counters) {
+                let list = self.lists.entry(*key).or_default();
+                if let Some(span) = t.pass(self.counting, counters, list) {
                     spans.insert(*key, span);
                 }
             }
+            let tracked = &self.tracked;
+            self.lists.retain(|k, l| {
+                tracked.contains_key(k) || l.listed.is_some_and(|at| at.elapsed() < RELIST_EVERY)
+            });
             let took = start.elapsed();
             next = Instant::now() + period.max(took * REST_FACTOR);
             passes += 1;
@@ -513,14 +527,20 @@ impl Tracked {
     /// One pass: reads the process and returns what it did since the previous pass
     /// (`None` at the first pass, which only takes the starting point, and once it
     /// ended).
-    fn pass(&mut self, counting: bool, counters: (&mut usize, usize)) -> Option<Span> {
+    fn pass(
+        &mut self,
+        counting: bool,
+        counters: (&mut usize, usize),
+        list: &mut ThreadList,
+    ) -> Option<Span> {
         let (counters_open, max_counters) = counters;
         // Ended, or no longer the client's (it ran a set-user-ID program): not read
         // again.
-        if self.ended || self.process.still_owned_by(self.client_uid) != Some(true) {
+        let status = self.process.status(self.client_uid);
+        let Some((true, threads)) = status.filter(|_| !self.ended) else {
             self.ended = true;
             return None;
-        }
+        };
         let pid = self.process.pid();
         let first = self.clock.is_none();
         if first {
@@ -529,12 +549,12 @@ impl Tracked {
         }
         let at = Instant::now();
         let cpu_ns = cpu_ns(self.clock?)?;
-        let mut tids = thread_ids(pid).ok()?;
-        tids.sort_unstable();
+        list.refresh(pid, threads)?;
+        let tids = &list.tids;
         if first && counting && tids.len() <= MAX_COUNTED_THREADS {
             let want = tids.len() * EVENTS.len();
             if *counters_open + want <= max_counters {
-                self.counters = Counters::open(&tids);
+                self.counters = Counters::open(tids);
                 *counters_open += self.counters.as_ref().map_or(0, |c| c.open.len());
             }
         }
@@ -583,7 +603,7 @@ impl Tracked {
             counted: false,
             interval_ns: at.duration_since(self.at).as_nanos() as u64,
             at,
-            threads: tids.len() as u32,
+            threads: threads as u32,
             threads_read: read,
         };
         let span = match (&self.counts, &counts) {
@@ -602,6 +622,41 @@ impl Tracked {
         };
         (self.cpu_ns, self.counts, self.at) = (cpu_ns, counts, at);
         (!first).then_some(span)
+    }
+}
+
+/// A process's thread ids, sorted, as last listed. Listing `/proc/PID/task` costs the
+/// kernel in proportion to the threads (10 ms for 8,000), on a kernel without
+/// preemption in stretches no thread of any priority can interrupt on that CPU (see
+/// `process::thread_ids`): measured, the event loop waited milliseconds while the
+/// sampler listed a client's 8,000-thread process at every pass. So the list is made
+/// again only when the thread count (from the main thread's status) has changed, and,
+/// for a process of more than [`THREADS_PER_PASS`] threads, at most every
+/// [`RELIST_EVERY`]; meanwhile a thread that ended is skipped, and one that started
+/// waits for the next list.
+#[derive(Default)]
+struct ThreadList {
+    tids: Vec<i32>,
+    listed: Option<Instant>,
+}
+
+impl ThreadList {
+    /// Lists `pid`'s threads again if its count `threads` says the list is stale and
+    /// the rule above allows; `None` when the listing fails (the process ended).
+    fn refresh(&mut self, pid: u32, threads: usize) -> Option<()> {
+        let stale = match self.listed {
+            None => true,
+            Some(at) => {
+                threads != self.tids.len()
+                    && (threads <= THREADS_PER_PASS || at.elapsed() >= RELIST_EVERY)
+            }
+        };
+        if stale {
+            self.tids = thread_ids(pid).ok()?;
+            self.tids.sort_unstable();
+            self.listed = Some(Instant::now());
+        }
+        Some(())
     }
 }
 
