@@ -268,22 +268,23 @@ fn losing_the_daemon_is_handled_alike_in_every_state() {
         } else {
             &[]
         };
-        // fcfs: one program runs, one waits for its first grant; cfs: two busy
-        // programs time-share the unit, so one is stopped after a yield.
-        for (policy, scripts) in [
-            ("fcfs", ["sleep 1.5", "true"]),
-            (
-                "cfs",
-                ["i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"; 2],
-            ),
-        ] {
+        // Each program spins until the go file exists, then leaves its marker: no
+        // program can finish before the daemon is gone, however slow the machine.
+        // fcfs: one runs, one waits for its first grant; cfs: the two time-share the
+        // unit, so one is stopped after a yield.
+        let go = dir.path().join("go");
+        for policy in ["fcfs", "cfs"] {
             let mut d = Daemon::start(1, 0, policy);
             let mut agents = Vec::new();
-            for (i, script) in scripts.iter().enumerate() {
+            for i in 0..2 {
                 let marker = dir.path().join(format!("{policy}-{i}"));
+                let script = format!(
+                    "until [ -e {} ]; do :; done; touch {}",
+                    go.display(),
+                    marker.display()
+                );
                 let agent = run(&d, loss)
-                    .args(["--", "sh", "-c"])
-                    .arg(format!("{script}; touch {}", marker.display()))
+                    .args(["--", "sh", "-c", &script])
                     .stderr(Stdio::piped())
                     .spawn()
                     .unwrap();
@@ -307,22 +308,52 @@ fn losing_the_daemon_is_handled_alike_in_every_state() {
             }
             d.child.kill().unwrap();
             d.child.wait().unwrap();
-            for (agent, marker) in agents {
-                let out = agent.wait_with_output().unwrap();
-                let stderr = String::from_utf8_lossy(&out.stderr);
+            // Each agent's stderr, read as it comes: its first line says it noticed.
+            let readers: Vec<_> = agents
+                .iter_mut()
+                .map(|(agent, _)| {
+                    let err = agent.stderr.take().unwrap();
+                    let (tx, rx) = std::sync::mpsc::channel();
+                    let all = std::thread::spawn(move || {
+                        let mut text = String::new();
+                        for line in BufReader::new(err).lines() {
+                            let line = line.unwrap();
+                            let _ = tx.send(());
+                            text += &line;
+                            text.push('\n');
+                        }
+                        text
+                    });
+                    (rx, all)
+                })
+                .collect();
+            for (noticed, _) in &readers {
+                noticed
+                    .recv_timeout(common::PATIENCE)
+                    .expect("the agent noticed the loss");
+            }
+            // Given the go now: a program that goes on finishes, a killed one cannot.
+            std::fs::write(&go, "").unwrap();
+            let statuses: Vec<_> = agents
+                .iter_mut()
+                .map(|(agent, _)| agent.wait().unwrap())
+                .collect();
+            std::thread::sleep(Duration::from_millis(300));
+            for (((_, marker), (_, all)), status) in agents.iter().zip(readers).zip(statuses) {
+                let stderr = all.join().unwrap();
                 let lines = stderr.trim_end().lines().count();
                 assert_eq!(lines, 1, "{policy}, fail {fail}: {stderr}");
                 if fail {
-                    assert_eq!(out.status.code(), Some(1), "{stderr}");
+                    assert_eq!(status.code(), Some(1), "{stderr}");
                     assert!(stderr.contains("the program was killed"), "{stderr}");
-                    std::thread::sleep(Duration::from_millis(100));
                     assert!(!marker.exists(), "{policy}: the program ran on: {stderr}");
                 } else {
-                    assert_eq!(out.status.code(), Some(0), "{stderr}");
+                    assert_eq!(status.code(), Some(0), "{stderr}");
                     assert!(stderr.contains("goes on unscheduled"), "{stderr}");
                     assert!(marker.exists(), "{policy}: the program did not finish");
                 }
             }
+            std::fs::remove_file(&go).unwrap();
         }
     }
 }
