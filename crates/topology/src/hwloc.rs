@@ -58,8 +58,13 @@ pub fn load_isolated(
 ) -> Result<Machine> {
     let child = {
         let _guard = HWLOC_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-        with_env(&input, || {
-            Forked::spawn(limits, || load_here(&input, name, origin))
+        // The environment is set in the child, where no other thread reads it: setting
+        // it here would race with `getenv` in the parent's other threads (Python's).
+        Forked::spawn(limits, || {
+            for (k, v) in env_for(&input) {
+                std::env::set_var(k, v);
+            }
+            load_here(&input, name, origin)
         })?
     };
     child.reply(origin)
@@ -86,17 +91,7 @@ fn load_here(input: &HwlocInput<'_>, name: &str, origin: &str) -> Result<Machine
 /// Runs `f` with the environment hwloc needs for `input` (the caller holds
 /// [`HWLOC_LOCK`]), then restores the previous values.
 fn with_env<T>(input: &HwlocInput<'_>, f: impl FnOnce() -> T) -> T {
-    let HwlocInput::SysfsRoot { root, env } = input else {
-        return f();
-    };
-    // The x86 backend would mix in the CPUID of the machine we run on. Blacklisting it
-    // through the API alone was seen not to take effect with libhwloc 2.9, so the
-    // environment says it too.
-    let mut vars: Vec<(String, String)> = vec![
-        ("HWLOC_FSROOT".into(), root.display().to_string()),
-        ("HWLOC_COMPONENTS".into(), "-x86".into()),
-    ];
-    vars.extend(env.iter().cloned());
+    let vars = env_for(input);
     let saved: Vec<(String, Option<std::ffi::OsString>)> = vars
         .iter()
         .map(|(k, _)| (k.clone(), std::env::var_os(k)))
@@ -112,6 +107,22 @@ fn with_env<T>(input: &HwlocInput<'_>, f: impl FnOnce() -> T) -> T {
         }
     }
     result
+}
+
+/// The environment hwloc reads for `input`: none for a live machine or an XML file.
+fn env_for(input: &HwlocInput<'_>) -> Vec<(String, String)> {
+    let HwlocInput::SysfsRoot { root, env } = input else {
+        return Vec::new();
+    };
+    // The x86 backend would mix in the CPUID of the machine we run on. Blacklisting it
+    // through the API alone was seen not to take effect with libhwloc 2.9, so the
+    // environment says it too.
+    let mut vars: Vec<(String, String)> = vec![
+        ("HWLOC_FSROOT".into(), root.display().to_string()),
+        ("HWLOC_COMPONENTS".into(), "-x86".into()),
+    ];
+    vars.extend(env.iter().cloned());
+    vars
 }
 
 fn hwloc_err(source: &str, what: impl std::fmt::Display) -> Error {
