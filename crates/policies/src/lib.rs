@@ -6,6 +6,7 @@ pub mod amp_factors;
 pub mod cfs;
 pub mod cfs_cap;
 pub mod dmda;
+pub mod fair;
 pub mod fcfs;
 pub mod io_affinity;
 pub mod load;
