@@ -362,7 +362,18 @@ fn losing_the_daemon_is_handled_alike_in_every_state() {
 /// (its yield) while the other runs, and both make progress.
 #[test]
 fn two_programs_time_share_one_unit() {
-    let d = Daemon::start(1, 0, "cfs");
+    time_share_one_unit("cfs");
+}
+
+/// The same under `eevdf` (Linux's fair class since 6.6), whose requests are 0.75 ms
+/// on one unit: the programs take turns at that pace.
+#[test]
+fn two_programs_time_share_one_unit_under_eevdf() {
+    time_share_one_unit("eevdf");
+}
+
+fn time_share_one_unit(policy: &str) {
+    let d = Daemon::start(1, 0, policy);
     let mut programs = [
         start_program(&d, "while :; do :; done"),
         start_program(&d, "while :; do :; done"),

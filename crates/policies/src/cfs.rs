@@ -1,4 +1,5 @@
-//! `cfs`: Linux's Completely Fair Scheduler as a heterogeneity-agnostic baseline.
+//! `cfs`: Linux's Completely Fair Scheduler (the fair class until 6.6 replaced its pick
+//! with EEVDF, `eevdf.rs`) as a heterogeneity-agnostic baseline.
 //!
 //! Per-unit run queues ordered by weighted virtual runtime; the running task is
 //! preempted when its slice (`latency × weight / queue weight`, at least
@@ -9,13 +10,15 @@
 //! until counts differ by at most one. Linux splits balancing the same way
 //! (`SD_BALANCE_NEWIDLE` and the periodic balancer); `newidle=0` turns the pull off, so
 //! that only the periodic tick balances (how the live tick is tested, and how a
-//! scheduling domain without `SD_BALANCE_NEWIDLE` behaves). By construction it counts
-//! tasks and never looks at unit speed. Accelerators are treated as ordinary run queues (their tasks stop only at
+//! scheduling domain without `SD_BALANCE_NEWIDLE` behaves); both are `fair.rs`'s, which
+//! `eevdf` shares. By construction it counts tasks and never looks at unit speed.
+//! Accelerators are treated as ordinary run queues (their tasks stop only at
 //! checkpoints).
 //!
 //! Parameters: `latency_ms` (6) and `min_granularity_ms` (0.75), each in [0.1, 1000] as
 //! Linux's sysctls; `balance_ms` (4; 0 = off, else [0.1, 10^6]); `newidle` (1; 0 or 1).
 
+use crate::fair;
 use crate::load::{LoadIndex, UnitLoad, UnitRecord};
 use crate::params::{ms_to_ns, Params};
 use crate::queue_index::QueueIndex;
@@ -292,15 +295,7 @@ impl Cfs {
 
     /// Moves a queued task's accounting from unit `from` to unit `to`; returns its slot.
     fn transfer(&mut self, view: &View, t: TaskId, from: UnitId, to: UnitId) -> usize {
-        let slot = view.slot(t);
-        let e = &mut self.entities[slot];
-        self.rqs.dec(from);
-        self.rqs.inc(to);
-        self.rqs.unit_mut(from).weight -= e.weight;
-        self.rqs.unit_mut(to).weight += e.weight;
-        e.vruntime = e.vruntime.saturating_sub(self.rqs.unit(from).min_vruntime)
-            + self.rqs.unit(to).min_vruntime;
-        slot
+        transfer(&mut self.rqs, &mut self.entities, view, t, from, to)
     }
 
     /// The queued task with the least vruntime on `unit` (ties: nearest the head), with
@@ -311,6 +306,26 @@ impl Cfs {
         self.index
             .least(view, unit, |_, slot| entities[slot].vruntime)
     }
+}
+
+/// Moves a queued task's accounting from unit `from` to unit `to`, its vruntime rebased
+/// from one queue's min_vruntime to the other's; returns its slot.
+fn transfer(
+    rqs: &mut LoadIndex<RunQueue>,
+    entities: &mut [Entity],
+    view: &View,
+    t: TaskId,
+    from: UnitId,
+    to: UnitId,
+) -> usize {
+    let slot = view.slot(t);
+    let e = &mut entities[slot];
+    rqs.dec(from);
+    rqs.inc(to);
+    rqs.unit_mut(from).weight -= e.weight;
+    rqs.unit_mut(to).weight += e.weight;
+    e.vruntime = e.vruntime.saturating_sub(rqs.unit(from).min_vruntime) + rqs.unit(to).min_vruntime;
+    slot
 }
 
 // The simulator compiles its engine for this type (`crate::Built`), and the calls made
@@ -364,25 +379,8 @@ impl Policy for Cfs {
         if !self.newidle {
             return PickDecision::Idle;
         }
-        // New-idle balance: pull from the unit of this type with the most tasks (the
-        // highest load alone rules out most cases without finding that unit).
-        let kind = rq.unit.kind();
-        if self.rqs.most_load(kind) < 2 {
-            return PickDecision::Idle;
-        }
-        let Some((_, from)) = self.rqs.most(kind) else {
-            return PickDecision::Idle;
-        };
-        if from == unit {
-            return PickDecision::Idle;
-        }
-        let kind = view.unit_kind(unit);
-        let Some(t) = view
-            .queue(from)
-            .entries()
-            .find(|(_, e)| e.task.affinity.runs_on(kind))
-            .map(|(_, e)| e.task.id)
-        else {
+        // New-idle balance: pull from the unit of this type with the most tasks.
+        let Some((from, t)) = fair::newidle_source(view, &self.rqs, unit) else {
             return PickDecision::Idle;
         };
         let slot = self.transfer(view, t, from, unit);
@@ -459,41 +457,16 @@ impl Policy for Cfs {
 
     fn tick(&mut self, view: &View, samples: &[Sample]) -> Vec<TickAction> {
         self.init(view);
-        let mut actions = Vec::new();
         if self.capacity_aware {
             self.misfits(view, samples);
         }
-        for kind in UnitType::ALL {
-            // Each move narrows the gap; stop when no queued task can move.
-            for _ in 0..view.units().len() {
-                let loads = &self.rqs;
-                let (Some((hi, from)), Some((lo, to))) = (loads.most(kind), loads.least_of(kind))
-                else {
-                    break;
-                };
-                if hi < lo + 2 {
-                    break;
-                }
-                let moved: Vec<TaskId> = actions
-                    .iter()
-                    .map(|TickAction::Migrate { task, .. }| *task)
-                    .collect();
-                let Some(t) = view
-                    .queue(from)
-                    .iter()
-                    .rev()
-                    .find(|&t| view.can_run(t, to) && !moved.contains(&t))
-                else {
-                    break;
-                };
-                let slot = self.transfer(view, t, from, to);
-                // Pushed before the engine moves it: a pick on `to` in between (the
-                // engine wakes `to` after each move) is answered by a scan, and `to`'s
-                // queue is short then (an idle `to` starts the first task moved there).
-                self.index.pushed(to, t, slot, self.entities[slot].vruntime);
-                actions.push(TickAction::Migrate { task: t, to });
-            }
-        }
-        actions
+        let (entities, index) = (&mut self.entities, &mut self.index);
+        fair::balance(view, &mut self.rqs, |rqs, t, from, to| {
+            let slot = transfer(rqs, entities, view, t, from, to);
+            // Pushed before the engine moves it: a pick on `to` in between (the
+            // engine wakes `to` after each move) is answered by a scan, and `to`'s
+            // queue is short then (an idle `to` starts the first task moved there).
+            index.pushed(to, t, slot, entities[slot].vruntime);
+        })
     }
 }

@@ -6,6 +6,8 @@ pub mod amp_factors;
 pub mod cfs;
 pub mod cfs_cap;
 pub mod dmda;
+pub mod eevdf;
+pub mod fair;
 pub mod fcfs;
 pub mod io_affinity;
 pub mod load;
@@ -57,6 +59,7 @@ pub const REGISTRY: &[Registered] = &[
     fcfs::REGISTERED,
     cfs::REGISTERED,
     cfs_cap::REGISTERED,
+    eevdf::REGISTERED,
     random::REGISTERED,
     ws::REGISTERED,
     dmda::REGISTERED,
@@ -113,6 +116,7 @@ macro_rules! policy_types {
 policy_types! {
     Fcfs(fcfs::Fcfs),
     Cfs(cfs::Cfs),
+    Eevdf(eevdf::Eevdf),
     Random(random::Random),
     WorkStealing(ws::WorkStealing),
     Dmda(dmda::Dmda),
@@ -244,6 +248,19 @@ mod tests {
             cfs,
             ["latency_ms", "min_granularity_ms", "balance_ms", "newidle"]
         );
+        let eevdf: Vec<&str> = lookup("eevdf")
+            .unwrap()
+            .params()
+            .iter()
+            .map(|p| p.key)
+            .collect();
+        assert_eq!(
+            eevdf,
+            ["base_slice_ms", "scale_slice", "balance_ms", "newidle"]
+        );
+        assert!(err("eevdf:base_slice_ms=0")
+            .contains("policy eevdf: base_slice_ms: expected a number in [0.1, 1000], got 0"));
+        assert!(err("eevdf:scale_slice=2").contains("scale_slice: expected 0 or 1, got 2"));
         let latency = &lookup("cfs").unwrap().params()[0];
         assert_eq!(
             (latency.default.as_str(), latency.accepts.as_str()),

@@ -442,3 +442,123 @@ fn a_task_slows_down_while_another_shares_the_node_and_speeds_up_after() {
         vec![(0, 0, 1250 * MS), (1, 1, 1750 * MS)]
     );
 }
+
+/// A CPU task of `work_ms` arriving at `at_us` µs, of weight `weight`.
+fn weighted(id: u64, work_ms: f64, at_us: u64, weight: u32) -> Task {
+    let mut t = Task::cpu(id, work_ms / 1e3, at_us * 1_000);
+    t.weight = weight;
+    t
+}
+
+/// (time, task) of each segment's start, in time order.
+fn starts(rec: &Record) -> Vec<(u64, TaskId)> {
+    rec.events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Start { .. }))
+        .map(|e| (e.t_ns, e.task))
+        .collect()
+}
+
+#[test]
+fn eevdf_picks_the_eligible_task_with_the_earliest_virtual_deadline() {
+    // One core, a 1 ms request (no scaling on one CPU). A: weight 1024, 2.5 ms of work,
+    // at 0; B: weight 2048, 2.5 ms, at 0.5 ms; C: weight 512, 1 ms, at 1 ms. Virtual
+    // slices (1 ms × 1024 / w): A 1000, B 500, C 2000 µs. Vruntimes in virtual µs
+    // relative to the empty queue's V, w·v sums in 1024·µs units (A 1, B 2, C 0.5).
+    // - 0: A alone, v 0, deadline 0 + 1000 / 2 = 500 (a new task's half request). It runs
+    //   until v reaches it: 0.5 ms.
+    // - 0.5 ms (the slice end is handled before the arrival at the same time): nobody
+    //   waits, A continues with the next request, deadline 1500. B arrives: V = 500
+    //   (A alone), B at v 500, deadline 500 + 500 / 2 = 750. No wake-up preemption.
+    // - 1 ms: C arrives. A's v is 1000; V = (1000 + 2 × 500) / 3 = 666.67, floor 666:
+    //   C at v 666, deadline 666 + 2000 / 2 = 1666.
+    // - 1.5 ms: A's v 1500 reaches 1500, next deadline 2500. V = (1500 + 1000 + 333)
+    //   / 3.5 = 809.5: A (1500) is not eligible; B (500, deadline 750) and C (666, 1666)
+    //   are: B, the earliest deadline, runs, until its v reaches 750: 0.5 ms (B's
+    //   vruntime runs at 1024 / 2048, half the speed of time).
+    // - 2 ms: B at 750, next deadline 1250. V = (1500 + 1500 + 333) / 3.5 = 952.4: B is
+    //   eligible and its deadline 1250 beats C's 1666: B continues 1 ms.
+    // - 3 ms: B at 1250, next deadline 1750. V = (1500 + 2500 + 333) / 3.5 = 1238.1: B
+    //   (1250) is not eligible, A (1500) neither; C (666) runs, for (1666 − 666) × 0.5
+    //   = 0.5 ms.
+    // - 3.5 ms: C at 1666, next deadline 3666. V = (1500 + 2500 + 833) / 3.5 = 1380.95:
+    //   only B (1250, deadline 1750) is eligible. It runs its 1 ms of work left: ends at
+    //   4.5 ms.
+    // - 4.5 ms: B leaves at v 1750 with its negative lag; V drops from 1666.7 to
+    //   (1500 + 833) / 1.5 = 1555.6: A (1500) is eligible again, C (1666) not. A runs
+    //   its 1 ms left (to v 2500, its deadline): ends at 5.5 ms.
+    // - 5.5 ms: C alone runs its last 0.5 ms: ends at 6 ms.
+    let m = cpus(&[1024]);
+    let tasks = vec![
+        weighted(0, 2.5, 0, 1024),
+        weighted(1, 2.5, 500, 2048),
+        weighted(2, 1.0, 1000, 512),
+    ];
+    let rec = simulate(&m, "eevdf:base_slice_ms=1", tasks);
+    let us = 1_000;
+    assert_eq!(
+        starts(&rec),
+        [
+            (0, 0),
+            (1500 * us, 1),
+            (3000 * us, 2),
+            (3500 * us, 1),
+            (4500 * us, 0),
+            (5500 * us, 2)
+        ]
+    );
+    assert_eq!(
+        completions(&rec),
+        [(1, 0, 4500 * us), (0, 0, 5500 * us), (2, 0, 6000 * us)]
+    );
+    // A's slice end at 0.5 ms and B's at 2 ms kept their unit: no stop there.
+    let stops: Vec<(u64, TaskId)> = rec
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Stop { .. }))
+        .map(|e| (e.t_ns, e.task))
+        .collect();
+    assert_eq!(stops, [(1500 * us, 0), (3000 * us, 1), (3500 * us, 2)]);
+}
+
+#[test]
+fn eevdf_scales_its_slice_with_the_cpus_and_balances_like_cfs() {
+    // Two equal cores: the 0.75 ms base slice × (1 + log2 2) = 1.5 ms. Three 10 ms tasks
+    // at 0 placed by count as cfs places them: t0 -> u0, t1 -> u1, t2 -> u0. t0 starts
+    // alone (v 0, deadline 0.75 ms virtual: half a request), t2 is placed at V = 0 with
+    // the same deadline but queued after it. At 0.75 ms t0's request is spent (next
+    // deadline 2.25), V = (0.75 + 0) / 2: t2 (0) is eligible, t0 not: t2 runs its half
+    // request, 0.75 ms; then t0 (eligible again at V = 0.75) runs full requests of
+    // 1.5 ms, alternating with t2. Without scaling the requests are 0.75 ms.
+    let m = cpus(&[1024, 1024]);
+    let tasks = || (0..3).map(|i| Task::cpu(i, 0.01, 0)).collect::<Vec<_>>();
+    let us = 1_000;
+    for (spec, request) in [("eevdf", 1500), ("eevdf:scale_slice=0", 750)] {
+        let rec = simulate(&m, spec, tasks());
+        let on_u0: Vec<(u64, TaskId)> = rec
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Start { unit: 0, .. }))
+            .map(|e| (e.t_ns, e.task))
+            .take(4)
+            .collect();
+        let half = request / 2 * us;
+        assert_eq!(
+            on_u0,
+            [
+                (0, 0),
+                (half, 2),
+                (2 * half, 0),
+                (2 * half + request * us, 2)
+            ],
+            "{spec}"
+        );
+        // t1 ends alone on u1 at 10 ms; u1 then pulls the queued one of u0 (new-idle
+        // balance, as cfs), and the last two end on different units.
+        let metrics = rec.metrics();
+        assert_eq!((metrics.steals, metrics.migrations), (1, 0), "{spec}");
+        let ends = completions(&rec);
+        assert_eq!(ends[0], (1, 1, 10 * MS), "{spec}");
+        assert_ne!(ends[1].1, ends[2].1, "{spec}");
+    }
+}
