@@ -24,6 +24,7 @@ pub fn config() -> Config {
         checkpoint_cost_ns: GPU_CHECKPOINT_COST_NS,
         max_time_ns: None,
         max_events: None,
+        ..Config::default()
     }
 }
 

@@ -38,6 +38,7 @@
 //! allocation-free; the rare ones (refusals, units added) are out of line.
 
 use crate::machine::{Machine, Unit, UnitType};
+use crate::perf_model::{Arch, PerfModels};
 use crate::policy::{
     CheckpointDecision, PickDecision, Policy, Queue, Running, Sample, Sources, SubmitDecision,
     TickAction, UnitId, View,
@@ -188,6 +189,8 @@ pub struct EngineCore {
     tick_interval: Option<u64>,
     next_tick: Option<u64>,
     decisions: u64,
+    /// The policy reads performance models: completed runs are recorded into them.
+    learning: bool,
 }
 
 impl EngineCore {
@@ -207,6 +210,7 @@ impl EngineCore {
                 running: vec![None; n],
                 tasks: TaskStore::default(),
                 kinds,
+                models: PerfModels::default(),
             },
             running_slot: vec![0; n],
             idle: UnitSet::full(n),
@@ -220,7 +224,19 @@ impl EngineCore {
             tick_interval,
             next_tick: None,
             decisions: 0,
+            learning: policy.wants_models(),
         }
+    }
+
+    /// Starts from models kept from earlier runs (before the first task).
+    pub fn set_models(&mut self, models: PerfModels) {
+        self.view.models = models;
+    }
+
+    /// The performance models so far: those it started from, and what it observed if
+    /// the policy wants models ([`Policy::wants_models`]).
+    pub fn models(&self) -> &PerfModels {
+        &self.view.models
     }
 
     /// The policy's view of this state at the current time.
@@ -758,10 +774,37 @@ impl EngineCore {
         slot: usize,
     ) -> Result<(), ContractError> {
         self.emit(host, task, EventKind::Complete { unit: u });
+        if self.learning {
+            self.observe(u, slot);
+        }
         policy.complete(self.view(), task, u);
         host.ended(self, task, slot);
         self.view.tasks.discard(&task);
         self.pick(policy, host, u).map(|_| ())
+    }
+
+    /// Records the run of the task in `slot`, which just completed on `u`, in the
+    /// performance models, if it ran there in one stretch: its time less what its copies
+    /// to and from the unit cost (as StarPU's history models time the kernel alone).
+    #[cold]
+    fn observe(&mut self, u: UnitId, slot: usize) {
+        let e = self.view.tasks.at_slot(slot);
+        if e.runs != 1 {
+            return;
+        }
+        let copies = self
+            .view
+            .machine
+            .copy_s(u, e.task.bytes_in, e.task.bytes_out);
+        let seconds = (e.run_ns as f64 * 1e-9 - copies).max(0.0);
+        let unit = &self.view.machine.units[u as usize];
+        let arch = Arch {
+            unit_type: unit.kind,
+            capacity: unit.capacity,
+            footprint: 0,
+        };
+        let kernel = e.task.kind.clone();
+        self.view.models.observe(&kernel, arch, seconds);
     }
 
     /// The task running on `u` reached a checkpoint (or its CPU slice ended): asks the

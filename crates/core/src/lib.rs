@@ -6,6 +6,7 @@ pub mod id_map;
 pub mod machine;
 pub mod ns;
 pub mod outcome_stream;
+pub mod perf_model;
 pub mod policy;
 pub mod record;
 pub mod slab;

@@ -275,6 +275,25 @@ pub struct Unit {
 }
 
 impl Machine {
+    /// Seconds to copy `bytes_in` to unit `unit` and `bytes_out` back over its host
+    /// link (bytes / bandwidth + latency each way); 0 for a unit without a link (a CPU)
+    /// or with an unknown bandwidth.
+    pub fn copy_s(&self, unit: u32, bytes_in: u64, bytes_out: u64) -> f64 {
+        let Some(acc) = self.units[unit as usize]
+            .accelerator
+            .and_then(|i| self.accelerators.get(i as usize))
+        else {
+            return 0.0;
+        };
+        match acc.link_bandwidth_bytes_per_s {
+            Some(bw) if bw > 0.0 => {
+                let lat = acc.link_latency_s.unwrap_or(0.0);
+                (bytes_in as f64 / bw + lat) + (bytes_out as f64 / bw + lat)
+            }
+            _ => 0.0,
+        }
+    }
+
     pub fn pu(&self, os_index: u32) -> Option<&Pu> {
         self.pus.iter().find(|p| p.os_index == os_index)
     }

@@ -253,9 +253,19 @@ pub struct View {
     /// Each unit's type, by unit id: 1 KiB for 1,024 units stays in cache, where the
     /// machine's units (about 100 bytes each) are far apart.
     pub(crate) kinds: Vec<UnitType>,
+    /// The performance models (see [`Policy::wants_models`]).
+    pub(crate) models: crate::perf_model::PerfModels,
 }
 
 impl View {
+    /// The performance models: what the engine observed of each kernel on each unit
+    /// class, from earlier runs kept in a file and from this run, for a policy that
+    /// wants them ([`Policy::wants_models`]); empty otherwise.
+    #[inline]
+    pub fn models(&self) -> &crate::perf_model::PerfModels {
+        &self.models
+    }
+
     /// Current time in nanoseconds since the start of the run.
     #[inline]
     pub fn now_ns(&self) -> u64 {
@@ -363,5 +373,11 @@ pub trait Policy {
     /// tick; a policy that balances by its own counts says `false` and gets none.
     fn wants_samples(&self) -> bool {
         true
+    }
+    /// Whether it reads the performance models ([`View::models`]): only then does the
+    /// engine record each completed run into them (a policy that never reads them costs
+    /// nothing), and only then are they kept across runs.
+    fn wants_models(&self) -> bool {
+        false
     }
 }

@@ -1,110 +1,66 @@
-//! `dmda`: StarPU's deque-model data-aware policy. Each task goes to the unit with the
-//! minimum expected completion time:
-//! `max(now, unit busy until) + queued work + copy time + expected run time`,
-//! where copies cost `bytes / link bandwidth + latency` to and from accelerators, and
-//! the expected run time comes from a per-task-type performance model learned online
-//! from the run times the engine reports (`TaskEntry::run_ns` when a task completes
-//! after one uninterrupted run, minus its copies), as StarPU's history models do:
-//! - a (task type, unit type, capacity) class that has run the type before expects the
-//!   mean of its last observed times;
-//! - another class expects the type's mean *reference work* (each observation times its
-//!   unit's rate: `capacity / 1024` on a CPU, `affinity ratio × capacity / 1024` on an
-//!   accelerator) divided by its own rate;
-//! - a type never seen expects 0 s: placement goes by backlog and copy costs, ties to the
-//!   unit with fewer tasks, then the lowest id.
+//! `dmda`: StarPU's deque-model data-aware policy, as StarPU 1.3 runs it
+//! (`src/sched_policies/deque_modeling_policy_data_aware.c`). Each unit has a queue run
+//! in order; a task goes to one when it arrives:
 //!
-//! A unit is busy until its running task is expected to end *given how long it has run
-//! already*: the mean excess of the class's observed times over that elapsed time (the
-//! class mean once it has run longer than all of them). With `start + expected` instead,
-//! a long task that overruns its estimate would look finished, and tasks would queue
-//! behind it while other units idle.
+//! - **Calibrated**: every unit that can run it has a calibrated estimate, the mean of
+//!   the kernel's runs on that unit's class (type and capacity) in the engine's
+//!   performance models ([`View::models`], StarPU's history-based models), once the
+//!   class has `calibrate` samples (10 by default, StarPU's `STARPU_CALIBRATE_MINIMUM`).
+//!   The task goes to the unit of least fitness `α (end − best end) + β copy`, where
+//!   `end` is when the unit is expected free, plus the expected work queued there, plus
+//!   the estimate, and `copy` the time to copy the task's bytes to and from it (ties:
+//!   fewer tasks, then the lowest id). StarPU's third term, γ times the energy, is left
+//!   out: no machine here has power figures.
+//! - **Not calibrated** (some unit has no estimate yet): StarPU's greedy fallback. The
+//!   task goes to a unit whose class is not calibrated if there is one, so that
+//!   calibration goes as fast as it can, to the one with the fewest tasks per relative
+//!   speed (its load divided by StarPU's assumed speed-up of its kind: CPU 1, CUDA
+//!   13.33, OpenCL 12.22, times capacity / 1024), and counts as expected to take 0 s.
 //!
-//! It reads only what an application tells the scheduler and what the engine measured,
-//! so it learns live exactly as in the simulator. Units run their queue in FIFO order,
-//! no stealing, no preemption.
+//! A unit is expected free when its running task is expected to end *given how long it
+//! has run already*: the mean excess of the class's recent runs over that time (their
+//! mean once it has run longer than all of them), so that a task overrunning its
+//! estimate does not look finished while others queue behind it.
 //!
-//! Parameters: `learn` (1 = learn from completed tasks, 0 = no model: every run is
-//! expected to take 0 s).
+//! The models are the engine's: it records every run of a task that ran in one stretch
+//! on one unit, less its copies (this policy says it wants them), and keeps them across
+//! runs with `--perfmodel DIR`, as StarPU keeps `$STARPU_HOME/.starpu/sampling`: a second
+//! run starts calibrated. It reads only what an application tells the scheduler and what
+//! the engine measured, so it behaves alike in both engines. No stealing, no preemption.
 
 use crate::params::Params;
 use hetsched_core::machine::{UnitType, CAPACITY_SCALE};
+use hetsched_core::perf_model::Arch;
 use hetsched_core::policy::{PickDecision, Policy, SubmitDecision, UnitId, View};
 use hetsched_core::task::{QueueId, Task, TaskId};
 use hetsched_core::Result;
 use rustc_hash::FxHashMap;
-use std::sync::Arc;
 
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
     name: "dmda",
     about: "minimum expected completion time with a per-task-type performance model learned from observed run times",
-    test_specs: &["dmda"],
+    test_specs: &["dmda", "dmda:calibrate=1", "dmda:learn=0", "dmda:alpha=0.5,beta=2"],
     build: |spec, p, _| Ok(Dmda::from_params(spec, p)?.into()),
 };
 
-type ClassKey = (Arc<str>, UnitType, u32);
-
-/// How many observed times per class the remaining-time estimate looks at.
-const HISTORY: usize = 64;
-
-/// The last observed run times of a class.
-#[derive(Clone, Default)]
-struct Observed {
-    times: Vec<f64>,
-    next: usize,
-}
-
-impl Observed {
-    fn add(&mut self, x: f64) {
-        if self.times.len() < HISTORY {
-            self.times.push(x);
-        } else {
-            self.times[self.next] = x;
-            self.next = (self.next + 1) % HISTORY;
-        }
-    }
-    fn mean(&self) -> Option<f64> {
-        (!self.times.is_empty()).then(|| self.times.iter().sum::<f64>() / self.times.len() as f64)
-    }
-    /// Expected time left after `elapsed`: the mean excess of the longer times.
-    fn remaining(&self, elapsed: f64) -> Option<f64> {
-        let (sum, n) = self
-            .times
-            .iter()
-            .filter(|&&t| t > elapsed)
-            .fold((0.0, 0), |(s, n), &t| (s + t - elapsed, n + 1));
-        if n > 0 {
-            Some(sum / n as f64)
-        } else {
-            self.mean()
-        }
-    }
-}
-
-/// A running mean.
-#[derive(Clone, Copy, Default)]
-struct Mean {
-    sum: f64,
-    n: u32,
-}
-
-impl Mean {
-    fn add(&mut self, x: f64) {
-        self.sum += x;
-        self.n += 1;
-    }
-    fn get(&self) -> Option<f64> {
-        (self.n > 0).then(|| self.sum / self.n as f64)
+/// StarPU's assumed speed-up of a unit of each kind over a CPU core, for placing tasks
+/// of no calibrated estimate (`_STARPU_CUDA_ALPHA`, `_STARPU_OPENCL_ALPHA`; a
+/// coprocessor counts as a CPU).
+pub fn assumed_speedup(kind: UnitType) -> f64 {
+    match kind {
+        UnitType::Cpu | UnitType::CoProcessor => 1.0,
+        UnitType::Gpu => 13.33,
+        UnitType::OpenCl => 12.22,
     }
 }
 
 pub struct Dmda {
     name: String,
     learn: bool,
-    /// Observed run seconds per class.
-    class: FxHashMap<ClassKey, Observed>,
-    /// Reference work (seconds on a capacity-1024 CPU) per task type.
-    work: FxHashMap<Arc<str>, Mean>,
+    calibrate: u64,
+    alpha: f64,
+    beta: f64,
     /// Expected seconds of queued work per unit.
     queued_s: Vec<f64>,
     /// Per queued/running task: (unit, expected run seconds, copy seconds).
@@ -115,54 +71,59 @@ impl Dmda {
     pub fn from_params(spec: &str, p: &mut Params) -> Result<Dmda> {
         let learn = p.flag(
             "learn",
-            "1: learn per-type run times from completed tasks; 0: the prior only",
+            "1: estimates from the performance models; 0: none (every task placed greedily by load)",
             true,
+        )?;
+        let calibrate = p.u64_in(
+            "calibrate",
+            "runs of a kernel on a unit class before its mean is trusted (StarPU's STARPU_CALIBRATE_MINIMUM)",
+            10,
+            1..=1_000_000,
+        )?;
+        let alpha = p.f64_in(
+            "alpha",
+            "weight of the expected end (StarPU's STARPU_SCHED_ALPHA)",
+            1.0,
+            0.0..=1e6,
+            false,
+        )?;
+        let beta = p.f64_in(
+            "beta",
+            "weight of the copy time (StarPU's STARPU_SCHED_BETA)",
+            1.0,
+            0.0..=1e6,
+            false,
         )?;
         Ok(Dmda {
             name: spec.to_string(),
             learn,
-            class: FxHashMap::default(),
-            work: FxHashMap::default(),
+            calibrate,
+            alpha,
+            beta,
             queued_s: Vec::new(),
             planned: FxHashMap::default(),
         })
     }
 
-    /// Reference seconds of work per second on `unit` (0: cannot run there).
-    fn rate(task: &Task, view: &View, unit: UnitId) -> f64 {
+    fn arch(view: &View, unit: UnitId) -> Arch {
         let u = view.unit(unit);
-        let cap = u.capacity.max(1) as f64 / CAPACITY_SCALE as f64;
-        if u.kind == UnitType::Cpu {
-            return cap;
+        Arch {
+            unit_type: u.kind,
+            capacity: u.capacity,
+            footprint: 0,
         }
-        let cpu = task.affinity.get(UnitType::Cpu);
-        task.affinity.get(u.kind) / if cpu > 0.0 { cpu } else { 1.0 } * cap
     }
 
-    fn key(task: &Task, view: &View, unit: UnitId) -> ClassKey {
-        let u = view.unit(unit);
-        (task.kind.clone(), u.kind, u.capacity)
-    }
-
-    fn expected_s(&self, task: &Task, view: &View, unit: UnitId) -> f64 {
-        if let Some(s) = self
-            .class
-            .get(&Self::key(task, view, unit))
-            .and_then(Observed::mean)
-        {
-            return s;
+    /// The calibrated estimate of `task` on `unit`, seconds: `None` while its class has
+    /// fewer than `calibrate` runs of the kernel.
+    fn estimate_s(&self, task: &Task, view: &View, unit: UnitId) -> Option<f64> {
+        if !self.learn {
+            return None;
         }
-        match self.work.get(&task.kind).and_then(Mean::get) {
-            Some(work) => {
-                let rate = Self::rate(task, view, unit);
-                if rate > 0.0 {
-                    work / rate
-                } else {
-                    0.0
-                }
-            }
-            None => 0.0,
-        }
+        view.models()
+            .get(&task.kind, &Self::arch(view, unit))
+            .filter(|h| h.samples() >= self.calibrate)
+            .map(|h| h.mean())
     }
 
     /// When `unit` is expected to be free: now if idle, else when its task is expected
@@ -177,35 +138,45 @@ impl Dmda {
         // Copies are counted as if they came first.
         let elapsed = now - r.since_ns as f64 * 1e-9;
         let t = view.task(r.task);
-        let left = match self.class.get(&Self::key(t, view, unit)) {
-            Some(o) => {
+        let history = view
+            .models()
+            .get(&t.kind, &Self::arch(view, unit))
+            .filter(|h| self.learn && h.samples() > 0);
+        let left = match history {
+            Some(h) => {
                 let computing = (elapsed - copy).max(0.0);
-                o.remaining(computing).unwrap_or(0.0) + (copy - elapsed).max(0.0)
+                h.remaining(computing) + (copy - elapsed).max(0.0)
             }
             None => (run + copy - elapsed).max(0.0),
         };
         now + left
     }
 
-    fn copy_s(task: &Task, view: &View, unit: UnitId) -> f64 {
-        let u = view.unit(unit);
-        let Some(acc) = u
-            .accelerator
-            .and_then(|i| view.machine().accelerators.get(i as usize))
-        else {
-            return 0.0;
-        };
-        match acc.link_bandwidth_bytes_per_s {
-            Some(bw) if bw > 0.0 => {
-                let lat = acc.link_latency_s.unwrap_or(0.0);
-                (task.bytes_in as f64 / bw + lat) + (task.bytes_out as f64 / bw + lat)
+    /// The unit StarPU's greedy fallback takes: of an uncalibrated class if any, the
+    /// fewest tasks per assumed speed, then the lowest id.
+    fn greedy(&self, task: &Task, view: &View) -> Option<UnitId> {
+        let mut best: Option<(bool, f64, UnitId)> = None;
+        for u in view
+            .units()
+            .iter()
+            .filter(|u| task.affinity.runs_on(u.kind))
+        {
+            let uncalibrated = self.estimate_s(task, view, u.id).is_none();
+            let speed = assumed_speedup(u.kind) * u.capacity.max(1) as f64 / CAPACITY_SCALE as f64;
+            let per_speed = view.load(u.id) as f64 / speed;
+            let better = match best {
+                None => true,
+                Some((cal, load, _)) => {
+                    (uncalibrated && !cal) || (uncalibrated == cal && per_speed < load)
+                }
+            };
+            if better {
+                best = Some((uncalibrated, per_speed, u.id));
             }
-            _ => 0.0,
         }
+        best.map(|(_, _, u)| u)
     }
-}
 
-impl Dmda {
     /// Sizes the per-unit state, also for units added since the last call.
     fn cover(&mut self, view: &View) {
         let n = view.units().len();
@@ -220,25 +191,44 @@ impl Policy for Dmda {
         &self.name
     }
 
+    fn wants_models(&self) -> bool {
+        self.learn
+    }
+
     fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
         self.cover(view);
         let now = view.now_ns() as f64 * 1e-9;
         let t = view.task(task);
-        // Ties (e.g. live, before the model has learnt anything) go to the unit with
-        // fewer tasks, then the lowest id.
-        let mut best: Option<(f64, usize, UnitId, f64, f64)> = None;
-        for u in view.units().iter().filter(|u| t.affinity.runs_on(u.kind)) {
-            let run = self.expected_s(t, view, u.id);
-            let copy = Self::copy_s(t, view, u.id);
-            let end =
-                self.busy_until_s(view, u.id, now) + self.queued_s[u.id as usize] + copy + run;
-            let load = view.load(u.id);
-            if best.is_none_or(|b| end < b.0 || (end == b.0 && load < b.1)) {
-                best = Some((end, load, u.id, run, copy));
+        let runs_on = || view.units().iter().filter(|u| t.affinity.runs_on(u.kind));
+        let calibrated = runs_on().all(|u| self.estimate_s(t, view, u.id).is_some());
+        let (u, run, copy) = if calibrated {
+            // (unit, expected end, copy, estimate, load)
+            let options: Vec<(UnitId, f64, f64, f64, usize)> = runs_on()
+                .map(|u| {
+                    let run = self.estimate_s(t, view, u.id).unwrap_or(0.0);
+                    let copy = view.machine().copy_s(u.id, t.bytes_in, t.bytes_out);
+                    let end =
+                        self.busy_until_s(view, u.id, now) + self.queued_s[u.id as usize] + run;
+                    (u.id, end, copy, run, view.load(u.id))
+                })
+                .collect();
+            let best_end = options.iter().map(|o| o.1).fold(f64::INFINITY, f64::min);
+            let mut best: Option<(f64, usize, UnitId, f64, f64)> = None;
+            for (u, end, copy, run, load) in options {
+                let fitness = self.alpha * (end - best_end) + self.beta * copy;
+                if best.is_none_or(|b| fitness < b.0 || (fitness == b.0 && load < b.1)) {
+                    best = Some((fitness, load, u, run, copy));
+                }
             }
-        }
-        let Some((_, _, u, run, copy)) = best else {
-            return SubmitDecision::Reject("no unit can run it".into());
+            match best {
+                Some((_, _, u, run, copy)) => (u, run, copy),
+                None => return SubmitDecision::Reject("no unit can run it".into()),
+            }
+        } else {
+            match self.greedy(t, view) {
+                Some(u) => (u, 0.0, 0.0),
+                None => return SubmitDecision::Reject("no unit can run it".into()),
+            }
         };
         self.queued_s[u as usize] += run + copy;
         self.planned.insert(task, (u, run, copy));
@@ -256,25 +246,7 @@ impl Policy for Dmda {
         PickDecision::Run(t)
     }
 
-    fn complete(&mut self, view: &View, task: TaskId, unit: UnitId) {
-        let Some((_, _, copy)) = self.planned.remove(&task) else {
-            return;
-        };
-        let Some(e) = view.entry(task).filter(|e| e.runs == 1) else {
-            return; // one run on this unit only: its time is this unit's
-        };
-        if self.learn {
-            let observed = (e.run_ns as f64 * 1e-9 - copy).max(0.0);
-            let t = &e.task;
-            self.class
-                .entry(Self::key(t, view, unit))
-                .or_default()
-                .add(observed);
-            let rate = Self::rate(t, view, unit);
-            self.work
-                .entry(t.kind.clone())
-                .or_default()
-                .add(observed * rate);
-        }
+    fn complete(&mut self, _view: &View, task: TaskId, _unit: UnitId) {
+        self.planned.remove(&task);
     }
 }

@@ -127,6 +127,27 @@ impl Params {
         )))
     }
 
+    /// An integer in `range`.
+    pub fn u64_in(
+        &mut self,
+        key: &'static str,
+        about: &'static str,
+        default: u64,
+        range: RangeInclusive<u64>,
+    ) -> Result<u64> {
+        let accepts = format!("an integer in [{}, {}]", range.start(), range.end());
+        let v: u64 = self.take(key, about, default, accepts, "an integer")?;
+        if range.contains(&v) {
+            return Ok(v);
+        }
+        Err(Error::input(format!(
+            "policy {}: {key}: expected an integer in [{}, {}], got {v}",
+            self.policy,
+            range.start(),
+            range.end()
+        )))
+    }
+
     /// A switch: 0 or 1.
     pub fn flag(&mut self, key: &'static str, about: &'static str, default: bool) -> Result<bool> {
         let accepts = "0 or 1".to_string();

@@ -28,6 +28,7 @@ use crate::task::{SimTask, Workload};
 use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host, MemoryMove};
 use hetsched_core::machine::{Machine, UnitType};
 use hetsched_core::ns::round_u64;
+use hetsched_core::perf_model::PerfModels;
 use hetsched_core::policy::{CheckpointDecision, Policy, Running, UnitId};
 use hetsched_core::record::{Event, Recorder};
 use hetsched_core::slab::Slab;
@@ -45,6 +46,9 @@ pub struct Config {
     pub max_time_ns: Option<u64>,
     /// Fail (an input error) when the run takes more engine events than this.
     pub max_events: Option<u64>,
+    /// Performance models kept from earlier runs, for a policy that reads them
+    /// ([`Policy::wants_models`]).
+    pub models: PerfModels,
 }
 
 /// The end of simulated time: 10^9 s (about 31 years), far from `u64::MAX` ns so that
@@ -79,6 +83,9 @@ pub struct RunSummary {
     /// (equal when every task completed: work is conserved).
     pub work_done_ns: u64,
     pub work_completed_ns: u64,
+    /// The performance models at the end (those the run started from, and what it
+    /// observed), when the policy reads them: what to keep for the next run.
+    pub models: Option<PerfModels>,
 }
 
 /// The classes of events, in the order they are handled at equal times.
@@ -316,6 +323,9 @@ where
     // The core's own copy of the machine: policies read it directly (no copy-on-write
     // indirection on every access), for one copy per run.
     let mut core = EngineCore::new(machine.clone(), policy);
+    if policy.wants_models() {
+        core.set_models(config.models.clone());
+    }
     let mut sim = Sim {
         machine,
         models: Models::default(),
@@ -408,6 +418,9 @@ where
         }
     }
     sim.summary.end_ns = core.now();
+    if policy.wants_models() {
+        sim.summary.models = Some(core.models().clone());
+    }
     // Tasks never pulled (a generator past `max_time_ns`) are counted, not generated.
     let left = match arrivals.size_hint() {
         (lo, Some(hi)) if lo == hi => lo,

@@ -410,6 +410,7 @@ impl Scenario {
                 checkpoint_cost_ns: (file.checkpoint_cost_ms * 1e6).round() as u64,
                 max_time_ns,
                 max_events: Some(max_events),
+                ..crate::Config::default()
             },
             explicit,
             generators,

@@ -210,33 +210,62 @@ fn random_with_one_unit_per_type_is_forced() {
 }
 
 #[test]
-fn dmda_learns_run_times_and_weighs_transfer_costs() {
-    // u0: CPU 1024; u1: GPU with link 1 GB/s, 0 latency. Every task: type "t", 1 s of
-    // work, affinity cpu 1, gpu 4 (4× faster there), 0.5 GB in + 0.25 GB out = 0.75 s of
-    // copies to the GPU. dmda sees none of the work, only what runs took.
-    // t0 at 0: type never seen, every run expected 0 s: CPU 0 s vs GPU 0.75 s of copies
-    // -> CPU, 0..1 s. It took 1 s on a capacity-1024 CPU: the type's reference work is
-    // 1 s, so 1 s on the CPU and 1 / 4 = 0.25 s on the GPU.
-    // t1, t2, t3 at 2 s: t1: CPU 2 + 1 = 3 s, GPU 2 + 0.75 + 0.25 = 3 s: a tie, equal
-    // loads, lowest id -> CPU (2..3 s). t2: CPU 3 + 1 = 4 s vs GPU 3 s -> GPU (2..3 s:
-    // 0.5 s in, 0.25 s of work, 0.25 s out). t3: CPU 4 s, GPU 3 + 1 = 4 s: a tie, one
-    // task each -> CPU (3..4 s).
+fn dmda_calibrates_uncalibrated_units_first_then_weighs_transfer_costs() {
+    // As StarPU runs dmda, with a model trusted after one run (`calibrate=1`). u0: CPU
+    // 1024; u1: GPU with a 1 GB/s link, no latency. Every task: type "t", 1 s of work,
+    // affinity cpu 1, gpu 4 (4x faster there), 0.25 GB in + 0.25 GB out = 0.5 s of
+    // copies to the GPU. dmda sees none of the work, only what the engine observed.
+    // t0 at 0: no model anywhere: greedy, both units uncalibrated with no tasks, the
+    //   lowest id -> CPU, 0..1 s; the engine records "t" on the CPU: 1 s.
+    // t1 at 2 s: the GPU is still uncalibrated: it goes there to calibrate it, 2..2.75 s
+    //   (0.25 s in, 0.25 s of work, 0.25 s out); recorded: 0.75 - 0.5 of copies = 0.25 s.
+    // t2 at 4 s: calibrated everywhere. CPU end 4 + 1 = 5 s, GPU end 4 + 0.25 = 4.25 s
+    //   (the best); fitness CPU 1 x (5 - 4.25) = 0.75, GPU 0 + 1 x 0.5 of copies = 0.5
+    //   -> GPU, 4..4.75 s.
+    // t3 at 4 s: the GPU is expected free at 4.75 s (t2's copies 0.5 s + its recent
+    //   run 0.25 s), so ends at 5 s, as the CPU does; fitness CPU 0, GPU 0.5 -> CPU,
+    //   4..5 s.
     let text = "name = \"g\"\n[[package]]\ncores = 1\n[[accelerator]]\ntype = \"gpu\"\nname = \"gpu0\"\nlink_bandwidth = 1000000000\n";
     let m = machine_from_toml(text, "g.toml").unwrap();
     let task = |id, arrival| {
         let mut t = Task::cpu(id, 1.0, arrival);
         t.kind = "t".into();
         t.affinity.set(UnitType::Gpu, 4.0);
-        t.bytes_in = 500_000_000;
+        t.bytes_in = 250_000_000;
         t.bytes_out = 250_000_000;
         t
     };
-    let tasks = vec![task(0, 0), task(1, 2 * S), task(2, 2 * S), task(3, 2 * S)];
-    let rec = simulate(&m, "dmda", tasks);
+    let tasks = vec![task(0, 0), task(1, 2 * S), task(2, 4 * S), task(3, 4 * S)];
+    let rec = simulate(&m, "dmda:calibrate=1", tasks);
     assert_eq!(
         completions(&rec),
-        vec![(0, 0, S), (1, 0, 3 * S), (2, 1, 3 * S), (3, 0, 4 * S)]
+        vec![
+            (0, 0, S),
+            (1, 1, 2 * S + 3 * S / 4),
+            (2, 1, 4 * S + 3 * S / 4),
+            (3, 0, 5 * S)
+        ]
     );
+}
+
+#[test]
+fn dmda_places_uncalibrated_tasks_by_load_per_assumed_speed() {
+    // With no model calibrated (StarPU's 10 runs by default), StarPU's greedy rule: the
+    // unit with the fewest tasks per assumed speed-up (CPU 1, CUDA 13.33). Three tasks
+    // at 0 on a CPU and a GPU: t0 -> CPU (both empty: the lowest id); t1 -> GPU (0 <
+    // 1 / 1); t2 -> GPU (1 / 13.33 < 1 / 1).
+    let text =
+        "name = \"g\"\n[[package]]\ncores = 1\n[[accelerator]]\ntype = \"gpu\"\nname = \"gpu0\"\n";
+    let m = machine_from_toml(text, "g.toml").unwrap();
+    let task = |id| {
+        let mut t = Task::cpu(id, 1.0, 0);
+        t.affinity.set(UnitType::Gpu, 2.0);
+        t
+    };
+    let rec = simulate(&m, "dmda", vec![task(0), task(1), task(2)]);
+    let mut units: Vec<(u64, u32)> = completions(&rec).iter().map(|c| (c.0, c.1)).collect();
+    units.sort();
+    assert_eq!(units, [(0, 0), (1, 1), (2, 1)]);
 }
 
 #[test]
@@ -267,6 +296,7 @@ fn accelerators_stop_only_at_checkpoints_which_cost_time() {
         checkpoint_cost_ns: MS,
         max_time_ns: None,
         max_events: None,
+        ..Config::default()
     };
     run(&m, p.as_mut(), vec![task(0), task(1)], &config, &mut rec).unwrap();
     rec.check().unwrap();

@@ -102,6 +102,7 @@ fn simulate(c: &Case) -> (Record, hetsched_sim::RunSummary) {
         checkpoint_cost_ns: c.checkpoint_cost_us as u64 * 1000,
         max_time_ns: None,
         max_events: None,
+        ..Config::default()
     };
     let summary = hetsched_sim::run_spec(&machine, spec, 42, tasks, &config, &mut rec).unwrap();
     (rec, summary)

@@ -182,6 +182,26 @@ impl OutDir {
         Ok(dir)
     }
 
+    /// [`OutDir::create`], the directory (and any missing parent) made readable by its
+    /// owner only: for what is nobody else's business (the performance models a user's
+    /// runs measured). An existing directory keeps its mode.
+    pub fn create_private(path: &Path) -> Result<OutDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        if std::fs::symlink_metadata(path).is_err() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(path)
+                .map_err(|e| {
+                    Error::input(format!(
+                        "{}: cannot create the directory: {e}",
+                        path.display()
+                    ))
+                })?;
+        }
+        OutDir::create(path)
+    }
+
     fn open(path: &Path) -> Result<OutDir> {
         let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
         match (parent, path.file_name()) {
