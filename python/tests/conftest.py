@@ -37,6 +37,7 @@ def daemon(tmp_path):
     proc = subprocess.Popen(
         [binary, "daemon", "--socket", socket, "--machine", machine, "--policy", "fcfs"],
         stderr=subprocess.PIPE,
+        env={**os.environ, "HETSCHED_HOME": str(tmp_path)},
     )
     deadline = time.monotonic() + 60
     while True:

@@ -2,6 +2,7 @@
 
 use clap::{Args, Subcommand};
 use hetsched_core::machine::UnitGranularity;
+use hetsched_core::perf_model::{self, PerfModels};
 use hetsched_core::{Error, Result};
 use hetsched_live::arbiter::Arbiter;
 use hetsched_live::client::Client;
@@ -40,6 +41,14 @@ pub struct DaemonArgs {
     #[arg(long, default_value_t = server::DEFAULT_NICE, allow_hyphen_values = true,
           value_parser = clap::value_parser!(i32).range(-20..=19))]
     nice: i32,
+    /// Keep the performance models of a policy that reads them (dmda) in DIR
+    /// (`<machine>.json`; default $HETSCHED_HOME/perfmodels, else ~/.hetsched/perfmodels):
+    /// loaded at start, written at exit, as StarPU keeps its sampling directory.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_perfmodel")]
+    perfmodel: Option<PathBuf>,
+    /// Keep no performance models: start with none, write none.
+    #[arg(long)]
+    no_perfmodel: bool,
 }
 
 pub fn daemon(args: DaemonArgs) -> Result<()> {
@@ -59,7 +68,17 @@ pub fn daemon(args: DaemonArgs) -> Result<()> {
     let policy = hetsched_policies::build(&args.policy, args.seed)?;
     let path = args.socket.unwrap_or_else(server::default_socket_path);
     let units = machine.units.len();
+    let machine_name = machine.name.clone();
     let mut arbiter = Arbiter::new(machine, device_index, policy);
+    let perfmodel = match (&args.perfmodel, args.no_perfmodel) {
+        _ if !arbiter.wants_models() => None,
+        (_, true) => None,
+        (Some(dir), _) => Some(dir.clone()),
+        (None, false) => perf_model::default_dir(),
+    };
+    if let Some(dir) = &perfmodel {
+        arbiter.set_models(PerfModels::load(dir, &machine_name)?);
+    }
     if trace.is_some() {
         arbiter.start_recording();
     }
@@ -80,6 +99,13 @@ pub fn daemon(args: DaemonArgs) -> Result<()> {
         path.display()
     );
     daemon.run()?;
+    if let Some(dir) = &perfmodel {
+        let file = daemon.arbiter().models().save(dir, &machine_name)?;
+        eprintln!(
+            "hetsched daemon: performance models kept in {}",
+            file.display()
+        );
+    }
     if daemon.dropped() > 0 {
         eprintln!(
             "hetsched daemon: {} clients dropped or refused in all",

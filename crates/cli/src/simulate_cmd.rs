@@ -2,6 +2,7 @@
 
 use clap::Args;
 use hetsched_core::outcome_stream::SummaryStream;
+use hetsched_core::perf_model::{self, PerfModels};
 use hetsched_core::{Error, Result};
 use hetsched_sim::scenario::Scenario;
 use hetsched_sim::stream::StreamRecorder;
@@ -42,6 +43,13 @@ pub struct SimulateArgs {
     /// default 10^6).
     #[arg(long)]
     pub max_events: Option<u64>,
+    /// Keep performance models across runs in DIR (`<machine>.json`; DIR left out:
+    /// $HETSCHED_HOME/perfmodels, else ~/.hetsched/perfmodels), for the policies that
+    /// read them (dmda): each run starts from the file and writes back what it observed,
+    /// as StarPU keeps its sampling directory. Without it every run starts with none, so
+    /// that a scenario and a seed always give the same results.
+    #[arg(long, value_name = "DIR", num_args = 0..=1)]
+    pub perfmodel: Option<Option<PathBuf>>,
 }
 
 /// One run of `policy` on `scenario` with its outputs made as it goes (no trace): its
@@ -96,6 +104,13 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
     });
     // Both checked before any run: a path that cannot take the outputs is bad input.
     let out = OutDir::create(&out)?;
+    let perfmodel = match &args.perfmodel {
+        None => None,
+        Some(Some(dir)) => Some(dir.clone()),
+        Some(None) => Some(perf_model::default_dir().ok_or_else(|| {
+            Error::input("--perfmodel: no DIR given, and neither $HETSCHED_HOME nor $HOME is set")
+        })?),
+    };
     let mut trace_file = args.trace.as_deref().map(OutFile::create).transpose()?;
 
     // Progress on stderr, shown only once the work has taken more than a second.
@@ -113,6 +128,9 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
     let mut metrics = Vec::new();
     for p in &policies {
         bar.set_message(p.clone());
+        if let Some(dir) = &perfmodel {
+            scenario.config.models = PerfModels::load(dir, &scenario.machine.name)?;
+        }
         let on_task = &mut |_: &hetsched_sim::SimTask| {
             since_check += 1;
             if since_check == 1024 {
@@ -163,6 +181,9 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
         }
         if let Some(file) = csv_file {
             file.finish()?;
+        }
+        if let (Some(dir), Some(models)) = (&perfmodel, &summary.models) {
+            models.save(dir, &scenario.machine.name)?;
         }
         metrics.push(run_metrics);
     }

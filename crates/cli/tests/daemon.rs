@@ -350,3 +350,58 @@ fn another_uid_may_list_units_but_not_change_them() {
     );
     assert_eq!(d.units().len(), 2, "the unit is still there");
 }
+
+/// The daemon keeps the performance models of a policy that reads them (dmda) in
+/// `--perfmodel DIR`, as StarPU keeps its sampling directory: loaded at start, so its
+/// first decision already uses them, and written at exit with what it observed; with
+/// `--no-perfmodel` it starts cold.
+#[test]
+fn the_daemon_keeps_dmdas_models_between_runs() {
+    let models = tempfile::tempdir().unwrap();
+    let dir = models.path().to_str().unwrap();
+    // Stored: kernel "t" takes 1 s on a CPU and 1 ms on the OpenCL unit, 10 runs each.
+    let model = |unit: &str, mean: f64| {
+        format!(
+            r#"{{"kernel": "t", "unit_type": "{unit}", "capacity": 1024, "footprint": 0, "samples": 10, "mean_s": {mean}, "dev_s": 0.0, "recent_s": []}}"#
+        )
+    };
+    let file = models.path().join("test.json");
+    std::fs::write(
+        &file,
+        format!(
+            r#"{{"format": "hetsched perfmodels", "version": 1, "machine": "test", "models": [{}, {}]}}"#,
+            model("cpu", 1.0),
+            model("opencl", 0.001)
+        ),
+    )
+    .unwrap();
+    let both = meta(1.0, 1.0);
+    let mut d = Daemon::start_with(1, 1, "dmda", &["--perfmodel", dir], Stdio::piped());
+    let units = d.units();
+    assert_eq!(
+        (units[1].kind.to_string(), units[1].capacity),
+        ("opencl".into(), 1024)
+    );
+    let mut c = d.client();
+    assert_eq!(
+        c.alloc(&both).unwrap().id,
+        units[1].id,
+        "the stored estimates decide"
+    );
+    c.free(true).unwrap();
+    drop(c);
+    let stderr = d.stop_with(nix::sys::signal::Signal::SIGTERM);
+    assert!(stderr.contains("performance models kept in"), "{stderr}");
+    let kept: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let samples: Vec<u64> = kept["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["samples"].as_u64().unwrap())
+        .collect();
+    assert_eq!(samples, [10, 11], "the OpenCL run added: {kept}");
+    // Cold: StarPU's greedy rule, the lowest id of two empty units.
+    let d = Daemon::start_with(1, 1, "dmda", &["--no-perfmodel"], Stdio::null());
+    assert_eq!(d.client().alloc(&both).unwrap().id, units[0].id);
+}

@@ -173,3 +173,86 @@ fn the_hand_scenario_file_prints_the_hand_computed_figures() {
         .unwrap()
         .starts_with("2,task,0.500000000,2.000000000,3.000000000,2.500000000,1.500000000"));
 }
+
+/// `--perfmodel DIR` keeps dmda's performance models between runs, as StarPU keeps its
+/// sampling directory: a second run starts calibrated and places its first task by the
+/// stored estimates (the cold run's first goes by StarPU's greedy rule), a run without
+/// it starts cold again, and a corrupt file is a one-line input error naming it.
+#[test]
+fn a_second_run_with_the_same_perfmodel_dir_starts_calibrated() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    file(
+        d,
+        "cpu-gpu.toml",
+        "name = \"cpu-gpu\"\n[[package]]\ncores = 1\n[[accelerator]]\ntype = \"gpu\"\nname = \"gpu0\"\n",
+    );
+    // Four tasks at once, 4x faster on the GPU; a model is trusted after one run.
+    let s = file(
+        d,
+        "s.toml",
+        "machine = \"cpu-gpu.toml\"\npolicies = [\"dmda:calibrate=1\"]\n[[task]]\ntype = \"k\"\nwork = 1.0\ncount = 4\naffinity = { cpu = 1, gpu = 4 }\n",
+    );
+    let models = d.join("models");
+    let run = |out: &str, keep: bool| {
+        let out_dir = d.join(out);
+        let mut args = vec!["simulate", &s, "--out", out_dir.to_str().unwrap()];
+        if keep {
+            args.extend(["--perfmodel", models.to_str().unwrap()]);
+        }
+        let o = hetsched(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        // Task 0's unit: the CSV's lines are task, ..., unit name, ...
+        let csv = std::fs::read_to_string(out_dir.join("tasks-dmda_calibrate_1.csv")).unwrap();
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let unit = header.iter().position(|&h| h == "unit").unwrap();
+        let first = csv
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .nth(unit)
+            .unwrap()
+            .to_string();
+        (first, csv)
+    };
+    let (cold, cold_csv) = run("1", true);
+    assert_eq!(cold, "cpu0", "no model: the greedy rule's lowest id");
+    let file_ = models.join("cpu-gpu.json");
+    let kept: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file_).unwrap()).unwrap();
+    assert_eq!(kept["version"], 1);
+    let kinds: Vec<&str> = kept["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["unit_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["cpu", "gpu"], "{kept}");
+    assert_eq!(
+        std::fs::metadata(&models).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    let (warm, _) = run("2", true);
+    assert_eq!(
+        warm, "gpu0",
+        "calibrated: 0.25 s on the GPU beats 1 s on the CPU"
+    );
+    let (again, again_csv) = run("3", false);
+    assert_eq!(
+        (again.as_str(), again_csv),
+        ("cpu0", cold_csv),
+        "without it, cold again"
+    );
+    std::fs::write(&file_, "{\"format\": 1}").unwrap();
+    let out = hetsched(&[
+        "simulate",
+        &s,
+        "--out",
+        d.join("4").to_str().unwrap(),
+        "--perfmodel",
+        models.to_str().unwrap(),
+    ]);
+    assert_input_error(&out, &["cpu-gpu.json", "not a performance-model file"]);
+}

@@ -285,6 +285,16 @@ impl PerfModels {
 
 const FORMAT: &str = "hetsched perfmodels";
 
+/// Where a user's models live unless told otherwise: `$HETSCHED_HOME/perfmodels`, else
+/// `~/.hetsched/perfmodels` (as StarPU's `$STARPU_HOME/.starpu/sampling`); `None`
+/// without either variable.
+pub fn default_dir() -> Option<PathBuf> {
+    let home = std::env::var_os("HETSCHED_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".hetsched")))?;
+    Some(home.join("perfmodels"))
+}
+
 /// A file name of a machine's name: letters, digits, `-`, `_` and `.` kept, the rest
 /// `_`.
 fn file_name(machine: &str) -> String {

@@ -40,6 +40,7 @@ use crate::protocol::{
 use crate::sampler::Sampling;
 use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host, MemoryMove, Requeue};
 use hetsched_core::machine::{Accelerator, Machine, Unit, UnitType};
+use hetsched_core::perf_model::PerfModels;
 use hetsched_core::policy::{CheckpointDecision, Policy, Sample, UnitId};
 use hetsched_core::record::{Event, Record};
 use hetsched_core::task::{Affinity, PerUnitType, Placement, QueueId, Task, TaskClass, TaskId};
@@ -234,6 +235,22 @@ impl Arbiter {
             next_task: 0,
             own_uid: rustix::process::getuid().as_raw(),
         }
+    }
+
+    /// Whether the policy reads performance models: then they are worth loading at the
+    /// start and keeping at the end ([`Arbiter::set_models`], [`Arbiter::models`]).
+    pub fn wants_models(&self) -> bool {
+        self.policy.wants_models()
+    }
+
+    /// Starts from models kept from earlier runs (before the first client).
+    pub fn set_models(&mut self, models: PerfModels) {
+        self.core.set_models(models);
+    }
+
+    /// The performance models: those it started from and what it has observed since.
+    pub fn models(&self) -> &PerfModels {
+        self.core.models()
     }
 
     /// Keep the run record from now on (for `--trace`).

@@ -66,6 +66,8 @@ impl Daemon {
         stderr: Stdio,
     ) -> Daemon {
         command
+            // Its performance models (dmda's) kept in its own directory, not the user's.
+            .env("HETSCHED_HOME", dir.path())
             .args(["daemon", "--socket", socket_in(&dir).to_str().unwrap()])
             .args(["--machine", machine, "--policy", policy])
             .args(extra)
