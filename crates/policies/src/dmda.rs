@@ -37,7 +37,7 @@ use std::sync::Arc;
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
     name: "dmda",
-    about: "minimum expected completion time with a per-task-type performance model learned from observed run times",
+    about: "StarPU 1.3's dmda: minimum expected completion time (queued work + copies + run), history models learned from observed run times",
     test_specs: &["dmda"],
     build: |spec, p, _| Ok(Dmda::from_params(spec, p)?.into()),
 };
