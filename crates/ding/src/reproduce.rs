@@ -4,7 +4,7 @@
 
 use crate::experiment::{evaluate, Report, PAPER_SPEEDUP};
 use hetsched_core::Result;
-use hetsched_repro::{Claim, Figure, Reproduction, Table, Verdict};
+use hetsched_repro::{Baseline, Claim, Figure, Reproduction, Table, Verdict};
 use hetsched_util::files::OutDir;
 
 /// Runs the evaluation into `out` (`table.txt`, `ding.json`, `speedup.png`) and judges
@@ -16,6 +16,10 @@ pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
         paper: "ding",
         reference: "Ding, Chang, Guo, Li, Chung: An efficient and comprehensive scheduler on Asymmetric Multicore Architecture systems, JSA 60(3), 2014".into(),
         commands: vec!["hetsched experiment ding".into()],
+        baseline: Baseline {
+            paper: "Linux CFS on its testbed's CentOS 6.0 (Linux 2.6.32)".into(),
+            ours: "`cfs`, over which every speed-up and the claim are measured; `cfs-cap` (Linux 5.7–6.5's CFS on asymmetric CPUs) is shown beside it".into(),
+        },
         figures: vec![Figure {
             paper: "ding",
             id: "speedup",

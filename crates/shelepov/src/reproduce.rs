@@ -4,7 +4,7 @@
 
 use crate::experiments::{run_all, table, Options, Outcome};
 use hetsched_core::Result;
-use hetsched_repro::{Claim, Figure, Reproduction, Table, Verdict};
+use hetsched_repro::{Baseline, Claim, Figure, Reproduction, Table, Verdict};
 use hetsched_util::files::OutDir;
 
 /// Start orders per configuration in a quick run (the full run: the default 16).
@@ -57,6 +57,10 @@ pub fn reproduce(out: &OutDir, quick: bool) -> Result<Reproduction> {
         paper: "shelepov",
         reference: "Shelepov, Fedorova: Scheduling on Heterogeneous Multicore Processors Using Architectural Signatures, WIOSCA 2008".into(),
         commands: vec!["hetsched experiment shelepov --seeds 16".into()],
+        baseline: Baseline {
+            paper: "Linux 2.6.18's default scheduler (the O(1) scheduler, 100 ms time slices for nice-0 programs), on the same machine and programs".into(),
+            ours: format!("`{}` (CFS with a 100 ms slice for each of the two programs sharing a core), on which every claim is judged", crate::experiments::BASELINE),
+        },
         figures: vec![Figure {
             paper: "shelepov",
             id: "s4",
