@@ -97,7 +97,7 @@ pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
         commands: vec!["hetsched experiment akram".into()],
         baseline: Baseline {
             paper: "none of a scheduler; placements pinned by hand, each remote configuration against the local one (TRLCPL, transfer and copy on the device's node)".into(),
-            ours: "TRLCPL in the simulator's I/O model, for every claim; in `hetsched experiment akram`'s policy comparison (not judged here), `cfs` stands in for the Linux of the paper's time, which places threads without regard to the device's node, against `io-affinity`".into(),
+            ours: "TRLCPL in the simulator's I/O model, for every claim; in `hetsched experiment akram`'s policy comparison (not judged here), `cfs` stands in for the Linux of the paper's time, which places threads without regard to the device's node, with `eevdf` (Linux since 6.6) beside it, against `io-affinity`".into(),
         },
         figures: vec![Figure {
             paper: "akram",
