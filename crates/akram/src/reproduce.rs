@@ -6,7 +6,7 @@
 
 use crate::experiment::{self, Results};
 use hetsched_core::{Error, Result};
-use hetsched_repro::{Claim, Figure, Reproduction, Table, Verdict};
+use hetsched_repro::{Baseline, Claim, Figure, Reproduction, Table, Verdict};
 use hetsched_util::files::OutDir;
 
 /// The paper's value of each of `experiment::run`'s comparisons, in their order, %
@@ -95,6 +95,10 @@ pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
         paper: "akram",
         reference: "Akram, Marazakis, Bilas: NUMA Implications for Storage I/O Throughput in Modern Servers, CAOS 2012".into(),
         commands: vec!["hetsched experiment akram".into()],
+        baseline: Baseline {
+            paper: "none of a scheduler; placements pinned by hand, each remote configuration against the local one (TRLCPL, transfer and copy on the device's node)".into(),
+            ours: "TRLCPL in the simulator's I/O model, for every claim; in `hetsched experiment akram`'s policy comparison (not judged here), `cfs` stands in for the Linux of the paper's time, which places threads without regard to the device's node, with `eevdf` (Linux since 6.6) beside it, against `io-affinity`".into(),
+        },
         figures: vec![Figure {
             paper: "akram",
             id: "fig4-5",

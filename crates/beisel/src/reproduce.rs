@@ -7,7 +7,7 @@
 
 use crate::experiments::{self, Fig3, Fig4, Fig5, Fig67, GRANULARITIES_MS};
 use hetsched_core::Result;
-use hetsched_repro::{Claim, Figure, Reproduction, Table, Verdict};
+use hetsched_repro::{Baseline, Claim, Figure, Reproduction, Table, Verdict};
 use hetsched_util::files::OutDir;
 
 /// How much of each experiment a reproduction runs.
@@ -88,6 +88,10 @@ pub fn reproduce(out: &OutDir, quick: bool) -> Result<Reproduction> {
         ]
         .map(String::from)
         .to_vec(),
+        baseline: Baseline {
+            paper: "its own scheduler without time-sharing (FCFS, Figs. 4, 6–7) and the GPU alone (Fig. 5), not an unmodified Linux; on CPUs \"the standard Linux scheduler\" of its time (CFS)".into(),
+            ours: "`affinity:fcfs=1` and GPU-only tasks under `affinity`, as the paper; on CPUs, `affinity`'s CFS-like time sharing (`cpu_gran_ms` = 10 ms). No Linux policy is compared, so none runs beside it".into(),
+        },
         figures: vec![
             fig3_figure(&f3),
             fig4_figure(&f4),

@@ -1,5 +1,6 @@
 //! `hetsched experiment akram`: Akram et al.'s server in the simulator's I/O model and
-//! `io-affinity` against `cfs` (logic in crates/akram); this module parses and prints.
+//! `io-affinity` against `cfs` and `eevdf` (logic in crates/akram); this module parses and
+//! prints.
 
 use clap::Args;
 use hetsched_akram::experiment;

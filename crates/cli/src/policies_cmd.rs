@@ -1,5 +1,6 @@
-//! `hetsched policies`: the registry as a user reads it — each policy, what it does, and
-//! its parameters with defaults and accepted ranges (as the policy's builder reads them).
+//! `hetsched policies`: the registry as a user reads it — each policy, what it models and
+//! does, and its parameters with defaults and accepted ranges (as the policy's builder
+//! reads them).
 
 use clap::Args;
 use hetsched_core::{Error, Result};

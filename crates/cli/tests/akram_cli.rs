@@ -37,7 +37,13 @@ fn experiment_akram_writes_json_and_charts() {
         point("direct", "TRRCPR", 8)["loss"].as_f64()
             > point("direct", "TRRCPR", 1)["loss"].as_f64()
     );
-    assert_eq!(r["policies"].as_array().unwrap().len(), 2);
+    let policies: Vec<&str> = r["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["policy"].as_str().unwrap())
+        .collect();
+    assert_eq!(policies, ["cfs", "eevdf", "io-affinity"]);
     for f in [
         "table.txt",
         "akram.json",

@@ -1,5 +1,5 @@
 //! The NUMA workload fields of scenario files through the real binary: the example
-//! `scenarios/numa-amp.toml` runs numa-amp and its baselines, and an out-of-range
+//! `scenarios/numa-amp.toml` runs numa-amp and its baselines (`eevdf` among them), and an out-of-range
 //! field exits 2 naming the file, the field and the accepted range.
 
 mod common;
@@ -17,7 +17,7 @@ fn the_numa_amp_scenario_runs_and_a_bad_mpki_exits_2() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    for policy in ["cfs", "cfs-cap", "numa-amp"] {
+    for policy in ["cfs", "eevdf", "cfs-cap", "numa-amp"] {
         let row = stdout
             .lines()
             .find(|l| l.starts_with(&format!("{policy} ")));

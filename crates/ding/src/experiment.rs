@@ -1,6 +1,11 @@
 //! The evaluation: each program alone and in pairs, under each policy; per-program and
 //! average speed-up over `cfs`, beside the paper's 1.36×.
 //!
+//! `cfs` stands in for the paper's baseline, the CFS of its CentOS 6.0 (Linux 2.6.32),
+//! and every speed-up and the claim are over it. `eevdf` (Linux's fair class since 6.6)
+//! runs beside it so that a reader also sees today's Linux: its own speed-up over `cfs`,
+//! and numa-amp's over it.
+//!
 //! A mix pairs program `i` with program `i + 6` (mod 13), so each program runs in two
 //! mixes, beside a program of another class in most of them; a mix has 16 threads on 8
 //! cores. A program's time is the end of its last thread (all arrive at 0); its
@@ -15,8 +20,14 @@ use hetsched_util::files::OutDir;
 use serde::Serialize;
 use std::fmt::Write as _;
 
-/// The policies compared; the first is the baseline of every speed-up.
-pub const POLICIES: [&str; 3] = ["cfs", "cfs-cap", "numa-amp"];
+/// The policies compared; the first is the baseline of every speed-up, the second
+/// today's Linux beside it.
+pub const POLICIES: [&str; 4] = ["cfs", "eevdf", "cfs-cap", "numa-amp"];
+/// Where each policy's time is in [`Row::seconds`].
+const CFS: usize = 0;
+const EEVDF: usize = 1;
+const CFS_CAP: usize = 2;
+const NUMA_AMP: usize = 3;
 /// The paper's average speed-up of its scheduler over Linux CFS.
 pub const PAPER_SPEEDUP: f64 = 1.36;
 /// Mix partner offset.
@@ -29,8 +40,10 @@ pub struct Row {
     /// `alone` or `with <other program>`.
     pub run: String,
     /// Seconds to its last thread's end, per policy (in [`POLICIES`] order).
-    pub seconds: [f64; 3],
-    /// `cfs` time / `cfs-cap` time, and `cfs` time / `numa-amp` time.
+    pub seconds: [f64; 4],
+    /// `cfs` time / `eevdf` time, `cfs` time / `cfs-cap` time, and `cfs` time /
+    /// `numa-amp` time.
+    pub eevdf_speedup: f64,
     pub cfs_cap_speedup: f64,
     pub numa_amp_speedup: f64,
 }
@@ -43,6 +56,7 @@ pub struct ProgramSummary {
     pub llc_mpki: f64,
     /// The model's fast-over-slow speed-up factor.
     pub model_speedup_factor: f64,
+    pub eevdf_speedup: f64,
     pub cfs_cap_speedup: f64,
     pub numa_amp_speedup: f64,
 }
@@ -50,14 +64,16 @@ pub struct ProgramSummary {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
     pub machine: String,
-    pub policies: [&'static str; 3],
+    pub policies: [&'static str; 4],
     pub rows: Vec<Row>,
     pub programs: Vec<ProgramSummary>,
-    /// Mean speed-up over `cfs` of `cfs-cap` and `numa-amp`, and of `numa-amp` over
-    /// `cfs-cap` (mean of per-run ratios).
+    /// Mean speed-up over `cfs` of `eevdf`, `cfs-cap` and `numa-amp`, and of `numa-amp`
+    /// over `cfs-cap` and over `eevdf` (mean of per-run ratios).
+    pub eevdf_over_cfs: f64,
     pub cfs_cap_over_cfs: f64,
     pub numa_amp_over_cfs: f64,
     pub numa_amp_over_cfs_cap: f64,
+    pub numa_amp_over_eevdf: f64,
     pub paper_numa_amp_over_cfs: f64,
 }
 
@@ -130,7 +146,12 @@ pub fn evaluate() -> Result<Report> {
             times.push(simulate(spec, &programs)?);
         }
         for (k, p) in programs.iter().enumerate() {
-            let seconds = [times[0][k], times[1][k], times[2][k]];
+            let seconds = [
+                times[CFS][k],
+                times[EEVDF][k],
+                times[CFS_CAP][k],
+                times[NUMA_AMP][k],
+            ];
             let run = match programs.iter().enumerate().find(|&(j, _)| j != k) {
                 Some((_, other)) => format!("with {}", other.name),
                 None => "alone".to_string(),
@@ -139,8 +160,9 @@ pub fn evaluate() -> Result<Report> {
                 program: p.name,
                 run,
                 seconds,
-                cfs_cap_speedup: seconds[0] / seconds[1],
-                numa_amp_speedup: seconds[0] / seconds[2],
+                eevdf_speedup: seconds[CFS] / seconds[EEVDF],
+                cfs_cap_speedup: seconds[CFS] / seconds[CFS_CAP],
+                numa_amp_speedup: seconds[CFS] / seconds[NUMA_AMP],
             });
         }
     }
@@ -153,6 +175,7 @@ pub fn evaluate() -> Result<Report> {
                 working_set: p.working_set,
                 llc_mpki: p.working_set.mpki(),
                 model_speedup_factor: p.speedup(),
+                eevdf_speedup: of(|r| r.eevdf_speedup),
                 cfs_cap_speedup: of(|r| r.cfs_cap_speedup),
                 numa_amp_speedup: of(|r| r.numa_amp_speedup),
             }
@@ -161,9 +184,14 @@ pub fn evaluate() -> Result<Report> {
     Ok(Report {
         machine: machine()?.name,
         policies: POLICIES,
+        eevdf_over_cfs: mean(rows.iter().map(|r| r.eevdf_speedup)),
         cfs_cap_over_cfs: mean(rows.iter().map(|r| r.cfs_cap_speedup)),
         numa_amp_over_cfs: mean(rows.iter().map(|r| r.numa_amp_speedup)),
-        numa_amp_over_cfs_cap: mean(rows.iter().map(|r| r.seconds[1] / r.seconds[2])),
+        numa_amp_over_cfs_cap: mean(
+            rows.iter()
+                .map(|r| r.seconds[CFS_CAP] / r.seconds[NUMA_AMP]),
+        ),
+        numa_amp_over_eevdf: mean(rows.iter().map(|r| r.seconds[EEVDF] / r.seconds[NUMA_AMP])),
         paper_numa_amp_over_cfs: PAPER_SPEEDUP,
         rows,
         programs,
@@ -181,19 +209,20 @@ impl Report {
         );
         let _ = writeln!(
             s,
-            "{:<14} {:>9} {:>6} {:>9} {:>9} {:>9}",
-            "program", "wset", "MPKI", "model SF", "cfs-cap", "numa-amp"
+            "{:<14} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9}",
+            "program", "wset", "MPKI", "model SF", "cfs-cap", "numa-amp", "eevdf"
         );
         for p in &self.programs {
             let _ = writeln!(
                 s,
-                "{:<14} {:>9} {:>6.1} {:>9.2} {:>8.3}x {:>8.3}x",
+                "{:<14} {:>9} {:>6.1} {:>9.2} {:>8.3}x {:>8.3}x {:>8.3}x",
                 p.program,
                 format!("{:?}", p.working_set).to_lowercase(),
                 p.llc_mpki,
                 p.model_speedup_factor,
                 p.cfs_cap_speedup,
-                p.numa_amp_speedup
+                p.numa_amp_speedup,
+                p.eevdf_speedup
             );
         }
         let _ = writeln!(
@@ -204,6 +233,11 @@ impl Report {
             self.numa_amp_over_cfs,
             self.paper_numa_amp_over_cfs,
             self.numa_amp_over_cfs_cap
+        );
+        let _ = writeln!(
+            s,
+            "beside cfs (the paper's Linux 2.6.32), today's Linux: eevdf {:.3}x over cfs; numa-amp over eevdf {:.3}x",
+            self.eevdf_over_cfs, self.numa_amp_over_eevdf
         );
         s
     }
@@ -223,6 +257,10 @@ impl Report {
             (
                 "numa-amp",
                 self.programs.iter().map(|p| p.numa_amp_speedup).collect(),
+            ),
+            (
+                "eevdf",
+                self.programs.iter().map(|p| p.eevdf_speedup).collect(),
             ),
         ];
         crate::plot::bars(

@@ -2,9 +2,10 @@
 //! scheduler on asymmetric multicore architecture systems") on the simulator: the
 //! `ding` machine with a memory bandwidth per node (`workload::machine`), PARSEC-like
 //! programs whose memory intensity follows Bienia et al.'s characterisation
-//! (`workload`), and the evaluation — each program alone and in mixes, under `cfs`,
-//! `cfs-cap` and `numa-amp` (`experiment`) — with its bar chart (`plot`), and the
-//! paper's claim judged as one reproduction (`reproduce`).
+//! (`workload`), and the evaluation — each program alone and in mixes, under `cfs`
+//! (the paper's baseline), `eevdf` (today's Linux beside it), `cfs-cap` and `numa-amp`
+//! (`experiment`) — with its bar chart (`plot`), and the paper's claim judged as one
+//! reproduction (`reproduce`).
 //!
 //! Why a crate of its own: the experiment is domain code (a paper's workload and its
 //! metrics); the policies it compares are ordinary registry entries, and the CLI

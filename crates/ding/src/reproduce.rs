@@ -4,7 +4,7 @@
 
 use crate::experiment::{evaluate, Report, PAPER_SPEEDUP};
 use hetsched_core::Result;
-use hetsched_repro::{Claim, Figure, Reproduction, Table, Verdict};
+use hetsched_repro::{Baseline, Claim, Figure, Reproduction, Table, Verdict};
 use hetsched_util::files::OutDir;
 
 /// Runs the evaluation into `out` (`table.txt`, `ding.json`, `speedup.png`) and judges
@@ -16,6 +16,10 @@ pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
         paper: "ding",
         reference: "Ding, Chang, Guo, Li, Chung: An efficient and comprehensive scheduler on Asymmetric Multicore Architecture systems, JSA 60(3), 2014".into(),
         commands: vec!["hetsched experiment ding".into()],
+        baseline: Baseline {
+            paper: "Linux CFS on its testbed's CentOS 6.0 (Linux 2.6.32)".into(),
+            ours: "`cfs`, over which every speed-up and the claim are measured; beside it `eevdf` (Linux since 6.6, as it schedules today) and `cfs-cap` (Linux 5.7–6.5's CFS on asymmetric CPUs)".into(),
+        },
         figures: vec![Figure {
             paper: "ding",
             id: "speedup",
@@ -26,7 +30,7 @@ pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
                 rows: vec![vec!["the paper's scheduler".into(), format!("{PAPER_SPEEDUP:.2}×")]],
             },
             ours: Table {
-                header: vec!["program".into(), "cfs-cap over cfs".into(), "numa-amp over cfs".into()],
+                header: vec!["program".into(), "cfs-cap over cfs".into(), "numa-amp over cfs".into(), "eevdf over cfs".into()],
                 rows: r
                     .programs
                     .iter()
@@ -35,12 +39,14 @@ pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
                             p.program.into(),
                             format!("{:.3}×", p.cfs_cap_speedup),
                             format!("{:.3}×", p.numa_amp_speedup),
+                            format!("{:.3}×", p.eevdf_speedup),
                         ]
                     })
                     .chain([vec![
                         "average".into(),
                         format!("{:.3}×", r.cfs_cap_over_cfs),
                         format!("{:.3}×", r.numa_amp_over_cfs),
+                        format!("{:.3}×", r.eevdf_over_cfs),
                     ]])
                     .collect(),
             },

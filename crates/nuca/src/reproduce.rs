@@ -9,7 +9,7 @@ use crate::experiment::{self, summarise, BenchResult, Options, Summary};
 use crate::kernels::Benchmark;
 use crate::{Chip, Scheme};
 use hetsched_core::Result;
-use hetsched_repro::{Claim, Figure, Reproduction, Table, Verdict};
+use hetsched_repro::{Baseline, Claim, Figure, Reproduction, Table, Verdict};
 use hetsched_util::files::OutDir;
 use std::path::PathBuf;
 
@@ -387,6 +387,10 @@ pub fn reproduce(out: &OutDir, quick: bool) -> Result<Reproduction> {
                     Distributed Shared Caches (CAOS 2012)"
             .into(),
         commands: vec!["hetsched experiment shim-theta".into()],
+        baseline: Baseline {
+            paper: "standard NUCA, every core miss served by a remote access (no thread migration), on the same chip".into(),
+            ours: "the simulator's `remote-only` scheme on the paper's Table I chip; no operating-system scheduler takes part, so no Linux version applies".into(),
+        },
         figures: figures(&results),
         claims: claims(&results),
         assumptions: crate::chip::assumptions(),

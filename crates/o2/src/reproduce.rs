@@ -389,6 +389,10 @@ pub fn reproduce(
             "hetsched experiment coretime-sim".into(),
             "hetsched experiment coretime-sim --mem-gbps G (G = 0, 5.3, 10.6, 21.2, 42.4)".into(),
         ],
+        baseline: hetsched_repro::Baseline {
+            paper: "thread-based scheduling, each thread looking up directories where it runs and fetching them into its own cache".into(),
+            ours: "\"threads (lookup locally)\", the same lookups without delegation on the simulated 16-core Opteron; the threads stay on their cores, so no OS scheduler's policy and no Linux version takes part".into(),
+        },
         figures: figures(&points, &bandwidth),
         claims: claims(&points),
         assumptions: crate::sim::assumptions(),

@@ -51,7 +51,7 @@ use rustc_hash::FxHashMap;
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
     name: "affinity",
-    about: "Beisel et al.: per-unit queues, affinity placement with queue limits, checkpoint time-sharing, late-binding load balancer",
+    about: "Beisel et al. (CAOS 2012)'s CFS for accelerators: per-unit queues, affinity placement with queue limits, checkpoint time-sharing, late binding",
     test_specs: &["affinity", "affinity:gran_ms=0,cpu_gran_ms=1,acc_limit=1", "affinity:fcfs=1,acc_limit=0"],
     build: |spec, p, _| Ok(AffinityPolicy::from_params(spec, p)?.into()),
 };

@@ -1,5 +1,9 @@
-//! `cfs`: Linux's Completely Fair Scheduler (the fair class until 6.6 replaced its pick
-//! with EEVDF, `eevdf.rs`) as a heterogeneity-agnostic baseline.
+//! `cfs`: Linux's Completely Fair Scheduler as of 2.6.23–6.5 (merged in 2.6.23, where it
+//! replaced the O(1) scheduler; 6.6 replaced its pick with EEVDF, `eevdf.rs`) as a
+//! heterogeneity-agnostic baseline. The papers compared with the Linux of their time,
+//! so `cfs` stands in for each of them, also where it was older than CFS (Shelepov &
+//! Fedorova's 2.6.18 O(1) scheduler, as `crates/shelepov` configures it); `eevdf` runs
+//! beside it where a reader should see today's Linux too.
 //!
 //! Per-unit run queues ordered by weighted virtual runtime; the running task is
 //! preempted when its slice (`latency × weight / queue weight`, at least
@@ -32,7 +36,7 @@ use hetsched_core::Result;
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
     name: "cfs",
-    about: "Linux CFS: per-unit vruntime queues, time slices, count-based balancing; blind to unit speed",
+    about: "Linux CFS as of 2.6.23–6.5: per-unit vruntime queues, time slices, count-based balancing; blind to unit speed",
     test_specs: &["cfs", "cfs:latency_ms=1,balance_ms=1", "cfs:newidle=0,balance_ms=1"],
     build: |spec, p, _| Ok(Cfs::from_params(spec, p)?.into()),
 };

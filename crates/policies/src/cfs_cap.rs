@@ -1,5 +1,9 @@
-//! `cfs-cap`: the capacity-aware CFS of today's Linux, the baseline users run now on
-//! asymmetric machines (beside `cfs`, which is Linux 2.6's, the paper's baseline).
+//! `cfs-cap`: Linux's CFS on asymmetric-capacity CPUs as of 5.7–6.5, without Energy
+//! Aware Scheduling: what Linux did before 6.6 on a machine whose CPUs differ in capacity
+//! and that has no energy model (EAS stays off without one), beside `cfs`, which stands
+//! for the papers' older Linux. The versions: misfit migration came in 4.20,
+//! `select_idle_capacity` in 5.7, and 6.6 replaced CFS's pick with EEVDF's (`eevdf.rs`)
+//! under the same capacity logic, a combination this policy does not model.
 //!
 //! What of Linux's asymmetric-capacity logic (`SD_ASYM_CPUCAPACITY`) it models, on top
 //! of `cfs` (same queues, slices and count balancing):
@@ -22,7 +26,7 @@ use crate::cfs::Cfs;
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
     name: "cfs-cap",
-    about: "Linux CFS with capacity awareness: biggest idle unit first, misfit tasks (fits_capacity) pulled to bigger CPUs",
+    about: "Linux 5.7–6.5 CFS on asymmetric CPUs, no EAS energy model: biggest idle unit first, misfit tasks (fits_capacity) pulled to bigger CPUs",
     test_specs: &["cfs-cap", "cfs-cap:latency_ms=1,balance_ms=1"],
     build: |spec, p, _| Ok(Cfs::from_params(spec, p)?.capacity_aware().into()),
 };

@@ -39,7 +39,7 @@ use rustc_hash::FxHashMap;
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
     name: "dmda",
-    about: "minimum expected completion time with a per-task-type performance model learned from observed run times",
+    about: "StarPU 1.3's dmda: minimum expected completion (expected end + copies) from history models, calibrated first (10 runs a unit class), greedy by load per assumed speed-up until then",
     test_specs: &["dmda", "dmda:calibrate=1", "dmda:learn=0", "dmda:alpha=0.5,beta=2"],
     build: |spec, p, _| Ok(Dmda::from_params(spec, p)?.into()),
 };

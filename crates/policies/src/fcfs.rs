@@ -1,4 +1,6 @@
-//! `fcfs`: first come, first served through the engine's one central queue.
+//! `fcfs`: first come, first served through the engine's one central queue: a simple
+//! baseline that models no particular operating system or runtime (the order a batch
+//! system without priorities would run in).
 //!
 //! Every task waits in the central queue; an idle unit runs the oldest task it has an
 //! implementation for (so a GPU-only task at the head does not block CPUs). A newly
@@ -11,7 +13,7 @@ use hetsched_core::task::{QueueId, TaskId};
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
     name: "fcfs",
-    about: "first come, first served from one central queue",
+    about: "simple baseline: first come, first served from one central queue",
     test_specs: &["fcfs"],
     build: |_, _, _| Ok(Fcfs.into()),
 };

@@ -1,4 +1,7 @@
-//! `io-affinity`: place an I/O task next to its device (Akram et al., CAOS 2012).
+//! `io-affinity`: place an I/O task next to its device (Akram et al., CAOS 2012). The
+//! paper proposes no scheduler: it measures placements pinned by hand against each
+//! other, and this policy is the placement it argues for, made by a scheduler; `cfs`
+//! (the Linux of the paper's time, which ignores the device's node) is its baseline.
 //!
 //! Akram et al. measure that a transfer between a device and a buffer on another NUMA
 //! node, and the use of the data by a CPU on another node than the buffer, cost
@@ -32,7 +35,7 @@ use crate::ws::WorkStealing;
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
     name: "io-affinity",
-    about: "I/O tasks on their device's NUMA node when its load allows (Akram et al.), else least-loaded",
+    about: "Akram et al. (CAOS 2012)'s placement: I/O tasks on their device's NUMA node when its load allows, else least-loaded",
     test_specs: &["io-affinity", "io-affinity:slack=0,slice_ms=1"],
     build: |spec, p, _| {
         let slack = p.u64_upto(

@@ -31,7 +31,12 @@ use params::{ParamInfo, Params};
 /// them ([`Registered::params`]).
 pub struct Registered {
     pub name: &'static str,
-    /// One line on what it does.
+    /// One line: what it models, then what it does. What it models comes first, before
+    /// the first `:` (the label), as an operating system or runtime with its version
+    /// (`Linux CFS as of 2.6.23–6.5`, `StarPU 1.3's dmda`), a paper with its venue and
+    /// year (`Ding et al. (JSA 2014)`), or `simple baseline` for one that models no
+    /// system: every result is read against its baselines, so a reader of `hetsched
+    /// policies` must know what each stands for (a test holds every entry to it).
     pub about: &'static str,
     /// Specs the test suites run: the default (`name` alone) first, then variants that
     /// reach other paths of the policy.
@@ -211,6 +216,57 @@ mod tests {
             err("affinity:gran_ms=-4").contains("gran_ms: expected a number in [0, 1e9], got -4")
         );
         assert!(err("affinity:bonus=NaN").contains("bonus"));
+    }
+
+    /// Whether `about`'s label (the text before its first `:`) names what the policy
+    /// models: a system with a version (`Linux` or `StarPU`, then a number with a dot),
+    /// a paper's authors with a year in parentheses, or `simple baseline`.
+    fn names_what_it_models(about: &str) -> bool {
+        let Some((label, _)) = about.split_once(':') else {
+            return false;
+        };
+        let versioned = |system: &str| {
+            label.find(system).is_some_and(|at| {
+                let after: Vec<char> = label[at + system.len()..].chars().collect();
+                after
+                    .windows(3)
+                    .any(|w| w[0].is_ascii_digit() && w[1] == '.' && w[2].is_ascii_digit())
+            })
+        };
+        let dated = |open: usize| {
+            label[open..].find(')').is_some_and(|close| {
+                label[open..open + close]
+                    .split(|c: char| !c.is_ascii_digit())
+                    .any(|y| y.len() == 4 && (y.starts_with("19") || y.starts_with("20")))
+            })
+        };
+        let paper = (label.contains(" et al.") || label.contains(" & "))
+            && label.match_indices('(').any(|(open, _)| dated(open));
+        let simple = label == "simple baseline" || label.starts_with("simple baseline,");
+        versioned("Linux ") || versioned("StarPU ") || paper || simple
+    }
+
+    #[test]
+    fn every_policy_says_what_it_models() {
+        for r in registry() {
+            assert!(
+                names_what_it_models(r.about),
+                "policy {}: its `about` must start with what it models (Linux/StarPU and a version, a paper with its year, or \"simple baseline\"): {:?}",
+                r.name,
+                r.about
+            );
+        }
+        // Labels that say what a policy does, not what it models, are refused.
+        for unlabelled in [
+            "first come, first served from one central queue",
+            "Linux CFS: per-unit vruntime queues, time slices",
+            "Beisel et al.: per-unit queues, affinity placement",
+            "minimum expected completion time with a per-task-type model (StarPU 1.3)",
+            "Shelepov & Fedorova: bind each class to a set of cores (2008)",
+            "a simple baseline of ours: random",
+        ] {
+            assert!(!names_what_it_models(unlabelled), "{unlabelled}");
+        }
     }
 
     /// What `hetsched policies` prints is what the builders accept: each listed

@@ -1,5 +1,9 @@
 //! `numa-amp`: Ding et al.'s NUMA-aware scheduler for asymmetric multicores (Ding,
-//! Chang, Guo, Li, Chung, 2013), on the profile of [`crate::amp_factors`].
+//! Chang, Guo, Li, Chung, JSA 60(3), 2014, online 2013), on the profile of
+//! [`crate::amp_factors`]: where the paper stops before its formulas, the speed-up factor
+//! is CAMP's (Saez et al.) and memory intensity is Distributed Intensity's (Zhuravlev,
+//! Blagodurov, Fedorova) with DINO's classes (Blagodurov et al.), as `docs/ding.md` says.
+//! The paper measured against CentOS 6.0's Linux (2.6.32, CFS): `cfs` stands in for it.
 //!
 //! Why it looks like this: the paper ranks tasks by two metrics kept in two lists —
 //! the **AMP-list** by speed-up factor decides who runs on the fast cores, the
@@ -50,7 +54,7 @@ use hetsched_core::Result;
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
     name: "numa-amp",
-    about: "Ding et al.: fast cores by speed-up factor, memory-intensive tasks spread over NUMA nodes with their pages (counters); capacity- and load-aware without",
+    about: "Ding et al. (JSA 2014): fast cores by speed-up factor, memory-intensive tasks spread over nodes with their pages (DI, DINO), from counters",
     test_specs: &[
         "numa-amp",
         "numa-amp:slice_ms=1,period_ms=1,hysteresis=0,page_moves=0",

@@ -1,4 +1,5 @@
-//! `random`: each task goes to a uniformly random unit that can run it (seeded
+//! `random`: a simple baseline that models no particular system, the floor any informed
+//! policy should beat. Each task goes to a uniformly random unit that can run it (seeded
 //! ChaCha8), units run their own queue in FIFO order, tasks run to completion.
 //!
 //! Parameters: `seed` (default: the scenario's seed).
@@ -13,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
     name: "random",
-    about: "uniformly random compatible unit (seeded)",
+    about: "simple baseline: uniformly random compatible unit (seeded)",
     test_specs: &["random"],
     build: |spec, p, seed| Ok(Random::from_params(spec, p, seed)?.into()),
 };

@@ -1,5 +1,7 @@
 //! `signature`: Shelepov & Fedorova's signature-supported scheduling (§4 of
-//! "Scheduling on Heterogeneous Multicore Processors Using Architectural Signatures").
+//! "Scheduling on Heterogeneous Multicore Processors Using Architectural Signatures",
+//! WIOSCA 2008). Its baseline there is Linux 2.6.18's O(1) scheduler, which `cfs` with a
+//! 100 ms slice stands in for (`crates/shelepov`).
 //!
 //! The paper's prototype binds each program statically to a *set* of cores (with
 //! `taskset`) under four invariants, and lets the default scheduler share the cores of a
@@ -57,7 +59,7 @@ use hetsched_sig::signature::Signature;
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
     name: "signature",
-    about: "Shelepov & Fedorova: bind each clock-sensitivity class (from the task's signature) to a set of cores, fastest for the most sensitive, equal loads",
+    about: "Shelepov & Fedorova (WIOSCA 2008): each clock-sensitivity class (from its signature) bound to a set of cores, fastest for the most sensitive, equal loads",
     test_specs: &["signature", "signature:slice_ms=1,balance_ms=1"],
     build: |spec, p, _| Ok(SignaturePolicy::from_params(spec, p)?.into()),
 };

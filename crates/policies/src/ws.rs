@@ -1,7 +1,8 @@
-//! `ws`: work stealing. A task is pushed on the queue of the unit with the fewest tasks
-//! (the simulator has no submitting unit; ties: lowest id); a unit runs its own queue
-//! oldest first, and an idle unit with an empty queue steals the newest task it can run
-//! from the longest queue (ties: lowest id). Tasks run to completion.
+//! `ws`: work stealing, a simple baseline that models no particular runtime. A task is
+//! pushed on the queue of the unit with the fewest tasks (the simulator has no
+//! submitting unit; ties: lowest id); a unit runs its own queue oldest first, and an
+//! idle unit with an empty queue steals the newest task it can run from the longest
+//! queue (ties: lowest id). Tasks run to completion.
 
 use hetsched_core::policy::{PickDecision, Policy, Queue, SubmitDecision, UnitId, View};
 use hetsched_core::task::{QueueId, TaskId};
@@ -11,7 +12,7 @@ use crate::load::LoadIndex;
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
     name: "ws",
-    about: "work stealing: push to the least-loaded queue, idle units steal from the longest",
+    about: "simple baseline, work stealing: push to the least-loaded queue, idle units steal from the longest",
     test_specs: &["ws"],
     build: |_, _, _| Ok(WorkStealing::default().into()),
 };

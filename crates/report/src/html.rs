@@ -80,6 +80,12 @@ fn figure(h: &mut String, paper: &str, f: &Figure) {
 fn reproduction(h: &mut String, r: &Reproduction) {
     let _ = write!(
         h,
+        "<p class=\"baseline\"><b>Baseline.</b> The paper's: {}. Ours: {}.</p>",
+        esc(&r.baseline.paper),
+        esc(&r.baseline.ours)
+    );
+    let _ = write!(
+        h,
         "<h3>Claims</h3><table class=\"claims\"><tr><th>claim</th><th>where</th><th>the paper says</th><th>paper</th><th>ours</th><th>tolerance</th><th>verdict</th><th>why ours differs</th></tr>"
     );
     for c in &r.claims {

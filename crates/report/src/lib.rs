@@ -266,13 +266,17 @@ fn command(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hetsched_repro::{Claim, Figure, Table};
+    use hetsched_repro::{Baseline, Claim, Figure, Table};
 
     fn tiny(_out: &OutDir, _quick: bool) -> std::result::Result<Reproduction, String> {
         Ok(Reproduction {
             paper: "tiny",
             reference: "A <tiny> & \"quoted\" paper".into(),
             commands: vec!["hetsched experiment tiny".into()],
+            baseline: Baseline {
+                paper: "Linux 2.6 <O(1)>".into(),
+                ours: "`cfs`".into(),
+            },
             figures: vec![Figure {
                 paper: "tiny",
                 id: "fig1",
@@ -337,8 +341,14 @@ mod tests {
         assert!(html.contains("A &lt;tiny&gt; &amp; &quot;quoted&quot; paper"));
         assert!(html.contains("<img src=\"tiny/fig1.png\""));
         assert!(html.contains("data-claim=\"c1\" data-verdict=\"partly\""));
+        // The baseline is named at the top of the section, before the claims.
+        let baseline = html
+            .find("<p class=\"baseline\"><b>Baseline.</b> The paper's: Linux 2.6 &lt;O(1)&gt;. Ours: `cfs`.</p>")
+            .expect("the baseline line");
+        assert!(baseline < html.find("data-claim=\"c1\"").unwrap());
         let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
         assert!(md.contains("#### Fig. 1 | a pipe") && md.contains("| `c1` | §1 | x < y |"));
+        assert!(md.contains("(0.0 s)\n\n**Baseline.** The paper's: Linux 2.6 <O(1)>. Ours: `cfs`.\n\n### Claims"), "{md}");
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("claims.json")).unwrap())
                 .unwrap();

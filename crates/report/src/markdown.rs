@@ -50,10 +50,12 @@ pub fn render(report: &Report) -> String {
         };
         let _ = writeln!(
             m,
-            "## {}\n\n{} ({:.1} s)\n\n### Claims\n",
+            "## {}\n\n{} ({:.1} s)\n\n**Baseline.** The paper's: {}. Ours: {}.\n\n### Claims\n",
             r.reference,
             s.counts(),
-            s.seconds
+            s.seconds,
+            r.baseline.paper,
+            r.baseline.ours
         );
         m.push_str(&row([
             "claim",

@@ -171,9 +171,26 @@ pub struct Reproduction {
     pub reference: String,
     /// The commands that produce these results (the full run, not the quick one).
     pub commands: Vec<String>,
+    /// What the paper measured against, and what of ours stands in for it.
+    pub baseline: Baseline,
     pub figures: Vec<Figure>,
     pub claims: Vec<Claim>,
     pub assumptions: Vec<Assumption>,
+}
+
+/// A paper's baseline and ours. Why it is stated: every claim of the kind "X beats the
+/// default" is measured against a baseline, and ours is rarely the paper's (a Linux of
+/// another version, a scheme of our simulator), so the report names both where the
+/// reader sees the section's verdicts, not only in code.
+#[derive(Clone, Debug, Serialize)]
+pub struct Baseline {
+    /// What the paper compares with, as it names it, with the version where it gives one
+    /// (e.g. `Linux 2.6.18's O(1) scheduler`).
+    pub paper: String,
+    /// What stands in for it here (a policy spec or the experiment's own configuration)
+    /// and what is shown beside it (e.g. `eevdf`, Linux as it schedules today). Claims are
+    /// judged against the stand-in.
+    pub ours: String,
 }
 
 impl Reproduction {
@@ -360,6 +377,10 @@ mod tests {
             paper: "test",
             reference: String::new(),
             commands: vec![],
+            baseline: Baseline {
+                paper: String::new(),
+                ours: String::new(),
+            },
             figures: vec![
                 figure("ok", vec![vec!["1".into()]], &["good.png"]),
                 figure("empty", vec![], &["good.png", "bad.png", "absent.png"]),

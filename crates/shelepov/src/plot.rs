@@ -1,6 +1,7 @@
 //! The bar chart: per configuration, each program's change in completion time under
-//! `signature` (ours, and the paper's where its text gives it) and the aggregate; drawn
-//! into a buffer and written through the output directory (`hetsched_util::png`).
+//! `signature` (ours against the default scheduler, ours against `eevdf` beside it, and
+//! the paper's where its text gives it) and the aggregate; drawn into a buffer and
+//! written through the output directory (`hetsched_util::png`).
 
 use crate::experiments::Outcome;
 use hetsched_core::{Error, Result};
@@ -15,36 +16,42 @@ fn err<E: std::fmt::Display>(path: &Path) -> impl Fn(E) -> Error + '_ {
     move |e| Error::runtime(format!("{}: plot: {e}", path.display()))
 }
 
+/// Bars per group: ours against the default scheduler, ours against `eevdf`, the paper's.
+const BARS: i32 = 3;
+
 /// Draws one bar group per program and one for the aggregate of each configuration,
 /// ours beside the paper's, into the PNG file `name` of `out`.
 pub fn bars(out: &OutDir, name: &str, outcomes: &[Outcome]) -> Result<()> {
     let path = &out.join(name);
-    // (label, ours, paper)
-    let mut groups: Vec<(String, f64, Option<f64>)> = Vec::new();
+    // (label, ours, ours vs eevdf, paper)
+    let mut groups: Vec<(String, f64, f64, Option<f64>)> = Vec::new();
     for o in outcomes {
         for p in &o.programs {
             groups.push((
                 format!("{}: {}", o.setup.name, p.name),
                 p.change_pct,
+                p.change_vs_eevdf_pct,
                 p.paper_pct,
             ));
         }
         groups.push((
             format!("{} aggregate", o.setup.name),
             o.aggregate_pct,
+            o.aggregate_vs_eevdf_pct,
             o.setup.paper.aggregate_pct,
         ));
     }
     let lo = groups
         .iter()
-        .flat_map(|g| [g.1, g.2.unwrap_or(0.0)])
+        .flat_map(|g| [g.1, g.2, g.3.unwrap_or(0.0)])
         .fold(0.0f64, f64::min);
     let hi = groups
         .iter()
-        .flat_map(|g| [g.1, g.2.unwrap_or(0.0)])
+        .flat_map(|g| [g.1, g.2, g.3.unwrap_or(0.0)])
         .fold(0.0f64, f64::max);
     let pad = (hi - lo).max(1.0) * 0.08;
-    let n = groups.len() as i32;
+    // One segment per bar; a group's label sits at its middle bar.
+    let n = groups.len() as i32 * BARS;
     let mut rgb = vec![0; SIZE.0 as usize * SIZE.1 as usize * 3];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
@@ -62,12 +69,12 @@ pub fn bars(out: &OutDir, name: &str, outcomes: &[Outcome]) -> Result<()> {
         let labels: Vec<String> = groups.iter().map(|g| g.0.clone()).collect();
         chart
             .configure_mesh()
-            .x_labels(groups.len())
+            .x_labels(n as usize)
             .x_label_formatter(&|x| match x {
                 // Rotated labels are centred on the axis: trailing spaces (on the plot side)
                 // move the text below it.
-                SegmentValue::CenterOf(i) => labels
-                    .get(*i as usize)
+                SegmentValue::CenterOf(i) if i % BARS == 1 => labels
+                    .get((i / BARS) as usize)
                     .map_or(String::new(), |l| format!("{l}{}", " ".repeat(2 * l.len()))),
                 _ => String::new(),
             })
@@ -81,35 +88,47 @@ pub fn bars(out: &OutDir, name: &str, outcomes: &[Outcome]) -> Result<()> {
             .draw()
             .map_err(err(path))?;
         let ours = BLUE.mix(0.8);
+        let vs_eevdf = RGBColor(230, 140, 30).mix(0.9);
         let paper = RGBColor(150, 150, 150);
-        let bar = |from: SegmentValue<i32>, to: SegmentValue<i32>, v: f64, c: RGBAColor| {
-            Rectangle::new([(from, 0.0), (to, v)], c.filled())
+        // The bar `k` of group `i`, filling its segment.
+        let bar = |i: usize, k: i32, v: f64, c: RGBAColor| {
+            let at = i as i32 * BARS + k;
+            Rectangle::new(
+                [
+                    (SegmentValue::Exact(at), 0.0),
+                    (SegmentValue::Exact(at + 1), v),
+                ],
+                c.filled(),
+            )
         };
         chart
-            .draw_series(groups.iter().enumerate().map(|(i, g)| {
-                let i = i as i32;
-                bar(SegmentValue::Exact(i), SegmentValue::CenterOf(i), g.1, ours)
-            }))
+            .draw_series(groups.iter().enumerate().map(|(i, g)| bar(i, 0, g.1, ours)))
             .map_err(err(path))?
-            .label("ours (simulated)")
+            .label("ours vs the default scheduler (cfs, for Linux 2.6.18)")
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], ours.filled()));
         chart
-            .draw_series(groups.iter().enumerate().filter_map(|(i, g)| {
-                let i = i as i32;
-                g.2.map(|v| {
-                    bar(
-                        SegmentValue::CenterOf(i),
-                        SegmentValue::Exact(i + 1),
-                        v,
-                        paper.to_rgba(),
-                    )
-                })
-            }))
+            .draw_series(
+                groups
+                    .iter()
+                    .enumerate()
+                    .map(|(i, g)| bar(i, 1, g.2, vs_eevdf)),
+            )
+            .map_err(err(path))?
+            .label("ours vs eevdf (Linux 6.6+, beside it)")
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], vs_eevdf.filled()));
+        chart
+            .draw_series(
+                groups
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, g)| g.3.map(|v| bar(i, 2, v, paper.to_rgba()))),
+            )
             .map_err(err(path))?
             .label("paper (text of section 4)")
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], paper.filled()));
         chart
             .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
             .border_style(BLACK)
             .background_style(WHITE.mix(0.9))
             .draw()

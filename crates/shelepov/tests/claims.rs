@@ -103,4 +103,9 @@ fn highly_sensitive_programs_share_the_fast_cores_two_per_core() {
             p.signature_s
         );
     }
+    // eevdf runs beside the default scheduler for every program (shown, not judged).
+    assert!(het
+        .programs
+        .iter()
+        .all(|p| p.eevdf_runs > 0 && p.eevdf_s > 0.0));
 }
