@@ -35,8 +35,9 @@ pub fn weight_of_nice(nice: i32) -> Option<u32> {
 
 /// New-idle balance (`SD_BALANCE_NEWIDLE`): the queued task idle `unit` pulls, and
 /// from where: the unit of its type with the most tasks (at least two, and not `unit`
-/// itself), its task nearest the head that can run on `unit`.
-#[inline]
+/// itself), its task nearest the head that can run on `unit`. Forced inline: on every
+/// pick of cfs and eevdf, out of line it cost cfs 1.5 % of `bench sim`'s instructions.
+#[inline(always)]
 pub fn newidle_source<R: UnitRecord>(
     view: &View,
     loads: &LoadIndex<R>,
