@@ -11,6 +11,7 @@ APT_PACKAGES=(
   qemu-user                        # the fast trace source (a TCG plugin) for signatures
   gcc libc6-dev binutils           # C ABI examples and tests (cc), objcopy for ELF notes
   gzip xz-utils bzip2 python3      # programs the signature validation traces
+  python3-venv                     # the project's Python environment, .venv (scripts/venv.sh)
   libfontconfig1-dev libfreetype-dev fonts-dejavu-core  # PNG plots (plotters' ttf text)
   chromium                         # renders the reproduce report headless in its test (~12 s to install)
   g++ libsimgrid-dev               # SimGrid 3.32 (S4U), the peer `hetsched bench peers` runs beside the simulator
@@ -35,12 +36,9 @@ if ((${#missing[@]})); then
   fi
 fi
 
-# SimPy, the other peer of `hetsched bench peers` (its test runs both peers).
-PY=${PYTHON:-python3}
-if ! "$PY" -c "import simpy" >/dev/null 2>&1; then
-  echo "deps: installing simpy" >&2
-  "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore "simpy>=4,<5"
-fi
+# The project's Python environment (.venv): the package's build and test tools and SimPy,
+# the other peer of `hetsched bench peers`; nothing goes into the system Python.
+bash scripts/venv.sh >/dev/null
 
 if ! cargo nextest --version >/dev/null 2>&1; then
   echo "deps: installing cargo-nextest" >&2

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The project's Python environment, .venv at the repository root: the Python package's
+# build and test tools (maturin, pytest), what its optional parts import (pandas,
+# matplotlib, ray) and SimPy, the peer `hetsched bench peers` runs. make test installs
+# nothing into the system Python; `make deps` (or this script) makes .venv and installs
+# into it, again only when this list changes. Prints .venv's python on stdout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+REQUIREMENTS=(
+  "maturin>=1.5,<2"
+  "pytest>=7"
+  "pandas>=1.5"
+  "matplotlib>=3.5"
+  "ray>=2.9"
+  "simpy>=4,<5"
+)
+
+venv=.venv
+py="$venv/bin/python"
+if [ ! -x "$py" ]; then
+  echo "venv: creating $venv with $(command -v python3)" >&2
+  python3 -m venv "$venv"
+fi
+stamp="$venv/.hetsched-requirements"
+if [ "$(cat "$stamp" 2>/dev/null)" != "${REQUIREMENTS[*]}" ]; then
+  echo "venv: installing ${REQUIREMENTS[*]} into $venv" >&2
+  "$py" -m pip install -q --disable-pip-version-check --progress-bar off "${REQUIREMENTS[@]}"
+  echo "${REQUIREMENTS[*]}" >"$stamp"
+fi
+echo "$(pwd)/$py"
