@@ -36,10 +36,6 @@ if ((${#missing[@]})); then
   fi
 fi
 
-# The project's Python environment (.venv): the package's build and test tools and SimPy,
-# the other peer of `hetsched bench peers`; nothing goes into the system Python.
-bash scripts/venv.sh >/dev/null
-
 if ! cargo nextest --version >/dev/null 2>&1; then
   echo "deps: installing cargo-nextest" >&2
   cargo install --locked cargo-nextest >/dev/null

@@ -2,8 +2,9 @@
 # The project's Python environment, .venv at the repository root: the Python package's
 # build and test tools (maturin, pytest), what its optional parts import (pandas,
 # matplotlib, ray) and SimPy, the peer `hetsched bench peers` runs. make test installs
-# nothing into the system Python; `make deps` (or this script) makes .venv and installs
-# into it, again only when this list changes. Prints .venv's python on stdout.
+# nothing into the system Python; `make test` (scripts/test.sh) runs this script, which makes
+# .venv and installs into it, again only when this list changes. Prints .venv's python on
+# stdout. `hetsched bench peers` outside make test: PYTHON=.venv/bin/python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
