@@ -1,17 +1,23 @@
-"""Machines and simulation runs, with their results as pandas DataFrames."""
+"""Machines and simulation runs, with their results as pandas DataFrames.
+
+numpy and pandas are imported when a table is first built, not with the package: a run
+that keeps its metrics alone costs no more than the CLI's (``import pandas`` alone takes
+several times the CPU time and memory of ``hetsched simulate --summary`` on a 1M-task
+run)."""
 
 from __future__ import annotations
 
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Union
-
-import numpy as np
-import pandas as pd
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
 
 from . import _hetsched
 from .policy import Policy
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: A scenario: the path of a TOML scenario file, or a dict of the same shape (its
 #: relative paths from the working directory).
@@ -30,6 +36,8 @@ class Machine:
 def machine(src: Union[str, "os.PathLike[str]"], units: str = "pu") -> Machine:
     """Loads a machine: a preset name, an hwloc XML file, a sysfs dump directory, a TOML
     machine file or ``"live"`` (this machine); ``units`` is ``"pu"`` or ``"core"``."""
+    import pandas as pd
+
     raw = json.loads(_hetsched.machine(os.fspath(src), units))
     cols = ["id", "type", "name", "capacity", "numa_node", "cpus"]
     frame = pd.DataFrame([{c: u.get(c) for c in cols} for u in raw["units"]], columns=cols)
@@ -60,12 +68,20 @@ class Result:
     policy: str
     metrics: Dict[str, Any]
     summary: Dict[str, Any]
-    units: pd.DataFrame
+    #: The units, as dicts (read them as a table through ``units``).
+    unit_rows: List[Dict[str, Any]] = field(repr=False)
     #: The decision log (one line per policy call and answer), when asked for.
     decisions: Optional[List[str]] = field(default=None, repr=False)
     #: The tables, None where not kept (read them through ``tasks`` and ``events``).
     task_table: Optional[pd.DataFrame] = field(default=None, repr=False)
     event_table: Optional[pd.DataFrame] = field(default=None, repr=False)
+
+    @cached_property
+    def units(self) -> pd.DataFrame:
+        """One row per unit: id, type, name, capacity."""
+        import pandas as pd
+
+        return pd.DataFrame(self.unit_rows, columns=["id", "type", "name", "capacity"])
 
     @property
     def tasks(self) -> pd.DataFrame:
@@ -106,6 +122,9 @@ def _flat_metrics(m: Dict[str, Any]) -> Dict[str, Any]:
 def _column(dtype: str, data: bytes, mask: Optional[bytes], categories: Optional[List[str]]):
     """A column the extension made (crates/py/src/columns.rs): little-endian values read
     in place, a missing-value mask, or category codes."""
+    import numpy as np
+    import pandas as pd
+
     if dtype == "category":
         codes = np.frombuffer(data, dtype="<i4")
         return pd.Categorical.from_codes(codes, categories=categories)
@@ -120,6 +139,9 @@ def _frame(columns: Dict[str, tuple]) -> Dict[str, Any]:
 
 
 def _tasks_frame(columns: Dict[str, tuple]) -> pd.DataFrame:
+    import numpy as np
+    import pandas as pd
+
     cols = _frame(columns)
     ns = 1e-9
     arrival = cols["arrival_ns"]
@@ -137,6 +159,8 @@ def _tasks_frame(columns: Dict[str, tuple]) -> pd.DataFrame:
 
 
 def _events_frame(columns: Dict[str, tuple]) -> pd.DataFrame:
+    import pandas as pd
+
     cols = _frame(columns)
     cols["t_s"] = cols["t_ns"] * 1e-9
     return pd.DataFrame(cols, copy=False)
@@ -192,7 +216,7 @@ def simulate(
         policy=raw["policy"],
         metrics=_flat_metrics(raw["metrics"]),
         summary=raw["summary"],
-        units=pd.DataFrame(raw["units"], columns=["id", "type", "name", "capacity"]),
+        unit_rows=raw["units"],
         decisions=raw["decisions"],
         task_table=task_table,
         event_table=event_table,

@@ -4,6 +4,7 @@ writes for the same run."""
 
 import json
 import subprocess
+import sys
 from decimal import Decimal
 
 import numpy as np
@@ -178,3 +179,18 @@ def test_a_python_policys_run_keeps_the_same():
     cols = [c for c in rust.tasks.columns]
     pd.testing.assert_frame_equal(python.tasks[cols], rust.tasks[cols])
     pd.testing.assert_frame_equal(python.events, rust.events)
+
+
+def test_a_run_that_keeps_no_table_imports_neither_numpy_nor_pandas():
+    # import pandas alone costs several times the CPU time and memory of the CLI's whole
+    # 1M-task --summary run (python -m hetsched.bench simulate).
+    code = (
+        "import sys, hetsched\n"
+        f"r = hetsched.simulate({str(SCENARIOS / 'hand.toml')!r}, 'fcfs')\n"
+        "assert r.metrics['completed'] == 3\n"
+        "print(sorted(m for m in ('numpy', 'pandas') if m in sys.modules))\n"
+        "r.units\n"
+        "print(sorted(m for m in ('numpy', 'pandas') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.split("\n")[:2] == ["[]", "['numpy', 'pandas']"]
