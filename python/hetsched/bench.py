@@ -10,10 +10,10 @@ engine's run alone, timed in Rust, without converting the results; the best of
 [--tasks] [--events]``: the cost of ``hetsched.simulate`` beside the CLI's ``hetsched
 simulate SCENARIO --summary`` on the same run (default ``scenarios/bench/bag1m.toml``,
 1M tasks). Each round runs both, in turn, each in a process of its own, and prints their
-CPU time (user + system) and peak resident memory: the CLI's whole process, and the
+CPU time (user + system) and peak resident memory: the CLI's whole process, the
 ``simulate`` call of the Python process (its CPU time, and how far its peak resident
-memory rose over what the interpreter held once ``hetsched``, numpy and pandas were
-imported), besides that whole process. Then the medians and the ratios of the call to
+memory rose over what the interpreter held with ``hetsched`` imported, and pandas too
+when a table is kept), and that whole Python process. Then the medians, the ratios to
 the CLI, and the load average. Both runs must give the same metrics.
 """
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -77,41 +76,45 @@ def policy_main(argv: Sequence[str]) -> None:
 MB = 1024.0  # ru_maxrss and /proc figures are in KiB
 
 
-def _status_kb(field: str) -> int:
+# The Python side of a round, in its own process, which imports what a script calling
+# simulate imports (hetsched; pandas too when a table is kept, its cost measured apart
+# from the tables'): simulate timed and its peak memory measured, the figures as JSON on
+# stdout. The peak so far (the imports') is reset to the current size where Linux allows
+# it (clear_refs), so that the peak after the call is the call's; otherwise ru_maxrss,
+# which can only overstate what the call added.
+_CHILD = r"""
+import json, resource, sys, time
+import hetsched
+path, policy, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+if options:
+    import pandas
+
+
+def status_kb(field):
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith(field + ":"):
                 return int(line.split()[1])
-    raise LookupError(field)
 
 
-def _child(argv: Sequence[str]) -> None:
-    """The Python side of a round, in its own process: ``simulate`` timed and its peak
-    memory measured; the figures as JSON on stdout."""
-    path, policy, options = argv[0], argv[1], json.loads(argv[2])
-    # The peak so far (the imports') reset to the current size where Linux allows it,
-    # so that the peak after the call is the call's; otherwise ru_maxrss, which can
-    # only overstate what the call added.
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        peak_source = "VmHWM"
-    except OSError:
-        peak_source = "ru_maxrss"
-    before_kb = _status_kb("VmRSS")
-    r0 = resource.getrusage(resource.RUSAGE_SELF)
-    t0 = time.perf_counter()
-    r = simulate(path, policy, **options)
-    wall = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_SELF)
-    peak_kb = _status_kb("VmHWM") if peak_source == "VmHWM" else r1.ru_maxrss
-    rows = {k: len(getattr(r, k)) for k in ("tasks", "events") if options.get(k)}
-    cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
-    json.dump(
-        {"cpu_s": cpu, "wall_s": wall, "before_kb": before_kb, "peak_kb": peak_kb,
-         "peak_source": peak_source, "metrics": r.metrics, "rows": rows},
-        sys.stdout,
-    )
+try:
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    peak_source = "VmHWM"
+except OSError:
+    peak_source = "ru_maxrss"
+before_kb = status_kb("VmRSS")
+r0 = resource.getrusage(resource.RUSAGE_SELF)
+t0 = time.perf_counter()
+r = hetsched.simulate(path, policy, **options)
+wall = time.perf_counter() - t0
+r1 = resource.getrusage(resource.RUSAGE_SELF)
+peak_kb = status_kb("VmHWM") if peak_source == "VmHWM" else r1.ru_maxrss
+rows = {k: len(getattr(r, k)) for k in ("tasks", "events") if options.get(k)}
+cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+json.dump({"cpu_s": cpu, "wall_s": wall, "before_kb": before_kb, "peak_kb": peak_kb,
+           "peak_source": peak_source, "metrics": r.metrics, "rows": rows}, sys.stdout)
+"""
 
 
 # Runs a command to its end from a small process of its own (an interpreter without
@@ -158,6 +161,17 @@ def _default_cli() -> str:
     return built if os.path.exists(built) else (shutil.which("hetsched") or built)
 
 
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
 def _flat(run: Dict[str, Any]) -> Dict[str, Any]:
     from ._sim import _flat_metrics
 
@@ -177,6 +191,8 @@ def simulate_main(argv: Sequence[str]) -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--tasks", action="store_true", help="simulate(..., tasks=True)")
     ap.add_argument("--events", action="store_true", help="simulate(..., events=True)")
+    ap.add_argument("--json", metavar="PATH", default=None,
+                    help="also write every round's figures and the medians to PATH as JSON")
     args = ap.parse_args(argv)
     cli = args.cli or _default_cli()
     if not os.path.exists(args.scenario):
@@ -189,6 +205,7 @@ def simulate_main(argv: Sequence[str]) -> None:
     call = ", ".join([repr(args.policy)] + [f"{k}=True" for k in options])
     print(f"`{cli} simulate {args.scenario} --policy {args.policy} --summary`")
     print(f"  vs `hetsched.simulate({args.scenario!r}, {call})` ({sys.executable})")
+    print(f"CPU: {_cpu_model()}, {os.cpu_count()} CPUs")
     load_before = os.getloadavg()
     rows: List[Dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="hetsched-bench-") as tmp:
@@ -205,8 +222,8 @@ def simulate_main(argv: Sequence[str]) -> None:
                              out_path)
                     row["cli_cpu"], row["cli_kb"] = u["cpu_s"], u["maxrss_kb"]
                 else:
-                    u = _run([sys.executable, "-m", "hetsched.bench", "_child",
-                              args.scenario, args.policy, json.dumps(options)], out_path)
+                    u = _run([sys.executable, "-c", _CHILD, args.scenario, args.policy,
+                              json.dumps(options)], out_path)
                     row["proc_cpu"], row["proc_kb"] = u["cpu_s"], u["maxrss_kb"]
                 with open(out_path) as f:
                     got = json.load(f)
@@ -236,7 +253,8 @@ def simulate_main(argv: Sequence[str]) -> None:
     proc_cpu, proc_mb = med("proc_cpu"), med("proc_kb") / MB
     print(f"medians of {len(rows)} rounds (CPU time = user + system; memory = peak RSS, "
           f"the call's as the rise over the {med('before_kb') / MB:.1f} MB the interpreter "
-          f"held before it, by {py['peak_source']}):")
+          f"held before it{' with pandas imported' if options else ''}, "
+          f"by {py['peak_source']}):")
     print(f"  CLI --summary (whole process): {cli_cpu:8.3f} s CPU {cli_mb:8.1f} MB   "
           f"(the launcher's floor: {floor_kb / MB:.1f} MB)")
     print(f"  hetsched.simulate call:        {call_cpu:8.3f} s CPU {call_mb:8.1f} MB   "
@@ -248,14 +266,30 @@ def simulate_main(argv: Sequence[str]) -> None:
         print("  (the CLI's peak is near the launcher's floor: its own may be less)")
     print("load average (1, 5, 15 min): before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f}"
           .format(*load_before, *load_after))
+    if args.json:
+        figures = {
+            "scenario": args.scenario, "policy": args.policy, "cli": cli,
+            "python": sys.executable, "options": options, "cpu_model": _cpu_model(),
+            "cpus": os.cpu_count(), "load_before": load_before, "load_after": load_after,
+            "peak_source": py["peak_source"], "floor_mb": floor_kb / MB,
+            "rows": py["rows"],
+            "rounds": [{(k[:-3] + "_mb" if k.endswith("_kb") else k):
+                        (v / MB if k.endswith("_kb") else v) for k, v in r.items()}
+                       for r in rows],
+            "median": {"cli_cpu_s": cli_cpu, "cli_mb": cli_mb, "call_cpu_s": call_cpu,
+                       "call_mb": call_mb, "process_cpu_s": proc_cpu,
+                       "process_mb": proc_mb},
+            "ratio": {"call_cpu": call_cpu / cli_cpu, "call_mb": call_mb / cli_mb,
+                      "process_cpu": proc_cpu / cli_cpu, "process_mb": proc_mb / cli_mb},
+        }
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=1)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["simulate"]:
         simulate_main(argv[1:])
-    elif argv[:1] == ["_child"]:
-        _child(argv[1:])
     else:
         policy_main(argv[1:] if argv[:1] == ["policy"] else argv)
 
