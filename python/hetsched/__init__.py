@@ -7,13 +7,14 @@ extension); this package converts their results into pandas DataFrames and plots
 
 from ._hetsched import Reject, Steal, View
 from .policy import Policy
-from ._sim import Machine, Result, machine, policies, simulate
+from ._sim import Machine, NotRecordedError, Result, machine, policies, simulate
 from .live import Client
 from .sweep import sweep
 
 __all__ = [
     "Client",
     "Machine",
+    "NotRecordedError",
     "Policy",
     "Reject",
     "Result",

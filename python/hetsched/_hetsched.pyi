@@ -1,4 +1,5 @@
-# Type stubs of the Rust extension module (crates/py). Results cross as JSON text.
+# Type stubs of the Rust extension module (crates/py). Results cross as JSON text, tables
+# as columns of bytes (crates/py/src/columns.rs).
 from typing import Any, Optional
 
 class Reject:
@@ -47,4 +48,6 @@ def simulate(
     max_time_s: Optional[float] = None,
     max_events: Optional[int] = None,
     decisions: bool = False,
-) -> str: ...
+    tasks: bool = False,
+    events: bool = False,
+) -> dict[str, Any]: ...

@@ -9,12 +9,11 @@ return the same table (rows in grid order).
 
 from __future__ import annotations
 
-import concurrent.futures
 import itertools
-import multiprocessing
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 Job = Tuple[str, Any, Any, Optional[int], Dict[str, Any]]
 
@@ -86,10 +85,16 @@ def sweep(
     :func:`hetsched.simulate` keywords, e.g. ``{"max_time_s": 10}``). Columns: scenario,
     policy, seed, the params' keys, then the metrics.
     """
+    import pandas as pd
+
     jobs = _jobs(grid)
     if backend == "ray":
         rows = _ray_rows(jobs)
     elif backend == "process":
+        # Imported here, not with the package (a few MB and ms every import would pay).
+        import concurrent.futures
+        import multiprocessing
+
         # Spawned workers: forking a process that runs Ray's threads is not safe.
         ctx = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:

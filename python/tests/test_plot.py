@@ -10,7 +10,7 @@ HAND = SCENARIOS / "hand.toml"
 
 
 def test_turnaround_cdf_has_one_line_per_run_ending_at_one():
-    runs = [hetsched.simulate(HAND, p) for p in ("fcfs", "ws")]
+    runs = [hetsched.simulate(HAND, p, tasks=True) for p in ("fcfs", "ws")]
     fig = plot.turnaround_cdf(runs)
     assert isinstance(fig, Figure)
     lines = fig.axes[0].get_lines()
@@ -20,7 +20,7 @@ def test_turnaround_cdf_has_one_line_per_run_ending_at_one():
 
 
 def test_gantt_has_a_bar_per_segment_on_its_unit():
-    r = hetsched.simulate(HAND, "fcfs")
+    r = hetsched.simulate(HAND, "fcfs", events=True)
     seg = plot.segments(r)
     assert list(map(tuple, seg[["unit", "task"]].to_numpy())) == [(0, 0), (1, 1), (0, 2)]
     fig = plot.gantt(r)
@@ -37,3 +37,11 @@ def test_compare_bars_are_the_metric():
     assert heights == pytest.approx([r.metrics["makespan_s"] for r in runs])
     with pytest.raises(ValueError, match="unknown metric"):
         plot.compare(runs, "speed")
+
+
+def test_figures_of_what_a_run_did_not_keep_say_how_to_keep_it():
+    r = hetsched.simulate(HAND, "fcfs")
+    with pytest.raises(hetsched.NotRecordedError, match="tasks=True"):
+        plot.turnaround_cdf([r])
+    with pytest.raises(hetsched.NotRecordedError, match="events=True"):
+        plot.gantt(r)

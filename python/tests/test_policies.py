@@ -120,7 +120,7 @@ class Slicing(hetsched.Policy):
 
 
 def test_slices_and_ticks_reach_a_python_policy():
-    r = hetsched.simulate(SCENARIOS / "hand.toml", Slicing())
+    r = hetsched.simulate(SCENARIOS / "hand.toml", Slicing(), events=True)
     assert r.metrics["completed"] == 3
     assert (r.events["event"] == "stop").sum() > 0  # sliced runs
     assert Slicing.ticks >= 3 * 4 - 1  # every 250 ms of a ~3 s run

@@ -13,7 +13,7 @@ HAND = str(SCENARIOS / "hand.toml")
 
 def test_hand_computed_fcfs():
     # The numbers of scenarios/hand.toml's comment (crates/sim/tests/hand_computed.rs).
-    r = hetsched.simulate(HAND, policy="fcfs")
+    r = hetsched.simulate(HAND, policy="fcfs", tasks=True, events=True)
     assert r.metrics["makespan_s"] == pytest.approx(3.0)
     assert list(r.tasks["turnaround_s"]) == pytest.approx([2.0, 2.0, 2.5])
     assert r.metrics["completed"] == 3 and r.policy == "fcfs"
@@ -29,14 +29,15 @@ def test_dict_scenario_is_the_file():
         "machine": machine,
         "task": [{"work": 2.0}, {"work": 1.0}, {"work": 1.0, "arrival": 0.5}],
     }
-    a = hetsched.simulate(scenario, policy="ws")
-    b = hetsched.simulate(HAND, policy="ws")
+    a = hetsched.simulate(scenario, policy="ws", events=True)
+    b = hetsched.simulate(HAND, policy="ws", events=True)
     assert a.metrics == b.metrics
     assert a.events.equals(b.events)
 
 
 def test_results_pickle():
-    r = hetsched.simulate(SCENARIOS / "fast-slow-mixed.toml", policy="dmda", seed=3)
+    r = hetsched.simulate(SCENARIOS / "fast-slow-mixed.toml", policy="dmda", seed=3,
+                          tasks=True, events=True)
     back = pickle.loads(pickle.dumps(r))
     assert back.metrics == r.metrics and back.seed == 3
     assert back.tasks.equals(r.tasks) and back.events.equals(r.events)
@@ -44,8 +45,8 @@ def test_results_pickle():
 
 
 def test_seed_changes_generated_tasks():
-    a = hetsched.simulate(SCENARIOS / "fast-slow-mixed.toml", "fcfs", seed=1)
-    b = hetsched.simulate(SCENARIOS / "fast-slow-mixed.toml", "fcfs", seed=2)
+    a = hetsched.simulate(SCENARIOS / "fast-slow-mixed.toml", "fcfs", seed=1, tasks=True)
+    b = hetsched.simulate(SCENARIOS / "fast-slow-mixed.toml", "fcfs", seed=2, tasks=True)
     assert not a.tasks["arrival_ns"].equals(b.tasks["arrival_ns"])
 
 

@@ -2,13 +2,16 @@
 //! (`python/hetsched`). Why a thin layer: the simulator, the policies and the live client
 //! stay Rust; this crate only converts. Structured results cross the boundary as JSON
 //! text (the types already serialise), which the Python side turns into DataFrames, so
-//! there is one schema, serde's, and no second copy of each type in PyO3 classes.
+//! there is one schema, serde's, and no second copy of each type in PyO3 classes. The
+//! exception is a run's tables (per-task outcomes, events: millions of rows), which
+//! cross as one `bytes` object per column ([`columns`]).
 //!
 //! Errors keep the CLI's split: bad input ([`Error::Input`], exit 2 in the CLI) is a
 //! `ValueError` with the CLI's one-line message, a failure while doing valid work a
 //! `RuntimeError`.
 
 mod client;
+mod columns;
 mod policy;
 mod sim;
 

@@ -3,17 +3,19 @@
 //! threads or processes alike); a run with a Python policy holds it, since every
 //! decision is a Python call.
 
-use crate::policy::PyPolicy;
+use crate::columns::Columns;
+use crate::policy::{Kept, PyPolicy};
 use crate::{py_err, to_json};
 use hetsched_core::machine::UnitGranularity;
+use hetsched_core::outcome_stream::SummaryStream;
 use hetsched_core::policy::Policy;
-use hetsched_core::record::{Event, EventKind, Record};
-use hetsched_core::task::{Placement, QueueId};
+use hetsched_core::record::Recorder;
 use hetsched_core::{Error, Result};
 use hetsched_policies::recording::Recording;
 use hetsched_sim::scenario::Scenario;
 use hetsched_sim::RunSummary;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -67,86 +69,89 @@ fn load(scenario: &str, is_json: bool) -> Result<Scenario> {
     Scenario::parse(&text, origin, "dict", Path::new("."))
 }
 
-/// What one run produced.
-struct Run {
-    record: Record,
-    summary: RunSummary,
-    decisions: Option<Vec<String>>,
-}
-
-/// Runs `policy` on the scenario, logging its decisions if asked.
-/// `label` names the policy in the record.
-fn run(
+/// Runs the scenario, its events going to `rec`: a registry policy (`policy` None,
+/// `label` its spec) compiled for its type, or a policy object; with the decision log if
+/// asked (the policy then boxed in the logging decorator).
+fn run_into<R: Recorder>(
     scenario: &Scenario,
     label: &str,
-    mut policy: Box<dyn Policy>,
+    policy: Option<Box<dyn Policy>>,
     decisions: bool,
-) -> Result<Run> {
-    let no_progress = &mut |_: &_| {};
+    rec: &mut R,
+) -> Result<(RunSummary, Option<Vec<String>>)> {
+    let (seed, machine, config) = (scenario.seed, &scenario.machine, &scenario.config);
+    let mut policy = match policy {
+        None if !decisions => {
+            let summary = hetsched_sim::run_into(scenario, label, seed, &mut |_| {}, rec)?;
+            return Ok((summary, None));
+        }
+        None => hetsched_policies::build(label, seed)?,
+        Some(p) => p,
+    };
     if !decisions {
-        let (record, summary) =
-            hetsched_sim::run_with(scenario, label, policy.as_mut(), no_progress)?;
-        return Ok(Run {
-            record,
-            summary,
-            decisions: None,
-        });
+        let summary = hetsched_sim::run(machine, policy.as_mut(), scenario.tasks(), config, rec)?;
+        return Ok((summary, None));
     }
     let (mut recording, log) = Recording::new(policy);
-    let (record, summary) = hetsched_sim::run_with(scenario, label, &mut recording, no_progress)?;
+    let summary = hetsched_sim::run(machine, &mut recording, scenario.tasks(), config, rec)?;
     drop(recording);
     let calls = log.lock().expect("the log's lock");
-    Ok(Run {
-        record,
+    Ok((
         summary,
-        decisions: Some(calls.iter().map(|c| format!("{c:?}")).collect()),
-    })
+        Some(calls.iter().map(|c| format!("{c:?}")).collect()),
+    ))
 }
 
-fn queue(q: QueueId) -> String {
-    match q {
-        QueueId::Central => "central".into(),
-        QueueId::Unit(u) => format!("unit:{u}"),
-    }
-}
-
-/// An event as one flat row (the columns of the events DataFrame).
-fn event_row(e: &Event) -> Value {
-    let (name, unit, queue, reason) = match &e.kind {
-        EventKind::Submit { .. } => ("submit", None, None, None),
-        EventKind::Enqueue { queue: q } => ("enqueue", None, Some(queue(*q)), None),
-        EventKind::Start { unit, from } => ("start", Some(*unit), Some(queue(*from)), None),
-        EventKind::Stop { unit } => ("stop", Some(*unit), None, None),
-        EventKind::Migrate { from, to } => {
-            let from = match from {
-                Placement::Queued(q) => queue(*q),
-                Placement::Running(u) => format!("running:{u}"),
-            };
-            ("migrate", Some(*to), Some(from), None)
+/// The run of a registry policy without the GIL, or of a Python policy with it (its
+/// kept exception raised); input errors named by the scenario and the policy.
+fn execute<R: Recorder + Send>(
+    py: Python<'_>,
+    scenario: &Scenario,
+    name: &str,
+    object: Option<(PyPolicy, Kept)>,
+    decisions: bool,
+    rec: &mut R,
+) -> PyResult<(RunSummary, Option<Vec<String>>)> {
+    let result = match object {
+        None => py.detach(|| run_into(scenario, name, None, decisions, rec)),
+        Some((adapter, kept)) => {
+            let result = run_into(scenario, name, Some(Box::new(adapter)), decisions, rec);
+            if let Some(e) = kept.take() {
+                return Err(e);
+            }
+            result
         }
-        EventKind::Complete { unit } => ("complete", Some(*unit), None, None),
-        EventKind::Reject { reason } => ("reject", None, None, Some(reason.clone())),
     };
-    json!({"t_ns": e.t_ns, "task": e.task, "event": name, "unit": unit, "queue": queue,
-           "reason": reason})
+    result
+        .map_err(|e| match e {
+            Error::Input(m) => Error::input(format!("{}: {name}: {m}", scenario.origin)),
+            e => e,
+        })
+        .map_err(py_err)
 }
 
-/// Runs one simulation and returns its results as JSON text (see
-/// `python/hetsched/_sim.py` for the shape).
+/// Runs one simulation. Returns a dict: `meta`, JSON text of the scalars (scenario,
+/// machine, seed, policy, units, metrics, summary, decisions); `tasks` and `events`,
+/// the columns asked for (see [`crate::columns`]) or None. Without columns the run keeps
+/// what `hetsched simulate --summary` keeps, the metrics alone; with them, the record's
+/// invariants are checked as the CLI's per-task CSV checks them.
+/// `python/hetsched/_sim.py` builds the `Result`.
 #[pyfunction]
 #[pyo3(signature = (scenario, policy, is_json = false, seed = None, max_time_s = None,
-                    max_events = None, decisions = false))]
+                    max_events = None, decisions = false, tasks = false, events = false))]
 #[allow(clippy::too_many_arguments)]
-pub fn simulate(
-    py: Python<'_>,
+pub fn simulate<'py>(
+    py: Python<'py>,
     scenario: &str,
-    policy: &Bound<'_, PyAny>,
+    policy: &Bound<'py, PyAny>,
     is_json: bool,
     seed: Option<u64>,
     max_time_s: Option<f64>,
     max_events: Option<u64>,
     decisions: bool,
-) -> PyResult<String> {
+    tasks: bool,
+    events: bool,
+) -> PyResult<Bound<'py, PyDict>> {
     let mut scenario = load(scenario, is_json).map_err(py_err)?;
     if let Some(seed) = seed {
         scenario.seed = seed;
@@ -154,69 +159,59 @@ pub fn simulate(
     scenario
         .override_end(max_time_s, max_events, str::to_string)
         .map_err(py_err)?;
-    let started = std::time::Instant::now();
-    let (name, result) = if let Ok(spec) = policy.extract::<String>() {
-        let seed = scenario.seed;
-        hetsched_policies::build(&spec, seed)
+    let (name, object) = if let Ok(spec) = policy.extract::<String>() {
+        hetsched_policies::build(&spec, scenario.seed)
             .map_err(|e| py_err(Error::input(format!("policy {spec:?}: {e}"))))?;
-        let s = &scenario;
-        let result = py.detach(|| match decisions {
-            // The engine compiled for the policy's type (`run_policy`), as `simulate` runs it.
-            false => {
-                hetsched_sim::run_policy(s, &spec, seed, &mut |_| {}).map(|(record, summary)| Run {
-                    record,
-                    summary,
-                    decisions: None,
-                })
-            }
-            true => run(s, &spec, hetsched_policies::build(&spec, seed)?, true),
-        });
-        (spec, result)
+        (spec, None)
     } else {
         let (adapter, kept) = PyPolicy::new(policy)?;
-        let name = adapter.name().to_string();
-        let result = run(&scenario, &name, Box::new(adapter), decisions);
-        if let Some(e) = kept.take() {
-            return Err(e);
-        }
-        (name, result)
+        (adapter.name().to_string(), Some((adapter, kept)))
     };
-    let run_s = started.elapsed().as_secs_f64();
-    let run = result
-        .map_err(|e| match e {
-            Error::Input(m) => Error::input(format!("{}: {name}: {m}", scenario.origin)),
-            e => e,
-        })
-        .map_err(py_err)?;
-    run.record
-        .check()
-        .map_err(|e| py_err(Error::runtime(format!("{name}: run record invariant: {e}"))))?;
-    if run.summary.unfinished > 0 && scenario.config.max_time_ns.is_none() {
+    let started = std::time::Instant::now();
+    let (summary, log, run_s, metrics, task_columns, event_columns) = if tasks || events {
+        let mut rec = Columns::new(&name, &scenario.machine, tasks, events);
+        let (summary, log) = execute(py, &scenario, &name, object, decisions, &mut rec)?;
+        let run_s = started.elapsed().as_secs_f64();
+        let (metrics, t, e) = rec
+            .finish()
+            .map_err(|e| py_err(Error::runtime(format!("{name}: run record invariant: {e}"))))?;
+        (summary, log, run_s, metrics, t, e)
+    } else {
+        let mut rec = SummaryStream::new(&name, &scenario.machine);
+        let (summary, log) = execute(py, &scenario, &name, object, decisions, &mut rec)?;
+        let run_s = started.elapsed().as_secs_f64();
+        (summary, log, run_s, rec.finish(), None, None)
+    };
+    if summary.unfinished > 0 && scenario.config.max_time_ns.is_none() {
         return Err(py_err(Error::runtime(format!(
             "{name}: {} tasks never finished (the policy left them queued)",
-            run.summary.unfinished
+            summary.unfinished
         ))));
     }
-    let s = &run.summary;
+    let s = &summary;
     let units: Vec<Value> = scenario
         .machine
         .units
         .iter()
         .map(|u| json!({"id": u.id, "type": u.kind, "name": u.name, "capacity": u.capacity}))
         .collect();
-    let events: Vec<Value> = run.record.events.iter().map(event_row).collect();
-    Ok(to_json(&json!({
+    let meta = to_json(&json!({
         "scenario": scenario.origin,
         "machine": scenario.machine.name,
         "seed": scenario.seed,
         "policy": name,
         "units": units,
-        "metrics": run.record.metrics(),
+        "metrics": metrics,
         "summary": {"events": s.events, "end_ns": s.end_ns, "submitted": s.submitted,
                     "completed": s.completed, "rejected": s.rejected,
                     "unfinished": s.unfinished, "peak_live": s.peak_live, "run_s": run_s},
-        "tasks": run.record.outcomes(),
-        "events": events,
-        "decisions": run.decisions,
-    })))
+        "decisions": log,
+    }));
+    let out = PyDict::new(py);
+    out.set_item("meta", meta)?;
+    let task_columns = task_columns.map(|c| c.into_py(py)).transpose()?;
+    out.set_item("tasks", task_columns)?;
+    let event_columns = event_columns.map(|c| c.into_py(py)).transpose()?;
+    out.set_item("events", event_columns)?;
+    Ok(out)
 }
