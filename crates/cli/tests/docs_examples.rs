@@ -16,6 +16,11 @@
 //!   NAME.toml --json`: it must exit 0 with the PUs (`cores × smt` over its packages),
 //!   NUMA nodes, accelerators and I/O devices the file declares.
 //!
+//! - ```` ```console ```` starting with `$ hetsched simulate scenarios/...` (a scenario of
+//!   the repository) is run from the repository's root, with `--out` to a scratch
+//!   directory; what it prints (on stderr when it exits with 2, bad input) must be the
+//!   rest of the block.
+//!
 //! In the reference pages ([`REFERENCE_PAGES`]) every ```` ```toml ```` block must be one
 //! of these, so that no example there escapes this test.
 //!
@@ -205,6 +210,7 @@ fn every_example_in_the_docs_runs() {
     let pages = user_pages();
     let mut machines = Vec::new();
     let mut scenarios = Vec::new();
+    let mut repository_runs = Vec::new();
     let all: Vec<(&String, Vec<Block>)> = pages.iter().map(|(p, t)| (p, blocks(p, t))).collect();
     for (page, blocks) in &all {
         let reference = REFERENCE_PAGES.contains(&page.as_str());
@@ -231,6 +237,9 @@ fn every_example_in_the_docs_runs() {
                     let next = blocks.get(i + 1).filter(|n| n.info == ["console"]);
                     let console = next.filter(|n| n.text.starts_with("$ hetsched simulate "));
                     scenarios.push((name, b, console));
+                }
+                ["console"] if b.text.starts_with("$ hetsched simulate scenarios/") => {
+                    repository_runs.push(b)
                 }
                 ["toml", ..] if reference => panic!(
                     "{}: every TOML block of a reference page is an example: ```toml scenario or ```toml machine NAME.toml",
@@ -274,6 +283,25 @@ fn every_example_in_the_docs_runs() {
     for (name, b, console) in &scenarios {
         std::fs::write(dir.join(name), &b.text).unwrap();
         check_scenario(dir, name, b, *console);
+    }
+    assert!(!repository_runs.is_empty());
+    for (i, b) in repository_runs.iter().enumerate() {
+        let mut lines = b.text.lines();
+        let command: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        let out_dir = dir.join(format!("repository-run-{i}"));
+        let mut args = command[2..].to_vec();
+        args.extend(["--out", out_dir.to_str().unwrap()]);
+        let out = hetsched_in(&root(), &args);
+        let expected: Vec<&str> = lines.map(str::trim_end).collect();
+        // A run shows its table; a refused one (exit 2) its error.
+        let shown = match out.status.code() {
+            Some(0) => &out.stdout,
+            Some(2) => &out.stderr,
+            _ => panic!("{}: {out:?}", b.at),
+        };
+        let stdout = String::from_utf8_lossy(shown);
+        let printed: Vec<&str> = stdout.lines().map(str::trim_end).collect();
+        assert_eq!(printed, expected, "{}: what it prints", b.at);
     }
 }
 
