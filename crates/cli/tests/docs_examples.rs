@@ -35,6 +35,10 @@
 //! in README.md and the Markdown files under docs/, machines/ and scenarios/ names a file
 //! or directory that exists, and an anchor into a Markdown file names one of its
 //! headings (GitHub's anchors: lowercase, punctuation dropped, spaces to hyphens).
+//!
+//! **No history.** The user pages carry none of the markers development history leaves
+//! (commit hashes, issue numbers, pass numbers, "final code", "session by session"):
+//! that goes to docs/dev/.
 
 mod common;
 
@@ -606,5 +610,52 @@ fn anchors_are_githubs() {
     assert_eq!(
         links("[a](x.md) `[b](y.md)` [c](z.md#h \"t\")\n```\n[d](w)\n```"),
         [(1, "x.md".to_string()), (1, "z.md#h".to_string())]
+    );
+}
+
+/// The user pages describe the code as it is; how it got there (passes, sessions, the
+/// commits figures were measured against, what an issue changed) is in `docs/dev/`.
+/// This catches the markers such history leaves, not every was/now sentence.
+#[test]
+fn user_pages_hold_no_development_history() {
+    fn commit_hash(w: &str) -> bool {
+        // Short or full; not an MD5 (32) in an example.
+        ((7..=12).contains(&w.len()) || w.len() == 40)
+            && w.chars().all(|c| c.is_ascii_hexdigit())
+            && w.chars().any(|c| c.is_ascii_digit())
+            && w.chars().any(|c| c.is_ascii_alphabetic())
+    }
+    fn issue_number(w: &str) -> bool {
+        w.len() > 1 && w.starts_with('#') && w[1..].chars().all(|c| c.is_ascii_digit())
+    }
+    fn number(w: &str) -> bool {
+        w.chars().all(|c| c.is_ascii_digit())
+    }
+    let mut found = Vec::new();
+    for (page, text) in user_pages() {
+        for (n, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            let words: Vec<&str> = lower
+                .split(|c: char| c.is_whitespace() || "()[],;:.`'\"".contains(c))
+                .filter(|w| !w.is_empty())
+                .collect();
+            let what = if words.iter().any(|w| commit_hash(w)) {
+                "a commit hash"
+            } else if words.iter().any(|w| issue_number(w)) {
+                "an issue number"
+            } else if words.windows(2).any(|w| w[0] == "pass" && number(w[1])) {
+                "a pass number"
+            } else if lower.contains("final code") || lower.contains("session by session") {
+                "a version's or a session's figures"
+            } else {
+                continue;
+            };
+            found.push(format!("docs/{page}:{}: {what}: {line}", n + 1));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "development history belongs in docs/dev/:\n{}",
+        found.join("\n")
     );
 }
