@@ -18,7 +18,7 @@ fi
 # With whole-program optimisation: profile-guided indirect-call promotion turns the
 # engine's hot `dyn Policy` calls into direct ones, and only LTO inlines those across the
 # sim and policies crates (without LTO, PGO gave about a third of the gain; see
-# docs/simulator.md, "Benchmark").
+# docs/dev/simulator-performance.md, "`make pgo` when it was introduced").
 export CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
 
 root=$(pwd)/target/pgo

@@ -15,11 +15,23 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 from . import _hetsched
 
 
-class Client:
-    """A connection to the daemon listening on the Unix socket ``socket``."""
+def default_socket() -> str:
+    """Where a daemon listens unless told otherwise, the path ``hetsched daemon``,
+    ``hetsched run`` and ``hetsched client`` use: ``$HETSCHED_SOCKET``, else
+    ``$XDG_RUNTIME_DIR/hetsched/daemon.sock``, else root's ``/run/hetsched/daemon.sock``
+    or another user's ``/tmp/hetsched-$UID/daemon.sock``."""
+    return os.fspath(_hetsched.Client.default_socket())
 
-    def __init__(self, socket: Union[str, "os.PathLike[str]"], name: str = "python") -> None:
-        self._c = _hetsched.Client(os.fspath(socket), name)
+
+class Client:
+    """A connection to the daemon listening on the Unix socket ``socket``; by default
+    the one the ``hetsched`` commands use (:func:`default_socket`)."""
+
+    def __init__(
+        self, socket: Optional[Union[str, "os.PathLike[str]"]] = None, name: str = "python"
+    ) -> None:
+        path = None if socket is None else os.fspath(socket)
+        self._c = _hetsched.Client(path, name)
 
     @property
     def id(self) -> int:

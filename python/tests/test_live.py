@@ -1,5 +1,6 @@
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import tempfile
@@ -8,6 +9,7 @@ import threading
 import pytest
 
 import hetsched
+from conftest import ROOT, hetsched_binary
 
 
 def test_alloc_rerequest_free_and_control_against_a_real_daemon(daemon):
@@ -54,6 +56,62 @@ def test_daemon_errors_are_python_errors(daemon, tmp_path):
         c.free()
     with pytest.raises(ValueError, match="no hetsched daemon"):
         hetsched.Client(tmp_path / "none.sock")
+
+
+def where_the_cli_looks(env):
+    """The socket `hetsched client units` tries under `env`, from the error it prints
+    when no daemon is there; None when one answered (a daemon the user runs)."""
+    cli = subprocess.run(
+        [hetsched_binary(), "client", "units"], capture_output=True, text=True, env=env
+    )
+    if cli.returncode == 0:
+        return None
+    m = re.search(r"start one with `hetsched daemon --socket (.+)`$", cli.stderr.strip())
+    assert cli.returncode == 2 and m, cli.stderr
+    return m.group(1)
+
+
+@pytest.mark.parametrize("case", ["HETSCHED_SOCKET", "XDG_RUNTIME_DIR", "neither"])
+def test_client_defaults_to_the_socket_the_commands_use(case, monkeypatch, tmp_path):
+    """hetsched.Client() looks where the CLI does, under each of the environments that
+    choose the default (the path is never written here: the CLI says it)."""
+    monkeypatch.delenv("HETSCHED_SOCKET", raising=False)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    if case == "HETSCHED_SOCKET":
+        monkeypatch.setenv("HETSCHED_SOCKET", str(tmp_path / "named.sock"))
+    elif case == "XDG_RUNTIME_DIR":
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    cli = where_the_cli_looks(dict(os.environ))
+    if cli is None:  # a daemon is running at this user's default: both reach it
+        hetsched.Client().close()
+        return
+    assert hetsched.live.default_socket() == cli
+    with pytest.raises(ValueError, match=re.escape(f"no hetsched daemon at {cli} ")):
+        hetsched.Client()
+
+
+def test_client_with_no_argument_reaches_the_default_daemon(daemon, monkeypatch):
+    monkeypatch.setenv("HETSCHED_SOCKET", str(daemon))
+    with hetsched.Client() as c:
+        assert len(c.units()) == 2
+
+
+def test_docs_python_md_live_example_runs(daemon, monkeypatch):
+    """docs/python.md's live client example, as written, against a daemon at the
+    default socket."""
+    text = (ROOT / "docs" / "python.md").read_text()
+    live = text[text.index("## Live client"):]
+    block = re.search(r"```py\n(.*?)```", live, re.S).group(1)
+    monkeypatch.setenv("HETSCHED_SOCKET", str(daemon))
+    steps = []
+    scope = {
+        "work_left": lambda: len(steps) < 3,
+        "step": lambda unit: steps.append(unit["id"]),
+    }
+    exec(compile(block, "docs/python.md", "exec"), scope)
+    assert len(steps) == 3
+    with hetsched.Client() as c:
+        assert c.stats()["grants"] >= 1
 
 
 SQUATTER = """

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 #[derive(Args)]
 pub struct SimulateArgs {
-    /// Scenario file (schema: crates/sim/src/scenario.rs, examples in scenarios/).
+    /// Scenario file (format: docs/scenarios.md; examples in scenarios/).
     pub scenario: PathBuf,
     /// Policy spec `name[:key=value,...]`; repeat to compare; overrides the scenario's list.
     #[arg(long = "policy")]

@@ -2,7 +2,7 @@
 //! its peak resident memory beside that of the same run with 1,000 tasks, per extra
 //! task (engine, recorder and metrics together). A representation that grows (a task's
 //! meta info copied per task again, a hash map per live task...) fails it; the figures
-//! of the 1M-task runs are in docs/simulator.md. One test in its own binary: the
+//! of the 1M-task runs are in docs/dev/simulator-performance.md. One test in its own binary: the
 //! children's peak memory (`RUSAGE_CHILDREN`) is this test's alone.
 
 mod common;
@@ -13,8 +13,8 @@ use std::path::Path;
 /// Bytes per waiting task, all included, that the test allows: the engine's 64 (store
 /// slot 48, work 8, queue entry 4, store index 4), the recorder's 1 (the checker's
 /// state), and the allocator's slack: measured 65–67 in debug and release builds
-/// (docs/simulator.md, fifth pass), of which the heap 64 (heaptrack) and the rest pages
-/// that vectors left behind as they grew. 262,000 tasks fill what grows by doubling
+/// (docs/dev/simulator-performance.md, fifth pass), of which the heap 64 (heaptrack) and
+/// the rest pages that vectors left behind as they grew. 262,000 tasks fill what grows by doubling
 /// (2^18 = 262,144 queue and index entries) and by chunks (4,096 store slots, 32,768
 /// works) almost to the end, so rounding up adds next to nothing. Measured 75–76 before
 /// queues held slots and the model's handle moved into the entry (72 engine bytes), 167

@@ -60,7 +60,7 @@ pub struct IdMap<V> {
     /// looking it up while absent need the hash map. Without the bound, one long-lived
     /// task sent every insert of a 1M-task run through the slow path (the task store's
     /// admission took 121 instructions a task instead of about 70; see
-    /// docs/simulator.md).
+    /// docs/dev/simulator-performance.md).
     top: Option<TaskId>,
     len: usize,
 }

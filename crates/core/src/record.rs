@@ -182,7 +182,7 @@ impl Stats {
 /// rest in eight. Why: a 1M-task run keeps a turnaround and a wait per task, and most
 /// waits are zero on a machine that is not saturated; with half the bytes to write,
 /// fault in and sort, and the zeros not stored, `simulate --summary` on 1M tasks took
-/// 0.334–0.351 s instead of 0.366–0.394 s (docs/simulator.md).
+/// 0.334–0.351 s instead of 0.366–0.394 s (docs/dev/simulator-performance.md).
 #[derive(Clone, Debug, Default)]
 pub struct NsValues {
     zeros: usize,
@@ -214,7 +214,7 @@ impl NsValues {
     /// in that order. The four-byte values (a 1M-task run's turnarounds) are sorted by
     /// radix ([`radix_sort`]); with the fold of the tasks in submission order, the
     /// largest part of what `simulate --summary` adds to the engine
-    /// (docs/simulator.md).
+    /// (docs/dev/simulator-performance.md).
     pub fn stats(&mut self) -> Stats {
         radix_sort(&mut self.narrow);
         self.wide.sort_unstable();
@@ -243,8 +243,8 @@ impl NsValues {
 /// Hand-written, the exception to taking a library: `voracious_radix_sort` 1.2, which
 /// chooses its digits by its own rules, took 7.8–8.7 ms for the 1M turnarounds of
 /// `simulate bag1m.toml --summary`, this sort 4.5–5.7 ms, timed in the run; alone on
-/// those values, 5.4 ms against 3.1 ms, and 10 ms for `sort_unstable` (docs/simulator.md,
-/// issue #21's eleventh pass).
+/// those values, 5.4 ms against 3.1 ms, and 10 ms for `sort_unstable`
+/// (docs/dev/simulator-performance.md, issue #21's eleventh pass).
 fn radix_sort(v: &mut Vec<u32>) {
     const DIGIT_MAX: u32 = 11;
     const BUCKETS: usize = 1 << DIGIT_MAX;

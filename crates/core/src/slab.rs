@@ -28,7 +28,7 @@ pub struct Slab<T, const N: usize> {
     /// live tasks fit in one chunk (the usual case, as slots are reused last-freed
     /// first) reads its values as from a `Vec`, one bounds check and no chunk table.
     /// The engines read a slot some twenty times per task; as an `Option` of a chunk,
-    /// a read took about four instructions more (see docs/simulator.md).
+    /// a read took about four instructions more (see docs/dev/simulator-performance.md).
     head: Box<[T]>,
     /// The other chunks by number (entry 0 unused).
     chunks: Vec<Option<Chunk<T, N>>>,

@@ -112,7 +112,9 @@ pub struct MetaInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa_home: Option<u32>,
     /// The process that runs the task, when it is an unmodified program (`hetsched
-    /// run`): what the daemon's sampler will read. Carried, not used yet.
+    /// run`): the daemon checks that it is the client's own, its sampler measures it for
+    /// the policy's ticks and `stats` (`crate::sampler`), and its memory follows the
+    /// task's NUMA node (`memory_node` in the grant).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     /// The device the program drives, as its user named it (`hetsched run --device`):

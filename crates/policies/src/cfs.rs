@@ -336,7 +336,7 @@ fn transfer(
 // on every event (submit, pick, time slice, checkpoint, completion) are forced inline
 // into it: with `#[inline]` alone LLVM kept them out of line once the engine had an
 // instance per recorder (`hetsched bench sim --policy cfs --tasks 200000`: 689 M
-// instructions against 663 M; docs/simulator.md).
+// instructions against 663 M; docs/dev/simulator-performance.md).
 impl Policy for Cfs {
     fn name(&self) -> &str {
         &self.name

@@ -88,7 +88,7 @@ macro_rules! policy_types {
         /// generic over its policy, and given the type ([`Built::visit`]) it is compiled
         /// for each, the policy's calls inlined into it instead of made through `dyn
         /// Policy`'s table: `hetsched bench sim` measured cfs and fcfs 4–5 % faster
-        /// (docs/simulator.md). What needs no speed takes the box ([`build`]).
+        /// (docs/dev/simulator-performance.md). What needs no speed takes the box ([`build`]).
         pub enum Built {
             $($variant($ty)),*
         }

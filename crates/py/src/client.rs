@@ -7,6 +7,7 @@ use crate::{py_err, to_json};
 use hetsched_core::{Error, Result};
 use hetsched_live::client::Client as RustClient;
 use hetsched_live::protocol::{MetaInfo, NewUnit, UnitChanges};
+use hetsched_live::server::default_socket_path;
 use pyo3::prelude::*;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -36,16 +37,27 @@ impl Client {
 
 #[pymethods]
 impl Client {
-    /// Connects to the daemon listening on `socket`.
+    /// Connects to the daemon listening on `socket`, by default where the CLI's
+    /// commands look for it ([`Client::default_socket`]).
     #[new]
-    #[pyo3(signature = (socket, name = "python".to_string()))]
-    fn new(py: Python<'_>, socket: PathBuf, name: String) -> PyResult<Self> {
+    #[pyo3(signature = (socket = None, name = "python".to_string()))]
+    fn new(py: Python<'_>, socket: Option<PathBuf>, name: String) -> PyResult<Self> {
+        let socket = socket.unwrap_or_else(default_socket_path);
         let inner = py
             .detach(|| RustClient::connect(&socket, &name))
             .map_err(py_err)?;
         Ok(Client {
             inner: Mutex::new(inner),
         })
+    }
+    /// Where a daemon listens unless told otherwise, as `hetsched daemon`, `hetsched
+    /// run` and the C library have it: `$HETSCHED_SOCKET`, else
+    /// `$XDG_RUNTIME_DIR/hetsched/daemon.sock`, else root's `/run/hetsched/daemon.sock`
+    /// or another user's `/tmp/hetsched-$UID/daemon.sock` (read from the environment
+    /// at each call).
+    #[staticmethod]
+    fn default_socket() -> PathBuf {
+        default_socket_path()
     }
     /// The daemon's id for this connection.
     #[getter]

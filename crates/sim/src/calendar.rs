@@ -19,7 +19,7 @@
 //! measured gap between pops, only for speed.
 //!
 //! Hand-written: no maintained crate offers a calendar queue; the std `BinaryHeap` it
-//! replaced is measured beside it in `docs/simulator.md`.
+//! replaced is measured beside it in `docs/dev/simulator-performance.md`.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -1,5 +1,7 @@
 //! Scenario files (`scenarios/*.toml`): a machine, tasks (an explicit list and/or
-//! generators), the policies to compare, a seed and an end condition.
+//! generators), the policies to compare, a seed and an end condition. Users' reference,
+//! every key with its unit, default and range: `docs/scenarios.md` (its examples run in
+//! `crates/cli/tests/docs_examples.rs`).
 //!
 //! ```toml
 //! machine = "ding"              # any machine spec; relative paths from this file's dir
@@ -45,8 +47,8 @@
 //! Exponential sizes and inter-arrival times are drawn by inverse-transform sampling
 //! from a seeded ChaCha8 stream (one per generator), so same file + seed = same tasks.
 //!
-//! Every number is checked against a range ([`limits`], the table in
-//! `docs/simulator.md`) before a run starts, so that no file makes the simulator
+//! Every number is checked against a range ([`limits`], listed in `docs/scenarios.md`)
+//! before a run starts, so that no file makes the simulator
 //! overflow its nanosecond clock, spin on nanosecond slices or allocate without bound:
 //! tasks are streamed (a `count` is not expanded into a list), and a run stops with an
 //! error at its event limit.

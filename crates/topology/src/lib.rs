@@ -3,7 +3,7 @@
 //! - `PATH.xml`: an hwloc XML export, checked first ([`hwloc_xml`]);
 //! - `PATH.tar.bz2` or a directory: a dumped sysfs tree, loaded by hwloc with
 //!   `HWLOC_FSROOT` and the x86 backend disabled (`env:` lines of `PATH.test` honoured);
-//! - `PATH.toml`: hetsched's own machine file (schema in `machines/README.md`);
+//! - `PATH.toml`: hetsched's own machine file (schema in `docs/machines.md`);
 //! - a preset name (`hetsched machines` lists them).
 //!
 //! A file is read only if it is a regular file of at most [`machine_file::limits::MAX_FILE_BYTES`], and reaches

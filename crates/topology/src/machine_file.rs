@@ -1,7 +1,7 @@
 //! hetsched's own TOML machine file: for what hwloc cannot describe (per-core DVFS
 //! frequency sets, accelerator throughput and links, a 2-D mesh NUCA chip, I/O
 //! controller and memory bandwidths) and for the papers' machines. The schema is
-//! documented in `machines/README.md`; presets are such files compiled in.
+//! documented in `docs/machines.md`; presets are such files compiled in.
 //!
 //! A file describes packages of cores by count, not one object per core: the
 //! builder expands them into cores and PUs with OS indexes numbered package by package.
@@ -17,7 +17,7 @@ use hetsched_core::machine::{
 use hetsched_core::{Error, Result};
 use serde::Deserialize;
 
-/// The accepted ranges of machine file fields (`machines/README.md` lists them).
+/// The accepted ranges of machine file fields (`docs/machines.md` lists them).
 pub mod limits {
     /// A machine file (TOML) or an hwloc XML export, bytes: the presets take 2 KiB, an
     /// XML export of 192 PUs 320 KiB.
