@@ -11,3 +11,4 @@ pub mod cpio;
 pub mod experiment;
 pub mod iobench;
 pub mod reproduce;
+pub mod study;

@@ -8,4 +8,5 @@ pub mod experiments;
 pub mod live;
 pub mod plot;
 pub mod reproduce;
+pub mod study;
 pub mod workload;

@@ -1,59 +1,68 @@
-//! `hetsched experiment ...`: one command per reproduced experiment.
+//! `hetsched experiment KEY`: one command per entry of the experiment registry
+//! (`hetsched_report::experiments()`), built from the entries at start: each brings its
+//! options, this module adds `--out`, parses, runs it and prints what it returns.
 
-use crate::beisel_cmd;
-use clap::Subcommand;
+use clap::{Arg, ArgMatches, Command, FromArgMatches, Subcommand};
 use hetsched_core::Result;
+use hetsched_report::experiments;
+use hetsched_util::files::OutDir;
+use std::path::{Path, PathBuf};
 
-#[derive(Subcommand)]
-pub enum Experiment {
-    /// Shim et al.: remote access vs thread migration vs the predictor (θ = 2, 3, 5).
-    ShimTheta(crate::nuca_cmd::ShimThetaArgs),
-    /// O² (CORETIME) directory lookups on this machine: thread-based vs delegation.
-    CoretimeLive(crate::o2_cmd::CoretimeLiveArgs),
-    /// O² (CORETIME) directory lookups simulated on the paper's 16-core Opteron.
-    CoretimeSim(crate::o2_cmd::CoretimeSimArgs),
-    /// Beisel et al. live: md5 / prime processes on this machine's PUs and OpenCL
-    /// devices under the daemon, FCFS vs time-sharing.
-    #[command(name = "beisel-live")]
-    BeiselLive(beisel_cmd::LiveArgs),
-    /// Beisel et al. Fig. 3: 15 MD5 tasks, GPU queue limit 5, progress over time.
-    #[command(name = "beisel-fig3")]
-    BeiselFig3(beisel_cmd::OutArgs),
-    /// Beisel et al. Fig. 4: 25 MD5 + 50 prime tasks, FCFS vs 4 s granularity.
-    #[command(name = "beisel-fig4")]
-    BeiselFig4(beisel_cmd::SeedArgs),
-    /// Beisel et al. Fig. 5: N prime tasks on the GPU alone vs GPU + CPU cores.
-    #[command(name = "beisel-fig5")]
-    BeiselFig5(beisel_cmd::OutArgs),
-    /// Beisel et al. Figs. 6-7: granularity sweep on the GPU (total runtime, turnaround).
-    #[command(name = "beisel-fig6-7")]
-    BeiselFig67(beisel_cmd::SeedArgs),
-    /// Ding et al.: PARSEC-like programs alone and in mixes on the simulated ding
-    /// machine, numa-amp and cfs-cap against cfs.
-    Ding(crate::ding_cmd::DingArgs),
-    /// Akram et al.: zmIO-like I/O in the four NUMA configurations on the paper's server
-    /// (simulator I/O model), and io-affinity vs cfs.
-    Akram(crate::akram_cmd::AkramArgs),
-    /// Shelepov & Fedorova §4: signature vs default scheduler (heterogeneous, balanced,
-    /// uniform, and the 1.5/1.0-3 GHz projection), paper beside ours, bar chart.
-    Shelepov(crate::shelepov_cmd::ShelepovArgs),
-    /// Validate the signature miss-rate model against cachegrind; writes the docs table.
-    SignatureValidate(crate::signature_cmd::ValidateArgs),
+/// The experiment named on the command line, with its parsed options.
+pub struct Experiment {
+    key: String,
+    matches: ArgMatches,
+}
+
+impl FromArgMatches for Experiment {
+    fn from_arg_matches(m: &ArgMatches) -> std::result::Result<Self, clap::Error> {
+        match m.subcommand() {
+            Some((key, sub)) => Ok(Experiment {
+                key: key.to_string(),
+                matches: sub.clone(),
+            }),
+            None => Err(clap::Error::new(clap::error::ErrorKind::MissingSubcommand)),
+        }
+    }
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> std::result::Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Subcommand for Experiment {
+    fn augment_subcommands(cmd: Command) -> Command {
+        experiments().fold(cmd, |cmd, e| {
+            let out = Arg::new("out")
+                .long("out")
+                .value_name("DIR")
+                .value_parser(clap::value_parser!(PathBuf))
+                .help(format!(
+                    "Output directory: {} [default: hetsched-out/{}]",
+                    e.outputs, e.key
+                ));
+            cmd.subcommand((e.args)(Command::new(e.key).about(e.about)).arg(out))
+        })
+    }
+    fn augment_subcommands_for_update(cmd: Command) -> Command {
+        Self::augment_subcommands(cmd)
+    }
+    fn has_subcommand(name: &str) -> bool {
+        experiments().any(|e| e.key == name)
+    }
 }
 
 pub fn run(which: Experiment) -> Result<()> {
-    match which {
-        Experiment::ShimTheta(a) => crate::nuca_cmd::shim_theta(a),
-        Experiment::CoretimeLive(a) => crate::o2_cmd::coretime_live(a),
-        Experiment::CoretimeSim(a) => crate::o2_cmd::coretime_sim(a),
-        Experiment::BeiselLive(a) => beisel_cmd::live(a),
-        Experiment::BeiselFig3(a) => beisel_cmd::fig3(a),
-        Experiment::BeiselFig4(a) => beisel_cmd::fig4(a),
-        Experiment::BeiselFig5(a) => beisel_cmd::fig5(a),
-        Experiment::BeiselFig67(a) => beisel_cmd::fig6_7(a),
-        Experiment::Ding(a) => crate::ding_cmd::run(a),
-        Experiment::Akram(a) => crate::akram_cmd::run(a),
-        Experiment::Shelepov(a) => crate::shelepov_cmd::run(a),
-        Experiment::SignatureValidate(a) => crate::signature_cmd::validate(a),
-    }
+    let e = experiments()
+        .find(|e| e.key == which.key)
+        .expect("clap accepts only the registry's keys");
+    let dir = which
+        .matches
+        .get_one::<PathBuf>("out")
+        .cloned()
+        .unwrap_or_else(|| Path::new("hetsched-out").join(e.key));
+    let out = OutDir::create(&dir)?;
+    print!("{}", (e.run)(&which.matches, &out)?);
+    eprintln!("outputs in {}: {}", out.path().display(), e.outputs);
+    Ok(())
 }

@@ -5,12 +5,10 @@
 //! errors), failures while doing valid work exit 1. A reader that closes stdout early
 //! (`hetsched topology | head -1`) ends the command quietly with exit 0.
 
-mod akram_cmd;
 mod app_cmd;
-mod beisel_cmd;
 mod bench;
 mod daemon_cmd;
-mod ding_cmd;
+mod demo_cmd;
 mod experiment;
 mod iobench_cmd;
 mod nuca_cmd;
@@ -20,7 +18,6 @@ mod policies_cmd;
 mod profile_bench;
 mod reproduce_cmd;
 mod run_cmd;
-mod shelepov_cmd;
 mod signature_cmd;
 mod simulate_cmd;
 mod topology_cmd;
@@ -44,7 +41,7 @@ struct Cli {
 enum Command {
     /// The main job on built-in defaults: Beisel's 25 MD5 + 50 prime tasks on the paper's
     /// machine under fcfs, cfs, dmda and affinity (table, plots, Perfetto trace).
-    Demo(beisel_cmd::OutArgs),
+    Demo(demo_cmd::DemoArgs),
     /// Print a machine (this one by default) as a tree or JSON.
     Topology(topology_cmd::TopologyArgs),
     /// List the built-in machine presets.
@@ -89,7 +86,7 @@ enum Command {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Demo(args) => beisel_cmd::demo(args),
+        Command::Demo(args) => demo_cmd::demo(args),
         Command::Topology(args) => topology_cmd::topology(args),
         Command::Machines => topology_cmd::machines(),
         Command::Policies(args) => policies_cmd::policies(args),

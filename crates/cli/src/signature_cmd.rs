@@ -8,9 +8,9 @@ use hetsched_sig::elfnote;
 use hetsched_sig::missrate::CacheConfig;
 use hetsched_sig::signature::Signature;
 use hetsched_sig::source::wrapper::unwrap_shell;
-use hetsched_sig::source::{binary, lackey, qemu, replay_file, trace_live, valgrind, Live};
+use hetsched_sig::source::{binary, lackey, replay_file, trace_live, valgrind, SourceArg};
 use hetsched_sig::trace::{Tee, TraceSink};
-use hetsched_util::files::{self, OutDir, OutFile};
+use hetsched_util::files::{self, OutFile};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -91,49 +91,6 @@ pub struct OutputArgs {
     /// Print the signature JSON instead of the summary table.
     #[arg(long)]
     json: bool,
-}
-
-/// Which live trace source `signature profile` uses.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SourceArg {
-    /// QEMU with the plugin where it can run here, else lackey.
-    Auto,
-    /// QEMU user mode with hetsched's plugin (samples at capture with --sample).
-    Qemu,
-    /// valgrind lackey (text through a pipe; slow).
-    Lackey,
-}
-
-impl SourceArg {
-    /// The source to use, noting on stderr which and why.
-    pub fn resolve(self, saving: bool) -> Result<Live> {
-        let live = match self {
-            SourceArg::Lackey => Live::Lackey,
-            SourceArg::Qemu if saving => {
-                return Err(Error::input(
-                    "--save needs --source lackey: the QEMU source sends block numbers or \
-                     samples, not the records a saved trace keeps",
-                ))
-            }
-            SourceArg::Qemu => match qemu::unavailable() {
-                None => Live::Qemu,
-                Some(why) => return Err(Error::runtime(format!("--source qemu: {why}"))),
-            },
-            SourceArg::Auto if saving => {
-                eprintln!("hetsched: --save keeps lackey's records: using valgrind lackey");
-                Live::Lackey
-            }
-            SourceArg::Auto => {
-                let (live, why) = Live::pick();
-                if let Some(why) = why {
-                    eprintln!("hetsched: the fast trace source is unavailable ({why})");
-                }
-                live
-            }
-        };
-        eprintln!("hetsched: trace source: {}", live.describe());
-        Ok(live)
-    }
 }
 
 #[derive(Args)]
@@ -410,107 +367,3 @@ pub fn run(cmd: SignatureCmd) -> Result<()> {
         },
     }
 }
-
-#[derive(Args)]
-pub struct ValidateArgs {
-    /// Output directory (validation.csv, validation.md; the kernel, the inputs and
-    /// cachegrind's files are made in a private temporary directory).
-    #[arg(long, default_value = "hetsched-out/signature-validate")]
-    out: PathBuf,
-    /// Also write the generated docs page here.
-    #[arg(long)]
-    docs: Option<PathBuf>,
-    /// Reads per synthetic kernel run.
-    #[arg(long, default_value_t = 2_000_000)]
-    accesses: u64,
-    /// Lines of the text input of gzip/bzip2/sort (xz gets a quarter).
-    #[arg(long, default_value_t = 40_000)]
-    text_lines: usize,
-    /// Cache configurations to compare (comma separated).
-    #[arg(long, default_value = "1MB/8,4MB/16", value_delimiter = ',')]
-    configs: Vec<String>,
-    /// Skip the real programs.
-    #[arg(long)]
-    synthetic_only: bool,
-    /// Trace source of the profiles.
-    #[arg(long, value_enum, default_value_t = SourceArg::Lackey)]
-    source: SourceArg,
-}
-
-pub fn validate(a: ValidateArgs) -> Result<()> {
-    use hetsched_sig::validate::*;
-    let configs = a
-        .configs
-        .iter()
-        .map(|c| {
-            CacheConfig::parse(c).ok_or_else(|| {
-                Error::input(format!("--configs: `{c}` is not SIZE/WAYS like 4MB/16"))
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let out = OutDir::create(&a.out)?;
-    let docs = a.docs.as_deref().map(OutFile::create).transpose()?;
-    let source = a.source.resolve(false)?;
-    // gcc and valgrind write their files by path, following links: only into a
-    // directory no one else can write.
-    let work = tempfile::Builder::new()
-        .prefix("hetsched-validate-")
-        .tempdir()
-        .map_err(|e| Error::runtime(format!("cannot make a temporary directory: {e}")))?;
-    let kernel = build_kernel(work.path())?;
-    let mut cases = synthetic_cases(&kernel, a.accesses);
-    if !a.synthetic_only {
-        cases.extend(real_cases(&OutDir::create(work.path())?, a.text_lines)?);
-    }
-    let mut rows = Vec::new();
-    for (i, c) in cases.iter().enumerate() {
-        let t = std::time::Instant::now();
-        let row = run_case_with(c, &configs, work.path(), source)?;
-        eprintln!(
-            "[{}/{}] {:<14} {:>12} instr  est/cachegrind {}  ({:.0} s)",
-            i + 1,
-            cases.len(),
-            c.name,
-            row.profile.instructions,
-            row.rates
-                .iter()
-                .map(|(e, m)| format!("{e:.2e}/{m:.2e}"))
-                .collect::<Vec<_>>()
-                .join("  "),
-            t.elapsed().as_secs_f64()
-        );
-        rows.push(row);
-    }
-    let table = report(&rows, &configs);
-    out.write("validation.csv", csv(&rows, &configs))?;
-    out.write("validation.md", &table)?;
-    println!("{table}");
-    if let (Some(mut f), Some(d)) = (docs, &a.docs) {
-        let cmd = format!(
-            "hetsched experiment signature-validate --accesses {} --text-lines {} --configs {}{}{} --docs {}",
-            a.accesses,
-            a.text_lines,
-            a.configs.join(","),
-            if a.synthetic_only { " --synthetic-only" } else { "" },
-            match source {
-                Live::Qemu => " --source qemu",
-                Live::Lackey => "",
-            },
-            d.display()
-        );
-        write!(f, "{}{cmd}`\n\n{table}", VALIDATION_HEADER).map_err(|e| f.error(e))?;
-        f.finish()?;
-    }
-    Ok(())
-}
-
-const VALIDATION_HEADER: &str = "# Signature miss-rate model vs cachegrind (generated)
-
-This page is written by the command at the end of this paragraph; see
-[signatures.md](signatures.md) for the model and a discussion of the numbers. `est.` is
-the paper's estimate (equations 1–6) from our exact reuse profile (traced with valgrind
-lackey, or with QEMU and hetsched's plugin when the command says `--source qemu`), in last-level
-misses per instruction; `cachegrind` is valgrind's cachegrind with `--cache-sim=yes
---LL=SIZE,WAYS,64`, LL *data* misses (DLmr + DLmw) per instruction (Ir). Synthetic
-kernels: `scan-X` reads every line of an X-byte array in order, `random-X` reads random
-lines of it (after one initialising pass). Generated by `";

@@ -46,3 +46,34 @@ fn a_seed_count_out_of_range_is_an_input_error_naming_the_option_and_range() {
     let o = hetsched(&["experiment", "beisel-fig4", "--seeds", "0"]);
     assert!(String::from_utf8(o.stderr).unwrap().contains("1..=10000"));
 }
+
+/// `hetsched experiment --help` lists every registered experiment and each takes `--out`
+/// (the registry's loop adds it).
+#[test]
+fn experiment_help_lists_the_registry() {
+    let o = hetsched(&["experiment", "--help"]);
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout);
+    for key in [
+        "beisel-live",
+        "beisel-fig3",
+        "beisel-fig6-7",
+        "shelepov",
+        "signature-validate",
+        "ding",
+        "akram",
+        "shim-theta",
+        "coretime-live",
+        "coretime-sim",
+    ] {
+        assert!(help.contains(key), "{key} missing:\n{help}");
+        let o = hetsched(&["experiment", key, "--help"]);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            text.contains(&format!("[default: hetsched-out/{key}]")),
+            "{key}:\n{text}"
+        );
+    }
+    let o = hetsched(&["experiment", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+}

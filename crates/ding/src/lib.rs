@@ -15,4 +15,5 @@
 pub mod experiment;
 pub mod plot;
 pub mod reproduce;
+pub mod study;
 pub mod workload;

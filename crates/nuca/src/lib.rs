@@ -20,6 +20,7 @@ pub mod plot;
 pub mod predictor;
 pub mod reproduce;
 pub mod sim;
+pub mod study;
 pub mod trace;
 
 pub use chip::Chip;

@@ -30,6 +30,8 @@ pub mod reproduce;
 pub mod runtime;
 pub mod sim;
 pub mod stats;
+#[cfg(feature = "study")]
+pub mod study;
 
 pub use capacity::{CacheCapacity, SharedCache};
 pub use rebalance::{CostSource, Policy};

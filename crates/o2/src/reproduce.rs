@@ -325,6 +325,33 @@ pub fn sizes(quick: bool) -> Vec<u64> {
     std::iter::successors(Some(lo), |&b| (b < hi).then_some(b * 2)).collect()
 }
 
+/// `coretime-sim.png`: lookups per second by directory data, thread-based, O² and O²
+/// placed once (the report's figure and `hetsched experiment coretime-sim`'s).
+#[cfg(feature = "plot")]
+pub fn sim_figure(
+    out: &hetsched_util::files::OutDir,
+    points: &[SimPoint],
+) -> hetsched_core::Result<()> {
+    use crate::plot::{log2_x_lines, Series};
+    let x = |p: &SimPoint| p.total_bytes as f64;
+    log2_x_lines(
+        out,
+        "coretime-sim.png",
+        "Simulated 16-core Opteron: directory lookups, thread-based vs O²",
+        "total directory data",
+        "lookups / s",
+        &[
+            Series::of("threads (lookup locally)", points, x, |p| {
+                p.threads.lookups_per_s
+            }),
+            Series::of("O² (CORETIME, runtime rebalancing)", points, x, |p| {
+                p.o2.lookups_per_s
+            }),
+            Series::of("O² placed once", points, x, |p| p.o2_once.lookups_per_s),
+        ],
+    )
+}
+
 /// Runs the sweep and the bandwidth sweep (4, 8, 16 MB; quick: 8 MB), writes `coretime-sim.png`
 /// and `coretime-bandwidth.png` under `out`, and returns the reproduction.
 #[cfg(feature = "plot")]
@@ -340,23 +367,7 @@ pub fn reproduce(
         &[4 * MB, 8 * MB, 16 * MB]
     };
     let bandwidth = bandwidth_sweep(&BANDWIDTHS, bw_sizes, quick)?;
-    let x = |p: &SimPoint| p.total_bytes as f64;
-    log2_x_lines(
-        out,
-        "coretime-sim.png",
-        "Simulated 16-core Opteron: directory lookups, thread-based vs O²",
-        "total directory data",
-        "lookups / s",
-        &[
-            Series::of("threads (lookup locally)", &points, x, |p| {
-                p.threads.lookups_per_s
-            }),
-            Series::of("O² (CORETIME, runtime rebalancing)", &points, x, |p| {
-                p.o2.lookups_per_s
-            }),
-            Series::of("O² placed once", &points, x, |p| p.o2_once.lookups_per_s),
-        ],
-    )?;
+    sim_figure(out, &points)?;
     let names: Vec<String> = bandwidth
         .iter()
         .map(|(g, _)| {

@@ -1,7 +1,7 @@
 //! `hetsched reproduce`: every paper's reproduction in one report.
 //!
 //! Why a crate of its own: it is the one place that knows *all* the experiments (the
-//! list [`EXPERIMENTS`]); each experiment crate knows only its own paper and returns a
+//! list [`STUDIES`]); each study crate knows only its own paper and returns a
 //! [`Reproduction`] (claims judged once, figures beside the paper's numbers, its
 //! assumptions). This crate runs them one after the other, keeps going when one fails
 //! (a failed experiment is a section that says so, and the run counts as failed), and
@@ -13,54 +13,31 @@ mod html;
 mod markdown;
 
 use hetsched_core::{Error, Result};
-use hetsched_repro::{Reproduction, Verdict};
+use hetsched_repro::{Experiment, Reproduction, Study, Verdict};
 use hetsched_util::files::OutDir;
 use serde::Serialize;
 use std::time::Instant;
 
-/// One experiment: its key (`--only` names it; its folder under the report) and its
-/// `reproduce(out, quick)`.
-#[derive(Debug)]
-pub struct Experiment {
-    pub paper: &'static str,
-    pub run: fn(&OutDir, bool) -> std::result::Result<Reproduction, String>,
-}
-
-/// The error of an experiment's `reproduce`, as the report prints it.
-fn shown<E: std::fmt::Display>(
-    r: std::result::Result<Reproduction, E>,
-) -> std::result::Result<Reproduction, String> {
-    r.map_err(|e| e.to_string())
-}
-
-/// Every experiment the report runs, in report order. To add one: its crate's
-/// `reproduce.rs` and one line here.
-pub const EXPERIMENTS: &[Experiment] = &[
-    Experiment {
-        paper: "beisel",
-        run: |out, quick| shown(hetsched_beisel::reproduce::reproduce(out, quick)),
-    },
-    Experiment {
-        paper: "shelepov",
-        run: |out, quick| shown(hetsched_shelepov::reproduce::reproduce(out, quick)),
-    },
-    Experiment {
-        paper: "ding",
-        run: |out, quick| shown(hetsched_ding::reproduce::reproduce(out, quick)),
-    },
-    Experiment {
-        paper: "akram",
-        run: |out, quick| shown(hetsched_akram::reproduce::reproduce(out, quick)),
-    },
-    Experiment {
-        paper: "shim",
-        run: |out, quick| shown(hetsched_nuca::reproduce::reproduce(out, quick)),
-    },
-    Experiment {
-        paper: "coretime",
-        run: |out, quick| shown(hetsched_o2::reproduce::reproduce(out, quick)),
-    },
+/// Every study, in report order; `hetsched experiment` lists their experiments in
+/// this order too. To add a study: its crate's `study.rs` and one line here.
+pub const STUDIES: &[&Study] = &[
+    &hetsched_beisel::study::STUDY,
+    &hetsched_shelepov::study::STUDY,
+    &hetsched_ding::study::STUDY,
+    &hetsched_akram::study::STUDY,
+    &hetsched_nuca::study::STUDY,
+    &hetsched_o2::study::STUDY,
 ];
+
+/// Every study's experiments: what `hetsched experiment KEY` runs.
+pub fn experiments() -> impl Iterator<Item = &'static Experiment> {
+    STUDIES.iter().flat_map(|s| s.experiments)
+}
+
+/// The studies with a reproduction: the report's sections.
+fn reproducible() -> impl Iterator<Item = &'static Study> {
+    STUDIES.iter().copied().filter(|s| s.reproduce.is_some())
+}
 
 /// One experiment's part of the report.
 #[derive(Debug, Serialize)]
@@ -147,17 +124,16 @@ impl Report {
     }
 }
 
-/// The experiments `only` selects (all when `None`); an unknown key is bad input that
-/// names the accepted ones.
-pub fn select(only: Option<&str>) -> Result<Vec<&'static Experiment>> {
+/// The studies `only` selects (all with a reproduction when `None`); an unknown key is
+/// bad input that names the accepted ones.
+pub fn select(only: Option<&str>) -> Result<Vec<&'static Study>> {
     match only {
-        None => Ok(EXPERIMENTS.iter().collect()),
-        Some(key) => EXPERIMENTS
-            .iter()
-            .find(|e| e.paper == key)
-            .map(|e| vec![e])
+        None => Ok(reproducible().collect()),
+        Some(key) => reproducible()
+            .find(|s| s.key == key)
+            .map(|s| vec![s])
             .ok_or_else(|| {
-                let keys: Vec<&str> = EXPERIMENTS.iter().map(|e| e.paper).collect();
+                let keys: Vec<&str> = reproducible().map(|s| s.key).collect();
                 Error::input(format!(
                     "--only: unknown paper '{key}', expected one of {}",
                     keys.join(", ")
@@ -166,18 +142,13 @@ pub fn select(only: Option<&str>) -> Result<Vec<&'static Experiment>> {
     }
 }
 
-/// Runs `experiments` (each into `out/<paper>/`) with a progress bar on stderr when
+/// Runs the studies' reproductions (each into `out/<key>/`) with a progress bar on stderr when
 /// `progress`, and writes `index.html`, `report.md` and `claims.json` into `out`.
 /// A failing or panicking experiment becomes a failed section; the others still run.
-pub fn run(
-    out: &OutDir,
-    quick: bool,
-    experiments: &[&Experiment],
-    progress: bool,
-) -> Result<Report> {
+pub fn run(out: &OutDir, quick: bool, studies: &[&Study], progress: bool) -> Result<Report> {
     let start = Instant::now();
     let bar = if progress {
-        indicatif::ProgressBar::new(experiments.len() as u64)
+        indicatif::ProgressBar::new(studies.len() as u64)
     } else {
         indicatif::ProgressBar::hidden()
     };
@@ -188,12 +159,13 @@ pub fn run(
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(500));
     let mut sections = Vec::new();
-    for e in experiments {
-        bar.set_message(e.paper);
+    for s in studies {
+        bar.set_message(s.key);
         let t = Instant::now();
         let result = std::panic::catch_unwind(|| {
-            let dir = out.subdir(e.paper).map_err(|e| e.to_string())?;
-            (e.run)(&dir, quick)
+            let dir = out.subdir(s.key).map_err(|e| e.to_string())?;
+            let reproduce = s.reproduce.ok_or("no reproduction")?;
+            reproduce(&dir, quick).map_err(|e| e.to_string())
         })
         .unwrap_or_else(|p| {
             let msg = p
@@ -204,7 +176,7 @@ pub fn run(
             Err(format!("panicked: {msg}"))
         });
         sections.push(Section {
-            paper: e.paper,
+            paper: s.key,
             seconds: t.elapsed().as_secs_f64(),
             result,
         });
@@ -254,7 +226,7 @@ fn claims_json(report: &Report) -> serde_json::Value {
 /// The command that produced a report.
 fn command(report: &Report) -> String {
     let only = match report.sections.as_slice() {
-        [one] if EXPERIMENTS.len() > 1 => format!(" --only {}", one.paper),
+        [one] if reproducible().count() > 1 => format!(" --only {}", one.paper),
         _ => String::new(),
     };
     format!(
@@ -268,7 +240,7 @@ mod tests {
     use super::*;
     use hetsched_repro::{Baseline, Claim, Figure, Table};
 
-    fn tiny(_out: &OutDir, _quick: bool) -> std::result::Result<Reproduction, String> {
+    fn tiny(_out: &OutDir, _quick: bool) -> Result<Reproduction> {
         Ok(Reproduction {
             paper: "tiny",
             reference: "A <tiny> & \"quoted\" paper".into(),
@@ -306,17 +278,20 @@ mod tests {
 
     #[test]
     fn a_failing_or_panicking_experiment_is_a_failed_section_and_the_others_still_run() {
-        let failing = Experiment {
-            paper: "failing",
-            run: |_, _| Err("no machine".into()),
+        let failing = Study {
+            key: "failing",
+            experiments: &[],
+            reproduce: Some(|_, _| Err(Error::runtime("no machine"))),
         };
-        let panicking = Experiment {
-            paper: "panicking",
-            run: |_, _| panic!("a bug"),
+        let panicking = Study {
+            key: "panicking",
+            experiments: &[],
+            reproduce: Some(|_, _| panic!("a bug")),
         };
-        let good = Experiment {
-            paper: "tiny",
-            run: tiny,
+        let good = Study {
+            key: "tiny",
+            experiments: &[],
+            reproduce: Some(tiny),
         };
         let dir = std::env::temp_dir().join(format!("hetsched-report-unit-{}", std::process::id()));
         let out = OutDir::create(&dir).unwrap();
@@ -358,9 +333,30 @@ mod tests {
     }
 
     #[test]
+    fn every_experiment_has_its_own_key_and_options_clap_accepts() {
+        let mut keys: Vec<&str> = experiments().map(|e| e.key).collect();
+        assert!(keys.len() >= 12, "{keys:?}");
+        keys.sort_unstable();
+        let n = keys.len();
+        keys.dedup();
+        assert_eq!(keys.len(), n, "a key registered twice");
+        for e in experiments() {
+            let cmd = (e.args)(clap::Command::new(e.key));
+            // The CLI adds --out: an experiment must not define it.
+            assert!(
+                cmd.get_arguments().all(|a| a.get_id() != "out"),
+                "{}",
+                e.key
+            );
+            cmd.arg(clap::Arg::new("out").long("out")).debug_assert();
+            assert!(!e.about.is_empty() && !e.outputs.is_empty(), "{}", e.key);
+        }
+    }
+
+    #[test]
     fn only_names_an_experiment_or_is_bad_input_listing_them() {
-        assert_eq!(select(Some("ding")).unwrap()[0].paper, "ding");
-        assert_eq!(select(None).unwrap().len(), EXPERIMENTS.len());
+        assert_eq!(select(Some("ding")).unwrap()[0].key, "ding");
+        assert_eq!(select(None).unwrap().len(), STUDIES.len());
         let e = select(Some("nope")).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(

@@ -12,6 +12,9 @@
 //! the list the report prints come from the same source text, so an assumption is never
 //! written twice.
 
+mod study;
+pub use study::{options, Experiment, Study};
+
 use hetsched_util::files::{self, OutDir};
 use serde::{Deserialize, Serialize};
 use std::path::Path;

@@ -13,3 +13,4 @@ pub mod experiments;
 pub mod plot;
 pub mod programs;
 pub mod reproduce;
+pub mod study;

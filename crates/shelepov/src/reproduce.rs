@@ -22,12 +22,20 @@ pub fn options(quick: bool) -> Options {
     }
 }
 
+/// Runs §4 with `opts` and writes its outputs into `out` (`shelepov.txt`, the table it
+/// returns, and `shelepov.png`): what `hetsched experiment shelepov` and the report share.
+pub fn run_into(out: &OutDir, opts: &Options) -> Result<(Vec<Outcome>, String)> {
+    let outcomes = run_all(opts)?;
+    let text = table(&outcomes);
+    out.write("shelepov.txt", &text)?;
+    crate::plot::bars(out, "shelepov.png", &outcomes)?;
+    Ok((outcomes, text))
+}
+
 /// Runs §4 into `out` (`shelepov.txt`, `shelepov.png`) and judges its claims.
 pub fn reproduce(out: &OutDir, quick: bool) -> Result<Reproduction> {
     let opts = options(quick);
-    let outcomes = run_all(&opts)?;
-    out.write("shelepov.txt", table(&outcomes))?;
-    crate::plot::bars(out, "shelepov.png", &outcomes)?;
+    let (outcomes, _) = run_into(out, &opts)?;
     let header =
         |what: &str| -> Vec<String> { vec!["configuration".into(), "program".into(), what.into()] };
     let (mut paper_rows, mut our_rows) = (Vec::new(), Vec::new());

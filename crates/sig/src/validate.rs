@@ -12,8 +12,10 @@ use crate::missrate::{miss_rate, CacheConfig};
 use crate::source::{trace_live, Live};
 use hetsched_core::{Error, Result};
 use hetsched_util::files::OutDir;
+use hetsched_util::files::OutFile;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -460,3 +462,110 @@ mod tests {
         assert!(parse_cachegrind("events: Ir\nsummary: 5\n", "cg").is_err());
     }
 }
+
+/// `hetsched experiment signature-validate`, an experiment of Shelepov & Fedorova's study.
+pub const EXPERIMENT: hetsched_repro::Experiment = hetsched_repro::Experiment {
+    key: "signature-validate",
+    about: "Validate the signature miss-rate model against cachegrind; writes the docs table",
+    outputs: "validation.csv, validation.md (the kernel, the inputs and cachegrind's files \
+              are made in a private temporary directory)",
+    args: <Options as clap::Args>::augment_args,
+    run: |m, out| run(hetsched_repro::options(m)?, out),
+};
+
+#[derive(clap::Args)]
+struct Options {
+    /// Also write the generated docs page here.
+    #[arg(long)]
+    docs: Option<PathBuf>,
+    /// Reads per synthetic kernel run.
+    #[arg(long, default_value_t = 2_000_000)]
+    accesses: u64,
+    /// Lines of the text input of gzip/bzip2/sort (xz gets a quarter).
+    #[arg(long, default_value_t = 40_000)]
+    text_lines: usize,
+    /// Cache configurations to compare (comma separated).
+    #[arg(long, default_value = "1MB/8,4MB/16", value_delimiter = ',')]
+    configs: Vec<String>,
+    /// Skip the real programs.
+    #[arg(long)]
+    synthetic_only: bool,
+    /// Trace source of the profiles.
+    #[arg(long, value_enum, default_value_t = crate::source::SourceArg::Lackey)]
+    source: crate::source::SourceArg,
+}
+
+fn run(a: Options, out: &OutDir) -> Result<String> {
+    let configs = a
+        .configs
+        .iter()
+        .map(|c| {
+            CacheConfig::parse(c).ok_or_else(|| {
+                Error::input(format!("--configs: `{c}` is not SIZE/WAYS like 4MB/16"))
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let docs = a.docs.as_deref().map(OutFile::create).transpose()?;
+    let source = a.source.resolve(false)?;
+    // gcc and valgrind write their files by path, following links: only into a
+    // directory no one else can write.
+    let work = tempfile::Builder::new()
+        .prefix("hetsched-validate-")
+        .tempdir()
+        .map_err(|e| Error::runtime(format!("cannot make a temporary directory: {e}")))?;
+    let kernel = build_kernel(work.path())?;
+    let mut cases = synthetic_cases(&kernel, a.accesses);
+    if !a.synthetic_only {
+        cases.extend(real_cases(&OutDir::create(work.path())?, a.text_lines)?);
+    }
+    let mut rows = Vec::new();
+    for (i, c) in cases.iter().enumerate() {
+        let t = std::time::Instant::now();
+        let row = run_case_with(c, &configs, work.path(), source)?;
+        eprintln!(
+            "[{}/{}] {:<14} {:>12} instr  est/cachegrind {}  ({:.0} s)",
+            i + 1,
+            cases.len(),
+            c.name,
+            row.profile.instructions,
+            row.rates
+                .iter()
+                .map(|(e, m)| format!("{e:.2e}/{m:.2e}"))
+                .collect::<Vec<_>>()
+                .join("  "),
+            t.elapsed().as_secs_f64()
+        );
+        rows.push(row);
+    }
+    let table = report(&rows, &configs);
+    out.write("validation.csv", csv(&rows, &configs))?;
+    out.write("validation.md", &table)?;
+    if let (Some(mut f), Some(d)) = (docs, &a.docs) {
+        let cmd = format!(
+            "hetsched experiment signature-validate --accesses {} --text-lines {} --configs {}{}{} --docs {}",
+            a.accesses,
+            a.text_lines,
+            a.configs.join(","),
+            if a.synthetic_only { " --synthetic-only" } else { "" },
+            match source {
+                Live::Qemu => " --source qemu",
+                Live::Lackey => "",
+            },
+            d.display()
+        );
+        write!(f, "{}{cmd}`\n\n{table}", VALIDATION_HEADER).map_err(|e| f.error(e))?;
+        f.finish()?;
+    }
+    Ok(format!("{table}\n"))
+}
+
+const VALIDATION_HEADER: &str = "# Signature miss-rate model vs cachegrind (generated)
+
+This page is written by the command at the end of this paragraph; see
+[signatures.md](signatures.md) for the model and a discussion of the numbers. `est.` is
+the paper's estimate (equations 1–6) from our exact reuse profile (traced with valgrind
+lackey, or with QEMU and hetsched's plugin when the command says `--source qemu`), in last-level
+misses per instruction; `cachegrind` is valgrind's cachegrind with `--cache-sim=yes
+--LL=SIZE,WAYS,64`, LL *data* misses (DLmr + DLmw) per instruction (Ir). Synthetic
+kernels: `scan-X` reads every line of an X-byte array in order, `random-X` reads random
+lines of it (after one initialising pass). Generated by `";

@@ -206,3 +206,47 @@ impl TraceSink for Counting<'_> {
         self.sink.access(kind, addr, size);
     }
 }
+
+/// Which live trace source a command uses (`signature profile --source`,
+/// `experiment signature-validate --source`).
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SourceArg {
+    /// QEMU with the plugin where it can run here, else lackey.
+    Auto,
+    /// QEMU user mode with hetsched's plugin (samples at capture with --sample).
+    Qemu,
+    /// valgrind lackey (text through a pipe; slow).
+    Lackey,
+}
+
+impl SourceArg {
+    /// The source to use, noting on stderr which and why.
+    pub fn resolve(self, saving: bool) -> Result<Live> {
+        let live = match self {
+            SourceArg::Lackey => Live::Lackey,
+            SourceArg::Qemu if saving => {
+                return Err(Error::input(
+                    "--save needs --source lackey: the QEMU source sends block numbers or \
+                     samples, not the records a saved trace keeps",
+                ))
+            }
+            SourceArg::Qemu => match qemu::unavailable() {
+                None => Live::Qemu,
+                Some(why) => return Err(Error::runtime(format!("--source qemu: {why}"))),
+            },
+            SourceArg::Auto if saving => {
+                eprintln!("hetsched: --save keeps lackey's records: using valgrind lackey");
+                Live::Lackey
+            }
+            SourceArg::Auto => {
+                let (live, why) = Live::pick();
+                if let Some(why) = why {
+                    eprintln!("hetsched: the fast trace source is unavailable ({why})");
+                }
+                live
+            }
+        };
+        eprintln!("hetsched: trace source: {}", live.describe());
+        Ok(live)
+    }
+}
