@@ -311,9 +311,8 @@ pub fn bench(args: AppsBench) -> Result<()> {
     ];
     println!("CPU: one thread pinned to PU {cpu}; OpenCL: {cl_name} ({cl_units} compute units)");
     // Rates on a shared machine depend on its load: print it beside them.
-    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
-        let avg: Vec<&str> = load.split_whitespace().take(3).collect();
-        println!("load average (1/5/15 min): {}", avg.join(" "));
+    if let Some(load) = hetsched_util::host::LoadAverage::now() {
+        println!("load average (1/5/15 min): {load}");
     }
     println!(
         "{:<6} {:<7} {:>5} {:>14} {:>16} {:>12}",

@@ -5,6 +5,7 @@ use clap::Args;
 use hetsched_core::{Error, Result};
 use hetsched_nuca::kernels::Benchmark;
 use hetsched_nuca::{Chip, Program, Scheme, Sim};
+use hetsched_util::host::{thread_cpu_seconds, LoadAverage};
 
 /// Arguments of `hetsched bench nuca`.
 #[derive(Args)]
@@ -24,21 +25,6 @@ pub struct NucaBenchArgs {
     skew: u64,
 }
 
-/// CPU time this thread has used, in seconds: on a shared machine wall time overstates.
-fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec for clock_gettime to fill.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(
-        rc, 0,
-        "CLOCK_THREAD_CPUTIME_ID is always available on Linux"
-    );
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
 pub fn bench(a: NucaBenchArgs) -> Result<()> {
     let chip = Chip::shim_64();
     let b = Benchmark::from_name(&a.bench)?;
@@ -49,9 +35,7 @@ pub fn bench(a: NucaBenchArgs) -> Result<()> {
         b.name(),
         program.accesses(),
         program.threads(),
-        std::fs::read_to_string("/proc/loadavg")
-            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-            .unwrap_or_else(|_| "unknown".into())
+        LoadAverage::now_text()
     );
     for skew in [0, a.skew] {
         for scheme in [

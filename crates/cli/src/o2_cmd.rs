@@ -3,7 +3,8 @@
 
 use clap::Args;
 use hetsched_core::{Error, Result};
-use hetsched_o2::study::{load_average, parse_cpus};
+use hetsched_o2::study::parse_cpus;
+use hetsched_util::host::LoadAverage;
 use std::time::Duration;
 
 /// `hetsched bench o2`.
@@ -28,7 +29,7 @@ pub fn bench_o2(a: BenchO2Args) -> Result<()> {
             a.cpus
         )));
     };
-    println!("load average: {}", load_average());
+    println!("load average: {}", LoadAverage::now_text());
     let b =
         hetsched_o2::bench::delegation([c0, c1], a.samples, Duration::from_millis(a.duration_ms))?;
     println!(

@@ -45,12 +45,6 @@ fn gzip(input: &Path) -> Vec<String> {
         .collect()
 }
 
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
-}
-
 /// Best wall time of `repeat` native runs, seconds.
 fn native(argv: &[String], repeat: usize) -> Result<f64> {
     let mut best = f64::INFINITY;
@@ -120,7 +114,10 @@ pub fn run(a: ProfileBench) -> Result<()> {
         argv.join(" "),
         bytes as f64 / 1e6
     );
-    println!("load average before: {}", load());
+    println!(
+        "load average before: {}",
+        hetsched_util::host::LoadAverage::now_text()
+    );
     let base = native(&argv, a.repeat)?;
     let row = |name: &str, secs: f64, base: f64, note: &str| {
         println!("{name:<24} {secs:>9.2} s {:>9.1}x   {note}", secs / base);
@@ -163,6 +160,9 @@ pub fn run(a: ProfileBench) -> Result<()> {
             ),
         );
     }
-    println!("load average after: {}", load());
+    println!(
+        "load average after: {}",
+        hetsched_util::host::LoadAverage::now_text()
+    );
     Ok(())
 }

@@ -129,7 +129,7 @@ struct Throughput {
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+    hetsched_util::stats::percentile(sorted, p).unwrap_or(f64::NAN)
 }
 
 /// "p50 X us, p99 Y us" of sorted microseconds.
@@ -141,31 +141,9 @@ fn p50_p99(sorted_us: &[f64]) -> String {
     )
 }
 
-/// The 1, 5 and 15 minute load averages, as `/proc/loadavg` says them.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|e| format!("unknown ({e})"))
-}
-
 /// Sets the CPU mask of thread `tid` of this process.
 fn pin_thread(tid: libc::pid_t, cpus: &[usize]) -> Result<()> {
-    // SAFETY: all-zero is a valid empty set; the CPUs come from this process's mask,
-    // so they are below CPU_SETSIZE; the set is passed with its size.
-    let rc = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            libc::CPU_SET(c, &mut set);
-        }
-        libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if rc != 0 {
-        return Err(Error::runtime(format!(
-            "sched_setaffinity(thread {tid}, {cpus:?}): {}",
-            std::io::Error::last_os_error()
-        )));
-    }
-    Ok(())
+    hetsched_util::host::pin(Some(tid), cpus)
 }
 
 /// Runs the benchmark: a daemon on a thread of this process, and its clients.
@@ -207,7 +185,7 @@ pub fn run(args: &Options) -> Result<Report> {
             )));
         }
     }
-    let load_before = load_average();
+    let load_before = hetsched_util::host::LoadAverage::now_text();
 
     // Latency: one client, alloc + free, through the shared page (the client library's
     // default); throughput: many clients, each alloc + free in a loop (a decision = one
@@ -257,7 +235,7 @@ pub fn run(args: &Options) -> Result<Report> {
         policy: args.policy.clone(),
         cpus,
         load_before,
-        load_after: load_average(),
+        load_after: hetsched_util::host::LoadAverage::now_text(),
         round_trips: args.round_trips,
         clients: args.clients,
         figures,

@@ -146,8 +146,7 @@ pub struct Figures {
 
 impl Figures {
     pub fn percentile_us(&self, p: f64) -> f64 {
-        let r = &self.round_trips;
-        r[((r.len() - 1) as f64 * p).round() as usize]
+        hetsched_util::stats::percentile(&self.round_trips, p).unwrap_or(f64::NAN)
     }
 }
 
@@ -244,12 +243,6 @@ fn thread_named(name: &str) -> Option<i32> {
     })
 }
 
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|e| format!("unknown ({e})"))
-}
-
 /// One attack against a fresh daemon.
 fn under(o: &Options, attack: Attack) -> Result<Figures> {
     use std::os::unix::fs::PermissionsExt;
@@ -336,7 +329,7 @@ fn under(o: &Options, attack: Attack) -> Result<Figures> {
     let (loop0, sampler0) = (cpu(Some(loop_tid)), cpu(sampler_tid));
     let mut timed = time_round_trips(&socket, o.duration);
     let (loop1, sampler1) = (cpu(Some(loop_tid)), cpu(sampler_tid));
-    let load = load_average();
+    let load = hetsched_util::host::LoadAverage::now_text();
     if let Some(mut c) = child {
         // Still attacking at the end, or the figures are an idle daemon's.
         if let Ok(Some(status)) = c.try_wait() {

@@ -77,13 +77,9 @@ pub fn pingpong(cpus: [usize; 2], samples: usize) -> Result<Vec<u64>> {
     Ok(times)
 }
 
-/// `p` in 0..=100 of sorted `v`.
-pub fn percentile(sorted: &[u64], p: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let i = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
+/// The nearest-rank percentile `p` (0..=100) of sorted samples; 0 if there are none.
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    hetsched_util::stats::percentile(sorted, p / 100.0).unwrap_or(0)
 }
 
 /// Runs the benchmark on two CPUs.
@@ -198,7 +194,7 @@ mod tests {
     #[test]
     fn percentiles_of_a_known_list() {
         let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(percentile(&v, 50.0), 51);
+        assert_eq!(percentile(&v, 50.0), 50);
         assert_eq!(percentile(&v, 99.0), 99);
         assert_eq!(percentile(&v, 100.0), 100);
         assert_eq!(percentile(&[], 50.0), 0);

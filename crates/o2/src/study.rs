@@ -8,6 +8,7 @@ use crate::CacheCapacity;
 use hetsched_core::{Error, Result};
 use hetsched_repro::{options, Experiment, Study};
 use hetsched_util::files::OutDir;
+use hetsched_util::host::LoadAverage;
 use std::time::Duration;
 
 pub const STUDY: Study = Study {
@@ -143,13 +144,6 @@ struct LiveArgs {
     seed: u64,
 }
 
-/// The 1/5/15-minute load averages: live figures on a shared machine need them.
-pub fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
-}
-
 fn doubling(min: u64, max: u64) -> Result<Vec<u64>> {
     if min == 0 || max < min {
         return Err(Error::input(format!(
@@ -188,7 +182,7 @@ fn coretime_live(a: LiveArgs, out: &OutDir) -> Result<String> {
         human_bytes(cfg.capacity.shared.iter().map(|c| c.bytes).max().unwrap_or(0) as f64)
     );
     text += &format!("fetch-cost source: {}\n", crate::CostSource::OperationTime);
-    text += &format!("load average at start: {}\n", load_average());
+    text += &format!("load average at start: {}\n", LoadAverage::now_text());
     text += &format!(
         "{:>8} {:>6} {:>12} {:>12} {:>7} {:>8} {:>6} {:>12} {:>7} {:>8} {:>6}\n",
         "data",
@@ -220,7 +214,7 @@ fn coretime_live(a: LiveArgs, out: &OutDir) -> Result<String> {
             p.o2_packed.delegated * 100.0,
         );
     })?;
-    text += &format!("load average at end: {}\n", load_average());
+    text += &format!("load average at end: {}\n", LoadAverage::now_text());
     let ns = |m: Option<f64>| m.map_or(String::new(), |m| format!("{m:.1}"));
     let mut csv = String::from("total_bytes,dirs,threads_lookups_per_s,o2_lookups_per_s,o2_assigned,o2_delegated_fraction,o2_migration_ns,o2_packed_lookups_per_s,o2_packed_assigned,o2_packed_migration_ns\n");
     for p in &points {

@@ -221,11 +221,5 @@ fn a_future_dropped_in_flight_waits_and_drops_the_result_once() {
 }
 
 fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    Duration::from_secs_f64(hetsched_util::host::thread_cpu_seconds())
 }

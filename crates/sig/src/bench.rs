@@ -40,17 +40,7 @@ pub fn synthetic_blocks(n: usize, seed: u64) -> Vec<u64> {
     v
 }
 
-/// CPU time the calling thread has used, in seconds: on a shared machine wall time
-/// overstates the cost of the analysis.
-pub fn thread_cpu_seconds() -> f64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime only writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
-}
+pub use hetsched_util::host::thread_cpu_seconds;
 
 /// Analyse an in-memory block trace (the analysis from the first access to the
 /// finished profile is timed); returns the profile and accesses per CPU-second.
