@@ -2,6 +2,12 @@
 //! registry policy releases the GIL (other Python threads go on, and `sweep` runs in
 //! threads or processes alike); a run with a Python policy holds it, since every
 //! decision is a Python call.
+//!
+//! A run with a registry policy goes on a thread of its own while the calling thread
+//! waits for it, looking for Python's signals every [`SIGNAL_PERIOD`]: Ctrl-C (or
+//! Jupyter's interrupt) stops the run within a millisecond of the next look (the
+//! engine's `Config::watch`) and raises `KeyboardInterrupt`. The whole record is kept
+//! and returned, so a run keeps at most [`MAX_KEPT_EVENTS`] events.
 
 use crate::policy::PyPolicy;
 use crate::{py_err, to_json};
@@ -11,11 +17,24 @@ use hetsched_core::record::{Event, EventKind, Record};
 use hetsched_core::task::{Placement, QueueId};
 use hetsched_core::{Error, Result};
 use hetsched_policies::recording::Recording;
+use hetsched_sim::engine::Progress;
 use hetsched_sim::scenario::Scenario;
 use hetsched_sim::RunSummary;
 use pyo3::prelude::*;
 use serde_json::{json, Value};
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Events a run from Python may keep. Each becomes a row of the events table, a JSON
+/// value on the way and then a Python object, some ten times the 48 bytes it takes in
+/// the record; 4 × 10^6 is about what the former default limit of 10^6 engine events
+/// let a run keep (up to four record events each): 0.2 GB in the record, a few GB as
+/// Python objects.
+pub const MAX_KEPT_EVENTS: u64 = 4_000_000;
+
+/// How often a caller waiting for a run looks for Python's signals (Ctrl-C).
+const SIGNAL_PERIOD: Duration = Duration::from_millis(50);
 
 /// A machine (preset, hwloc XML, sysfs dump, TOML file or "live") as JSON text.
 #[pyfunction]
@@ -131,6 +150,47 @@ fn event_row(e: &Event) -> Value {
            "reason": reason})
 }
 
+/// Runs `work` on a thread of its own, the GIL released, looking for Python's signals
+/// while it goes: on one (a `KeyboardInterrupt`), tells the run to stop through
+/// `progress`, waits for it and raises the signal's exception.
+fn watched<T: Send>(
+    py: Python<'_>,
+    progress: &Progress,
+    work: impl FnOnce() -> T + Send,
+) -> PyResult<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        let run = scope.spawn(move || {
+            let out = work();
+            let _ = tx.send(());
+            out
+        });
+        let (mut raised, mut rx) = (None, rx);
+        // Ends when the run sent, or ended without sending (a panic). The receiver is
+        // not `Sync`: it goes into the closure and comes back.
+        loop {
+            let (got, back) = py.detach(move || (rx.recv_timeout(SIGNAL_PERIOD), rx));
+            rx = back;
+            if !matches!(got, Err(std::sync::mpsc::RecvTimeoutError::Timeout)) {
+                break;
+            }
+            if raised.is_none() {
+                if let Err(e) = py.check_signals() {
+                    progress.stop();
+                    raised = Some(e);
+                }
+            }
+        }
+        let out = py
+            .detach(|| run.join())
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        match raised {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    })
+}
+
 /// Runs one simulation and returns its results as JSON text (see
 /// `python/hetsched/_sim.py` for the shape).
 #[pyfunction]
@@ -154,13 +214,16 @@ pub fn simulate(
     scenario
         .override_end(max_time_s, max_events, str::to_string)
         .map_err(py_err)?;
+    scenario.config.max_kept_events = Some(MAX_KEPT_EVENTS);
+    let progress = Arc::new(Progress::default());
+    scenario.config.watch = Some(progress.clone());
     let started = std::time::Instant::now();
     let (name, result) = if let Ok(spec) = policy.extract::<String>() {
         let seed = scenario.seed;
         hetsched_policies::build(&spec, seed)
             .map_err(|e| py_err(Error::input(format!("policy {spec:?}: {e}"))))?;
         let s = &scenario;
-        let result = py.detach(|| match decisions {
+        let work = || match decisions {
             // The engine compiled for the policy's type (`run_policy`), as `simulate` runs it.
             false => {
                 hetsched_sim::run_policy(s, &spec, seed, &mut |_| {}).map(|(record, summary)| Run {
@@ -170,7 +233,8 @@ pub fn simulate(
                 })
             }
             true => run(s, &spec, hetsched_policies::build(&spec, seed)?, true),
-        });
+        };
+        let result = watched(py, &progress, work)?;
         (spec, result)
     } else {
         let (adapter, kept) = PyPolicy::new(policy)?;
