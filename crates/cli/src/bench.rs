@@ -487,6 +487,7 @@ fn simulate(args: SimulateBench) -> Result<()> {
     use hetsched_core::record::EventCounter;
     use hetsched_core::Error;
     let scenario = hetsched_sim::scenario::Scenario::load(&args.scenario)?;
+    scenario.check_limits()?;
     let spec = args.policy.as_str();
     hetsched_policies::build(spec, scenario.seed)
         .map_err(|e| Error::input(format!("--policy {spec:?}: {e}")))?;

@@ -166,7 +166,8 @@ pub struct AlterArgs {
 pub struct ClientArgs {
     /// The daemon's socket (default: as `hetsched daemon`'s). A daemon that is neither
     /// root nor you, or a socket directory another user can write, is refused (exit 2).
-    #[arg(long)]
+    /// Before or after the subcommand, and in each subcommand's help.
+    #[arg(long, global = true)]
     socket: Option<PathBuf>,
     #[command(subcommand)]
     command: ClientCommand,

@@ -38,7 +38,7 @@ fn absurd_scenarios_exit_2_naming_field_and_range() {
         ("checkpoint.toml", "machine = \"beisel\"\npolicies = [\"fcfs\"]\n[[task]]\nwork = 1\naffinity = { gpu = 1 }\ncheckpoint_ms = { gpu = 0.000001 }\n".into(),
          vec!["task[0].checkpoint_ms.gpu", "0 (none) or a number in [0.001, 1e6]"]),
         ("count.toml", format!("{head}[[task]]\nwork = 1\ncount = 1000000000\n"),
-         vec!["count.toml", "1000000000 tasks", "event limit of 1000000", "end.max_time_s"]),
+         vec!["count.toml", "task[0].count = 1000000000", "at most 100000000", "end.max_time_s"]),
         ("arrival.toml", format!("{head}[[task]]\nwork = 1\narrival = 1e300\n"),
          vec!["task[0].arrival", "[0, 1e9]", "1e300"]),
         ("start.toml", format!("{head}{}", GEN.replace("rate = 1.0", "rate = 1.0\nstart = 1e300")),

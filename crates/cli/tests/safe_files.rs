@@ -332,7 +332,8 @@ fn an_output_path_that_cannot_take_the_output_is_refused_at_once() {
 }
 
 /// A run that fails midway (its event limit, after thousands of tasks were written)
-/// leaves no truncated per-task CSV, nor its temporary; runs that succeeded keep theirs.
+/// leaves no truncated per-task CSV, nor its temporary; runs that succeeded keep theirs;
+/// the error says which outputs were written and which not.
 #[test]
 fn a_failed_run_leaves_no_truncated_csv() {
     let dir = tempfile::tempdir().unwrap();
@@ -353,7 +354,15 @@ fn a_failed_run_leaves_no_truncated_csv() {
             "500000",
         ],
     );
-    assert_input_error(&out, &["many.toml", "fcfs", "event limit (500000 events"]);
+    assert_input_error(
+        &out,
+        &[
+            "many.toml",
+            "fcfs",
+            "event limit (500000 events",
+            "; in out: not written: tasks-fcfs.csv, table.txt, metrics.json",
+        ],
+    );
     let left: Vec<String> = std::fs::read_dir(d.join("out"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -381,13 +390,43 @@ fn a_failed_run_leaves_no_truncated_csv() {
             "3",
         ],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_input_error(
+        &out,
+        &[
+            "one.toml: cfs: the run reached its event limit (3 events",
+            "; in out: not written: tasks-cfs.csv, table.txt, metrics.json; complete: tasks-fcfs.csv",
+        ],
     );
     let csv = std::fs::read_to_string(d.join("out/tasks-fcfs.csv")).unwrap();
     assert_eq!(csv.lines().count(), 2, "{csv}");
     assert!(!d.join("out/tasks-cfs.csv").exists());
+
+    // The table of an earlier command is left as it was, and said to be.
+    let ok = run(
+        d,
+        &["simulate", "one.toml", "--out", "out", "--policy", "fcfs"],
+    );
+    assert_eq!(ok.status.code(), Some(0));
+    let table = std::fs::read_to_string(d.join("out/table.txt")).unwrap();
+    let out = run(
+        d,
+        &[
+            "simulate",
+            "one.toml",
+            "--out",
+            "out",
+            "--policy",
+            "cfs",
+            "--max-events",
+            "3",
+        ],
+    );
+    assert_input_error(
+        &out,
+        &["; in out: not written: tasks-cfs.csv, table.txt, metrics.json (the table.txt, metrics.json there are from an earlier command)"],
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("out/table.txt")).unwrap(),
+        table
+    );
 }

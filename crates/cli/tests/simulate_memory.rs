@@ -40,7 +40,7 @@ fn simulate_waiting(dir: &Path, tasks: u64) -> f64 {
     std::fs::write(
         &scenario,
         format!(
-            "machine = {:?}\npolicies = [\"fcfs\"]\nend = {{ max_events = 10_000_000 }}\n\
+            "machine = {:?}\npolicies = [\"fcfs\"]\n\
              [[task]]\nwork = 0.01\ncount = {tasks}\n",
             machine.display().to_string()
         ),

@@ -708,6 +708,7 @@ impl MetricsBuilder {
             migrations: run.migrations,
             steals: run.steals,
             fairness,
+            unfinished: 0,
         }
     }
 }

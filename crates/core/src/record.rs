@@ -48,6 +48,13 @@ pub trait Recorder {
     fn submit(&mut self, t_ns: u64, task: TaskId, ideal_ns: u64, kind: &Arc<str>) {
         self.record(Event::submit(t_ns, task, ideal_ns, kind));
     }
+
+    /// The events this recorder keeps in memory (0 for one that streams them out or
+    /// folds them): an engine bounds a run's memory by it (the simulator's
+    /// `Config::max_kept_events`).
+    fn kept(&self) -> usize {
+        0
+    }
 }
 
 impl Event {
@@ -76,6 +83,10 @@ impl Recorder for Record {
     #[inline]
     fn record(&mut self, event: Event) {
         self.events.push(event);
+    }
+
+    fn kept(&self) -> usize {
+        self.events.len()
     }
 }
 
@@ -305,6 +316,15 @@ pub struct Metrics {
     pub steals: usize,
     /// Jain's fairness index of the slowdowns (turnaround / ideal run time); 1 = fair.
     pub fairness: f64,
+    /// Tasks not done when the run stopped (at its time limit): arrived and neither
+    /// completed nor rejected, or never arrived. Set by the simulator's front, which
+    /// knows the tasks that never arrived; left out of the JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unfinished: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Record {

@@ -334,10 +334,7 @@ impl Program {
 
 /// Prefixes the error's message with `subject` (which unit's CPUs it is about).
 fn retag(e: Error, subject: &str) -> Error {
-    match e {
-        Error::Input(m) => Error::Input(format!("{subject}: {m}")),
-        Error::Runtime(m) => Error::Runtime(format!("{subject}: {m}")),
-    }
+    e.map_message(|m| format!("{subject}: {m}"))
 }
 
 /// The waiter: waits for the program to end without reaping it (so that the other

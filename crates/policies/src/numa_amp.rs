@@ -35,9 +35,10 @@
 //!   its node (`migrate_memory`), at most `page_moves` times, and never a turtle's
 //!   (below DINO's 2 MPKI): moving it would cost more than its misses.
 //!
-//! Without counters in the samples (this VM has no PMU) it says so once on stderr and
-//! keeps to placement and the eager trigger; on a one-node machine it says that the
-//! NUMA-list and page migration are no-ops.
+//! Without counters in the samples (this VM has no PMU) it says so on stderr and keeps
+//! to placement and the eager trigger; on a one-node machine it says that the NUMA-list
+//! and page migration are no-ops. Each line once a process, not once a run: a sweep
+//! runs it many times on the same machine and samples.
 //!
 //! Parameters: `slice_ms` (6), `period_ms` (10), `hysteresis` (0.1), `miss_latency_ns`
 //! (100), `mpki_scale` (20), `page_moves` (2).
@@ -61,6 +62,22 @@ pub const REGISTERED: crate::Registered = crate::Registered {
     ],
     build: |spec, p, _| Ok(NumaAmp::from_params(spec, p)?.into()),
 };
+
+/// Prints `line` on stderr unless this process printed it already. A fallback is said
+/// once a process, not once a run: a sweep runs the policy many times (every spec,
+/// every seed) on the same machine and samples, and a line each time buried the
+/// table; a run that falls back otherwise says so in a line of its own. The lines name
+/// the policy, not the spec: one stands for all of them. (Each policy's own flag
+/// spares the lock on every tick.)
+fn say_once(line: String) {
+    static SAID: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if !said.contains(&line) {
+        eprintln!("{line}");
+        said.insert(line);
+    }
+}
 
 pub struct NumaAmp {
     name: String,
@@ -231,11 +248,10 @@ impl NumaAmp {
     fn say_once_one_node(&mut self, view: &View) {
         if !self.said_one_node && view.machine().numa_nodes.len() < 2 {
             self.said_one_node = true;
-            eprintln!(
-                "{}: the machine has {} NUMA node(s): the NUMA-list and page migration are no-ops",
-                self.name,
+            say_once(format!(
+                "numa-amp: the machine has {} NUMA node(s): the NUMA-list and page migration are no-ops",
                 view.machine().numa_nodes.len()
-            );
+            ));
         }
     }
 
@@ -487,9 +503,8 @@ impl Policy for NumaAmp {
         }
         if running > 0 && counted == 0 && !self.said_no_counters {
             self.said_no_counters = true;
-            eprintln!(
-                "{}: no hardware counters in the samples (instructions, cycles, LLC misses): no speed-up or contention factors; falling back to capacity- and load-aware placement",
-                self.name
+            say_once(
+                "numa-amp: no hardware counters in the samples (instructions, cycles, LLC misses): no speed-up or contention factors; falling back to capacity- and load-aware placement".into(),
             );
         }
         let mut moves: Vec<(TaskId, UnitId)> = Vec::new();

@@ -305,6 +305,11 @@ fn take(metrics: &mut MetricsBuilder, tasks: &mut Option<TaskColumns>, o: &TaskO
 }
 
 impl Recorder for Columns {
+    /// The event rows held (the engine bounds them by `Config::max_kept_events`).
+    fn kept(&self) -> usize {
+        self.events.as_ref().map_or(0, |e| e.t_ns.len())
+    }
+
     #[inline]
     fn record(&mut self, event: Event) {
         if let Some(ev) = &mut self.events {

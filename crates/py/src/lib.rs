@@ -8,7 +8,7 @@
 //!
 //! Errors keep the CLI's split: bad input ([`Error::Input`], exit 2 in the CLI) is a
 //! `ValueError` with the CLI's one-line message, a failure while doing valid work a
-//! `RuntimeError`.
+//! `RuntimeError`, a run the user stopped (Ctrl-C) a `KeyboardInterrupt`.
 
 mod client;
 mod columns;
@@ -16,7 +16,7 @@ mod policy;
 mod sim;
 
 use hetsched_core::Error;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 /// The Python exception for a hetsched error.
@@ -24,6 +24,7 @@ pub(crate) fn py_err(e: Error) -> PyErr {
     match e {
         Error::Input(m) => PyValueError::new_err(m),
         Error::Runtime(m) => PyRuntimeError::new_err(m),
+        Error::Interrupted(m) => PyKeyboardInterrupt::new_err(m),
     }
 }
 

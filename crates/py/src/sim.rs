@@ -2,6 +2,11 @@
 //! registry policy releases the GIL (other Python threads go on, and `sweep` runs in
 //! threads or processes alike); a run with a Python policy holds it, since every
 //! decision is a Python call.
+//!
+//! A run with a registry policy goes on a thread of its own while the calling thread
+//! waits for it, looking for Python's signals every [`SIGNAL_PERIOD`]: Ctrl-C (or
+//! Jupyter's interrupt) stops the run within a millisecond of the next look (the
+//! engine's `Config::watch`) and raises `KeyboardInterrupt`.
 
 use crate::columns::Columns;
 use crate::policy::{Kept, PyPolicy};
@@ -12,12 +17,18 @@ use hetsched_core::policy::Policy;
 use hetsched_core::record::Recorder;
 use hetsched_core::{Error, Result};
 use hetsched_policies::recording::Recording;
+use hetsched_sim::engine::Progress;
 use hetsched_sim::scenario::Scenario;
 use hetsched_sim::RunSummary;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::{json, Value};
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often a caller waiting for a run looks for Python's signals (Ctrl-C).
+const SIGNAL_PERIOD: Duration = Duration::from_millis(50);
 
 /// A machine (preset, hwloc XML, sysfs dump, TOML file or "live") as JSON text.
 #[pyfunction]
@@ -102,10 +113,52 @@ fn run_into<R: Recorder>(
     ))
 }
 
+/// Runs `work` on a thread of its own, the GIL released, looking for Python's signals
+/// while it goes: on one (a `KeyboardInterrupt`), tells the run to stop through
+/// `progress`, waits for it and raises the signal's exception.
+fn watched<T: Send>(
+    py: Python<'_>,
+    progress: &Progress,
+    work: impl FnOnce() -> T + Send,
+) -> PyResult<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        let run = scope.spawn(move || {
+            let out = work();
+            let _ = tx.send(());
+            out
+        });
+        let (mut raised, mut rx) = (None, rx);
+        // Ends when the run sent, or ended without sending (a panic). The receiver is
+        // not `Sync`: it goes into the closure and comes back.
+        loop {
+            let (got, back) = py.detach(move || (rx.recv_timeout(SIGNAL_PERIOD), rx));
+            rx = back;
+            if !matches!(got, Err(std::sync::mpsc::RecvTimeoutError::Timeout)) {
+                break;
+            }
+            if raised.is_none() {
+                if let Err(e) = py.check_signals() {
+                    progress.stop();
+                    raised = Some(e);
+                }
+            }
+        }
+        let out = py
+            .detach(|| run.join())
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        match raised {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    })
+}
+
 /// The run of a registry policy without the GIL, or of a Python policy with it (its
 /// kept exception raised); input errors named by the scenario and the policy.
 fn execute<R: Recorder + Send>(
     py: Python<'_>,
+    progress: &Progress,
     scenario: &Scenario,
     name: &str,
     object: Option<(PyPolicy, Kept)>,
@@ -113,7 +166,9 @@ fn execute<R: Recorder + Send>(
     rec: &mut R,
 ) -> PyResult<(RunSummary, Option<Vec<String>>)> {
     let result = match object {
-        None => py.detach(|| run_into(scenario, name, None, decisions, rec)),
+        None => watched(py, progress, || {
+            run_into(scenario, name, None, decisions, rec)
+        })?,
         Some((adapter, kept)) => {
             let result = run_into(scenario, name, Some(Box::new(adapter)), decisions, rec);
             if let Some(e) = kept.take() {
@@ -167,10 +222,12 @@ pub fn simulate<'py>(
         let (adapter, kept) = PyPolicy::new(policy)?;
         (adapter.name().to_string(), Some((adapter, kept)))
     };
+    let progress = Arc::new(Progress::default());
+    scenario.config.watch = Some(progress.clone());
     let started = std::time::Instant::now();
     let (summary, log, run_s, metrics, task_columns, event_columns) = if tasks || events {
         let mut rec = Columns::new(&name, &scenario.machine, tasks, events);
-        let (summary, log) = execute(py, &scenario, &name, object, decisions, &mut rec)?;
+        let (summary, log) = execute(py, &progress, &scenario, &name, object, decisions, &mut rec)?;
         let run_s = started.elapsed().as_secs_f64();
         let (metrics, t, e) = rec
             .finish()
@@ -178,7 +235,7 @@ pub fn simulate<'py>(
         (summary, log, run_s, metrics, t, e)
     } else {
         let mut rec = SummaryStream::new(&name, &scenario.machine);
-        let (summary, log) = execute(py, &scenario, &name, object, decisions, &mut rec)?;
+        let (summary, log) = execute(py, &progress, &scenario, &name, object, decisions, &mut rec)?;
         let run_s = started.elapsed().as_secs_f64();
         (summary, log, run_s, rec.finish(), None, None)
     };

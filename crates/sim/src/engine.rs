@@ -14,8 +14,22 @@
 //! recorder saw.
 //!
 //! Time stops at [`HORIZON_NS`]: an arrival or a run end past it (absurd work, speeds
-//! or bandwidths) is an input error, not an overflow. A run that reaches its event
-//! limit stops with an input error too (a runaway run, e.g. nanosecond slices).
+//! or bandwidths) is an input error, not an overflow.
+//!
+//! What a run may cost is bounded where it is spent, each bound in [`Config`] (a
+//! scenario sets them, `scenario::limits` says why each is what it is):
+//! - memory: the tasks live at once ([`Config::max_live_tasks`], checked as each task
+//!   arrives) and the events a recorder keeps ([`Config::max_kept_events`], a kept run
+//!   record: `--trace`, Python), checked every [`WATCH_EVERY`] events; either stops the
+//!   run with an input error;
+//! - wall time: every [`WATCH_EVERY`] events the run publishes its progress to
+//!   [`Config::watch`] (a progress line drawn by another thread) and stops, with
+//!   [`Error::Interrupted`], if that was told to stop (Ctrl-C);
+//! - an explicit event limit ([`Config::max_events`]: `end.max_events`,
+//!   `--max-events`), an input error when reached.
+//!
+//! The checks share one comparison per event: the event count against the next event
+//! at which one is due.
 //!
 //! A task no unit of the machine can run is rejected by the engine before the policy
 //! sees it. A policy that breaks the contract (a [`ContractError`]) stops the run with
@@ -35,6 +49,7 @@ use hetsched_core::slab::Slab;
 use hetsched_core::task::{Task, TaskId};
 use hetsched_core::task_store::Staged;
 use hetsched_core::{Error, Result};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Engine settings that are not the policy's business.
@@ -46,14 +61,77 @@ pub struct Config {
     pub max_time_ns: Option<u64>,
     /// Fail (an input error) when the run takes more engine events than this.
     pub max_events: Option<u64>,
+    /// Fail (an input error) when more tasks than this are live at once (arrived and
+    /// not ended): what the run's memory grows with.
+    pub max_live_tasks: Option<u64>,
+    /// Fail (an input error) when the recorder keeps more events than this in memory
+    /// ([`Recorder::kept`]; checked every [`WATCH_EVERY`] events).
+    pub max_kept_events: Option<u64>,
+    /// Where the run publishes its progress, and whether to stop (see [`Progress`]).
+    pub watch: Option<Arc<Progress>>,
     /// Performance models kept from earlier runs, for a policy that reads them
     /// ([`Policy::wants_models`]).
     pub models: PerfModels,
 }
 
+/// Engine events between two looks at [`Config::watch`] and [`Config::max_kept_events`]:
+/// about 1–3 ms of a run at the engine's 5–15 M events per second, so that Ctrl-C
+/// stops it at once and a progress line moves smoothly, for one comparison per event.
+pub const WATCH_EVERY: u64 = 1 << 14;
+
+/// A run's progress, published every [`WATCH_EVERY`] engine events (and at its end) for
+/// another thread to show, and a flag that thread sets to stop the run (with
+/// [`Error::Interrupted`]). Shared through [`Config::watch`]; several runs one after
+/// the other may share one (each publishes its own counts).
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Engine events so far.
+    pub events: AtomicU64,
+    /// Simulated time, ns.
+    pub now_ns: AtomicU64,
+    /// Tasks arrived, and of them those completed and rejected.
+    pub submitted: AtomicU64,
+    pub completed: AtomicU64,
+    pub rejected: AtomicU64,
+    stop: AtomicBool,
+}
+
+impl Progress {
+    /// Asks the run to stop at its next look (within [`WATCH_EVERY`] events).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Progress::stop`] was called.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    fn publish(&self, events: u64, now_ns: u64, s: &RunSummary) {
+        self.events.store(events, Ordering::Relaxed);
+        self.now_ns.store(now_ns, Ordering::Relaxed);
+        self.submitted.store(s.submitted, Ordering::Relaxed);
+        self.completed.store(s.completed, Ordering::Relaxed);
+        self.rejected.store(s.rejected, Ordering::Relaxed);
+    }
+}
+
+/// One progress is equal to itself only (a [`Config`] compares by what it shares).
+impl PartialEq for Progress {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
 /// The end of simulated time: 10^9 s (about 31 years), far from `u64::MAX` ns so that
 /// sums of times within it cannot overflow.
 pub const HORIZON_NS: u64 = 1_000_000_000 * 1_000_000_000;
+
+/// What a live task costs in memory, in bytes, for messages: the engine's 64 (task
+/// store slot, work, queue entry, index) and a recorder's per-task state (the streaming
+/// CSV's outcome in the making), rounded up; `crates/cli/tests/simulate_memory.rs`
+/// measures the first.
+pub const LIVE_TASK_BYTES: u64 = 128;
 
 /// The rate at which a task's pages move to another NUMA node (bytes/s), when a
 /// policy migrates its memory with it: 1 GB/s, our assumption for the kernel's page
@@ -132,6 +210,8 @@ const NO_SLICE_END: u64 = u64::MAX;
 const NO_NODE: u32 = u32::MAX;
 
 const _: () = assert!(std::mem::size_of::<Segment>() == 64);
+// What `scenario::limits::MAX_KEPT_EVENTS` says a kept event costs.
+const _: () = assert!(std::mem::size_of::<Event>() == 48);
 
 impl Segment {
     /// The NUMA node whose shared bandwidth the task draws on, if any.
@@ -341,6 +421,9 @@ where
         io: IoStreams::new(machine),
     };
     let mut arrivals = arrivals.into_iter();
+    // The event count at which the event limit, the watch or the kept record is looked
+    // at next (see `Sim::check`).
+    let mut next_check = sim.next_check();
     // The next arrival waits in the task store, where it will live; its arrival time
     // beside it, read at every event.
     let mut pending = arrivals.next().map(|t| sim.stage(&mut core, t));
@@ -378,13 +461,8 @@ where
         if t > HORIZON_NS {
             return Err(past_horizon(&core, t, next, pending.map(|(p, _)| p)));
         }
-        if config.max_events == Some(sim.summary.events) {
-            return Err(Error::input(format!(
-                "the run reached its event limit ({} events, at {:.3} s simulated, {} tasks live): stop it earlier with end.max_time_s, or raise end.max_events or --max-events",
-                sim.summary.events,
-                core.now() as f64 * 1e-9,
-                core.tasks().len()
-            )));
+        if sim.summary.events == next_check {
+            next_check = sim.check(&core)?;
         }
         if t < core.now() {
             return Err(Error::runtime(format!(
@@ -427,6 +505,9 @@ where
         _ => arrivals.count(),
     };
     sim.summary.unfinished = core.tasks().len() as u64 + pending.is_some() as u64 + left as u64;
+    if let Some(w) = &config.watch {
+        w.publish(sim.summary.events, core.now(), &sim.summary);
+    }
     let s = &sim.summary;
     if core.tasks().is_empty() && s.work_done_ns != s.work_completed_ns {
         return Err(Error::runtime(format!(
@@ -450,6 +531,58 @@ fn past_horizon(core: &EngineCore, t_ns: u64, next: Next, pending: Option<Staged
         t_ns as f64 * 1e-9,
         HORIZON_NS as f64 * 1e-9
     ))
+}
+
+impl<R: Recorder + ?Sized> Sim<'_, R> {
+    /// The first event count past the current one at which [`Sim::check`] is due: the
+    /// event limit, or the next multiple of [`WATCH_EVERY`] if anything is watched.
+    fn next_check(&self) -> u64 {
+        let c = self.config;
+        let events = self.summary.events;
+        let watched = c.watch.is_some() || c.max_kept_events.is_some();
+        let watch = match watched {
+            true => (events / WATCH_EVERY + 1) * WATCH_EVERY,
+            false => u64::MAX,
+        };
+        c.max_events.map_or(watch, |m| watch.min(m))
+    }
+
+    /// At the event limit, an input error; otherwise the progress published, Ctrl-C and
+    /// the kept record looked at. Returns when to look again.
+    #[cold]
+    #[inline(never)]
+    fn check(&mut self, core: &EngineCore) -> Result<u64> {
+        let (c, events, now) = (self.config, self.summary.events, core.now());
+        let secs = now as f64 * 1e-9;
+        if c.max_events == Some(events) {
+            return Err(Error::input(format!(
+                "the run reached its event limit ({events} events, at {secs:.3} s simulated, {} tasks live, {} of {} arrived tasks done): stop it earlier with end.max_time_s, or raise end.max_events or --max-events (at most 10^12)",
+                core.tasks().len(),
+                self.summary.completed + self.summary.rejected,
+                self.summary.submitted,
+            )));
+        }
+        if let Some(w) = &c.watch {
+            w.publish(events, now, &self.summary);
+            if w.stopped() {
+                return Err(Error::Interrupted(format!(
+                    "interrupted at {secs:.3} s simulated, {} of {} arrived tasks done",
+                    self.summary.completed + self.summary.rejected,
+                    self.summary.submitted
+                )));
+            }
+        }
+        if let Some(max) = c.max_kept_events {
+            let kept = self.rec.kept() as u64;
+            if kept > max {
+                return Err(Error::input(format!(
+                    "the run record kept in memory reached {kept} events at {secs:.3} s simulated, more than the {max} this run may keep (about {} MiB): shorten the run with end.max_time_s, or keep no record of its events (`hetsched simulate` without --trace streams its outputs)",
+                    (max * std::mem::size_of::<Event>() as u64) >> 20
+                )));
+            }
+        }
+        Ok(self.next_check())
+    }
 }
 
 impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
@@ -668,6 +801,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         if ideal.is_some() {
             let live = core.tasks().len() + 1;
             self.summary.peak_live = self.summary.peak_live.max(live);
+            if self.config.max_live_tasks.is_some_and(|m| live as u64 > m) {
+                return Err(self.too_many_live(core, staged));
+            }
         }
         match core.arrive(policy, self, staged, ideal.unwrap_or(0))? {
             Arrival::Queued(_) => {}
@@ -679,6 +815,21 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             }
         }
         Ok(())
+    }
+
+    /// The error for an arrival past [`Config::max_live_tasks`].
+    #[cold]
+    #[inline(never)]
+    fn too_many_live(&self, core: &EngineCore, staged: Staged) -> Error {
+        let task = &core.tasks().staged(staged).task;
+        let max = self.config.max_live_tasks.unwrap_or(0);
+        Error::input(format!(
+            "task {} (type {:?}) arrives at {:.3} s simulated with {max} tasks live (arrived, not ended): a run may keep at most {max} tasks live at once (about {} MiB); the tasks arrive faster than the machine runs them: lower the counts arriving together or the generators' rates, or set end.max_time_s",
+            task.id,
+            &*task.kind,
+            core.now() as f64 * 1e-9,
+            (max * LIVE_TASK_BYTES) >> 20
+        ))
     }
 
     /// The NUMA node a task on unit `u` (of type `kind`) draws memory bandwidth from,

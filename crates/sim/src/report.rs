@@ -15,12 +15,16 @@ pub fn table(metrics: &[Metrics]) -> String {
         k.dedup();
         k
     };
+    // Tasks left (a run stopped at its time limit): a column only when a run left some,
+    // so that the table of runs that completed stays as it was.
+    let left = metrics.iter().any(|m| m.unfinished > 0);
+    let _ = write!(out, "{:<24} {:>6} {:>5}", "policy", "done", "rej");
+    if left {
+        let _ = write!(out, " {:>6}", "left");
+    }
     let _ = write!(
         out,
-        "{:<24} {:>6} {:>5} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
-        "policy",
-        "done",
-        "rej",
+        " {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
         "makespan_s",
         "turn_mean",
         "turn_med",
@@ -35,12 +39,13 @@ pub fn table(metrics: &[Metrics]) -> String {
     }
     let _ = writeln!(out, " {:>6} {:>6} {:>8}", "migr", "steals", "fairness");
     for m in metrics {
+        let _ = write!(out, "{:<24} {:>6} {:>5}", m.policy, m.completed, m.rejected);
+        if left {
+            let _ = write!(out, " {:>6}", m.unfinished);
+        }
         let _ = write!(
             out,
-            "{:<24} {:>6} {:>5} {:>10.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>10.3}",
-            m.policy,
-            m.completed,
-            m.rejected,
+            " {:>10.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>10.3}",
             m.makespan_s,
             m.turnaround_s.mean,
             m.turnaround_s.median,

@@ -10,7 +10,7 @@
 //! policies = ["fcfs", "cfs", "dmda"]
 //! checkpoint_cost_ms = 0.1      # per accelerator checkpoint
 //! end = { max_time_s = 60 }     # optional; default: until every task ended
-//!                               # (also max_events: the run's event limit)
+//!                               # (also max_events: an event limit; default none)
 //!
 //! [[task]]                      # explicit tasks
 //! type = "gemm"                 # task type (performance models learn per type)
@@ -50,8 +50,34 @@
 //! Every number is checked against a range ([`limits`], listed in `docs/scenarios.md`)
 //! before a run starts, so that no file makes the simulator
 //! overflow its nanosecond clock, spin on nanosecond slices or allocate without bound:
-//! tasks are streamed (a `count` is not expanded into a list), and a run stops with an
-//! error at its event limit.
+//! tasks are streamed (a `count` is not expanded into a list).
+//!
+//! # What bounds a run
+//!
+//! A run is bounded where it costs, not by a count of engine events. An event limit is
+//! a proxy that fits no workload: a task under fcfs takes two events, under cfs or
+//! eevdf one per slice (a 1 ms slice: a thousand per second of work) plus the balance
+//! ticks of the whole run, so a limit loose enough for a long preemptive run lets a
+//! burst of arrivals fill the memory, and one tight enough for memory stops ordinary
+//! studies (10^6 events stopped a 50,000-task Poisson run under cfs after 0.05 s). So:
+//!
+//! - **memory** grows with the tasks live at once (arrived, not ended: the engine's
+//!   task store and queues, a recorder's outcome in the making) and with a record kept
+//!   whole (`--trace`, Python's `simulate`): [`limits::MAX_LIVE_TASKS`] and
+//!   [`limits::MAX_KEPT_EVENTS`], checked as the run goes (the engine's
+//!   `Config::max_live_tasks`, `Config::max_kept_events`); finished tasks are dropped, so
+//!   a long run of few live tasks costs no more than a short one;
+//! - **what is generated** (the tasks, the per-task CSV rows, the wall time they take)
+//!   grows with the run's tasks: [`limits::MAX_RUN_TASKS`], checked before the run
+//!   from the counts, or, with `end.max_time_s`, from the tasks expected to arrive by
+//!   then ([`Scenario::check_limits`]);
+//! - **wall time** is left to the user, who sees it: `hetsched simulate` draws a progress
+//!   line on a terminal after 2 s and stops cleanly on Ctrl-C (nothing truncated left,
+//!   exit 130), through the engine's `Config::watch`. A limit on wall time would make
+//!   the same scenario succeed on one machine and fail on another.
+//!
+//! `end.max_events` and `--max-events` remain, as limits a user states; there is no
+//! default.
 
 use crate::task::SimTask as Task;
 use hetsched_core::error::{in_range, num};
@@ -242,13 +268,27 @@ pub mod limits {
     pub const MAX_CHECKPOINT_COST_MS: f64 = 1e6;
     /// Generator rates, tasks per second.
     pub const RATE: (f64, f64) = (1e-6, 1e9);
-    /// Copies of a task or tasks of a generator.
+    /// Copies of a task or tasks of a generator (a generator that `end.max_time_s` cuts
+    /// short may count more than a run takes: [`MAX_RUN_TASKS`]).
     pub const MAX_COUNT: u64 = 1_000_000_000_000;
-    /// Engine events (arrivals, run ends, ticks) a run may take unless `end.max_events`
-    /// or `--max-events` says otherwise. A burst of arrivals keeps each task live (about
-    /// 150 bytes with its record): 10^6 events bound a run to about 150 MB.
-    pub const DEFAULT_MAX_EVENTS: u64 = 1_000_000;
-    /// The largest event limit one may ask for.
+    /// The tasks of one run: the sum of the counts, or with `end.max_time_s` those
+    /// expected to arrive by then. What is generated grows with it: a row of the
+    /// per-task CSV each (about 120 bytes: 12 GB a run at the limit) and the wall time
+    /// (a release build runs 1–5 M tasks a second under fcfs and cfs, so the limit is
+    /// half a minute to a few minutes a policy). 500 times the largest study in
+    /// `docs/` (the 200,000-task M/G/1 runs), 100 times `bench sim`'s runs.
+    pub const MAX_RUN_TASKS: u64 = 100_000_000;
+    /// Tasks live at once (arrived, not ended), what a run's memory grows with: at most
+    /// [`crate::engine::LIVE_TASK_BYTES`] each, so about 1.2 GiB at the limit. Ten times
+    /// the burst of `scenarios/bench/wait1m.toml` (10^6 tasks waiting at once); a machine
+    /// that keeps up with its arrivals holds a few per unit.
+    pub const MAX_LIVE_TASKS: u64 = 10_000_000;
+    /// Events a run record kept whole may hold, all the runs of one command together
+    /// (`hetsched simulate --trace` keeps every run's record to write the trace): 48
+    /// bytes each in the record, so about 460 MiB; four events a task under fcfs (about
+    /// 2.5 × 10^6 tasks), more under preemptive policies (a stop and a start a slice).
+    pub const MAX_KEPT_EVENTS: u64 = 10_000_000;
+    /// The largest event limit one may ask for (`end.max_events`, `--max-events`).
     pub const MAX_EVENTS: u64 = 1_000_000_000_000;
 }
 
@@ -326,13 +366,14 @@ impl Scenario {
             Some(t) => Some(secs(range("end.max_time_s", t, 0.0, limits::MAX_TIME_S)?)),
             None => None,
         };
-        let max_events = end.max_events.unwrap_or(limits::DEFAULT_MAX_EVENTS);
-        if !(1..=limits::MAX_EVENTS).contains(&max_events) {
-            return Err(Error::input(format!(
-                "{}: expected an integer in [1, {}], got {max_events}",
-                field("end.max_events"),
-                limits::MAX_EVENTS
-            )));
+        if let Some(n) = end.max_events {
+            if !(1..=limits::MAX_EVENTS).contains(&n) {
+                return Err(Error::input(format!(
+                    "{}: expected an integer in [1, {}], got {n}",
+                    field("end.max_events"),
+                    limits::MAX_EVENTS
+                )));
+            }
         }
 
         let mut explicit = Vec::new();
@@ -411,7 +452,9 @@ impl Scenario {
             config: crate::Config {
                 checkpoint_cost_ns: (file.checkpoint_cost_ms * 1e6).round() as u64,
                 max_time_ns,
-                max_events: Some(max_events),
+                max_events: end.max_events,
+                max_live_tasks: Some(limits::MAX_LIVE_TASKS),
+                max_kept_events: Some(limits::MAX_KEPT_EVENTS),
                 ..crate::Config::default()
             },
             explicit,
@@ -485,21 +528,81 @@ impl Scenario {
             }
             self.config.max_events = Some(n);
         }
-        self.check_event_limit()
+        self.check_limits()
     }
 
-    /// Checks that the run can end within its event limit: without `end.max_time_s`,
-    /// every task costs at least one event (its arrival).
-    pub fn check_event_limit(&self) -> Result<()> {
+    /// The tasks a run takes: all of them, or with `end.max_time_s` about those expected
+    /// to arrive by then (see [`Scenario::check_limits`]); at most [`Scenario::task_count`].
+    pub fn expected_tasks(&self) -> u64 {
+        let total: f64 = self.run_entries().iter().map(|e| e.0).sum();
+        (total.round() as u64).min(self.task_count())
+    }
+
+    /// Each entry's tasks in a run (expected, with an end time: the explicit tasks
+    /// arriving before it, a generator's rate times the time from its start, at most its
+    /// count), and the entry as an error names it.
+    fn run_entries(&self) -> Vec<(f64, String)> {
+        let end_ns = self.config.max_time_ns;
+        let mut entries: Vec<(f64, String)> = Vec::new();
+        for (i, (t, n)) in self.explicit.iter().enumerate() {
+            if end_ns.is_none_or(|e| t.arrival_ns <= e) {
+                entries.push((*n as f64, format!("task[{i}].count = {n}")));
+            }
+        }
+        for (i, g) in self.generators.iter().enumerate() {
+            let n = match end_ns {
+                None => g.count as f64,
+                Some(e) => ((e as f64 / 1e9 - g.start).max(0.0) * g.rate).min(g.count as f64),
+            };
+            let key = match end_ns {
+                None => format!("generator[{i}].count = {}", g.count),
+                Some(e) => format!(
+                    "generator[{i}]: rate {}/s from {} s to end.max_time_s = {} s, count {}",
+                    num(g.rate),
+                    num(g.start),
+                    num(e as f64 / 1e9),
+                    g.count
+                ),
+            };
+            entries.push((n, key));
+        }
+        entries
+    }
+
+    /// Checks what a run of the scenario will generate before it starts: its tasks at
+    /// most [`limits::MAX_RUN_TASKS`] (all the counts; with `end.max_time_s`, those
+    /// expected to arrive by then: the explicit tasks arriving before it and each
+    /// generator's rate times the time from its start, at most its count); and, with an
+    /// explicit event limit and no `end.max_time_s`, at most as many tasks as events
+    /// (each arrival is one). The error names the entry that weighs most.
+    pub fn check_limits(&self) -> Result<()> {
+        let origin = &self.origin;
+        let end_ns = self.config.max_time_ns;
+        let entries = self.run_entries();
+        let total: f64 = entries.iter().map(|e| e.0).sum();
+        if total > limits::MAX_RUN_TASKS as f64 {
+            let (_, key) = entries
+                .iter()
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .expect("a scenario has tasks");
+            let what = match end_ns {
+                None => format!(
+                    "{} tasks in the run (all counts together)",
+                    self.task_count()
+                ),
+                Some(_) => format!("about {} tasks arrive in the run", num(total.round())),
+            };
+            return Err(Error::input(format!(
+                "{origin}: {key}: {what}, expected at most {} (each one a row of the per-task CSV and its share of the wall time): lower the counts or the rates, or set end.max_time_s",
+                limits::MAX_RUN_TASKS
+            )));
+        }
         let (n, limit) = (self.task_count(), self.config.max_events);
         match limit {
-            Some(limit) if self.config.max_time_ns.is_none() && n > limit => {
-                Err(Error::input(format!(
-                    "{}: {n} tasks (the counts of task and generator) exceed the event limit of {limit} events: set end.max_time_s, or raise end.max_events or --max-events (at most {})",
-                    self.origin,
-                    limits::MAX_EVENTS
-                )))
-            }
+            Some(limit) if end_ns.is_none() && n > limit => Err(Error::input(format!(
+                "{origin}: {n} tasks (the counts of task and generator) exceed the event limit of {limit} events: set end.max_time_s, or raise end.max_events or --max-events (at most {})",
+                limits::MAX_EVENTS
+            ))),
             _ => Ok(()),
         }
     }

@@ -124,7 +124,7 @@ fn scenario_text() -> impl Strategy<Value = String> {
 fn run_all(mut s: Scenario, specs: &[&str]) -> Result<(), TestCaseError> {
     let limit = s.config.max_events.unwrap_or(MAX_EVENTS).min(MAX_EVENTS);
     s.config.max_events = Some(limit);
-    if s.check_event_limit().is_err() {
+    if s.check_limits().is_err() {
         return Ok(());
     }
     for spec in specs {

@@ -296,7 +296,7 @@ fn child<T: Serialize>(fd: RawFd, memory_cap: Option<u64>, work: impl FnOnce() -
             }
         }
         Ok(Err(Error::Input(msg))) => tagged(INPUT, &msg),
-        Ok(Err(Error::Runtime(msg))) => tagged(RUNTIME, &msg),
+        Ok(Err(Error::Runtime(msg) | Error::Interrupted(msg))) => tagged(RUNTIME, &msg),
         Err(payload) => {
             let msg = payload
                 .downcast_ref::<&str>()

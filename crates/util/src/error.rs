@@ -1,7 +1,9 @@
 //! The error type every hetsched crate returns to the CLI.
 //!
 //! Two kinds matter to a user: bad input (a file, field or argument that is wrong;
-//! exit code 2, like a usage error) and a failure while doing valid work (exit 1).
+//! exit code 2, like a usage error) and a failure while doing valid work (exit 1). A
+//! third says the user stopped the work (Ctrl-C): exit 130, as a shell reports a
+//! process SIGINT ended, though this one ended cleanly.
 
 use std::fmt;
 
@@ -13,6 +15,9 @@ pub enum Error {
     /// Valid input, but the work failed (I/O, a library, the OS).
     #[error("{0}")]
     Runtime(String),
+    /// The user stopped the work (SIGINT); the message says where it stopped.
+    #[error("{0}")]
+    Interrupted(String),
 }
 
 impl Error {
@@ -31,11 +36,21 @@ impl Error {
             num(got)
         ))
     }
+    /// The same kind of error (so the same exit code), its message changed by `f` (a
+    /// prefix naming the subject, a note).
+    pub fn map_message(self, f: impl FnOnce(String) -> String) -> Self {
+        match self {
+            Error::Input(m) => Error::Input(f(m)),
+            Error::Runtime(m) => Error::Runtime(f(m)),
+            Error::Interrupted(m) => Error::Interrupted(f(m)),
+        }
+    }
     /// The process exit code the CLI uses for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Input(_) => 2,
             Error::Runtime(_) => 1,
+            Error::Interrupted(_) => 130,
         }
     }
 }
