@@ -225,7 +225,7 @@ pub fn simulate<'py>(
     let progress = Arc::new(Progress::default());
     scenario.config.watch = Some(progress.clone());
     let started = std::time::Instant::now();
-    let (summary, log, run_s, metrics, task_columns, event_columns) = if tasks || events {
+    let (summary, log, run_s, mut metrics, task_columns, event_columns) = if tasks || events {
         let mut rec = Columns::new(&name, &scenario.machine, tasks, events);
         let (summary, log) = execute(py, &progress, &scenario, &name, object, decisions, &mut rec)?;
         let run_s = started.elapsed().as_secs_f64();
@@ -239,6 +239,8 @@ pub fn simulate<'py>(
         let run_s = started.elapsed().as_secs_f64();
         (summary, log, run_s, rec.finish(), None, None)
     };
+    // The tasks a time limit left, as the CLI's metrics.json says them.
+    metrics.unfinished = summary.unfinished;
     if summary.unfinished > 0 && scenario.config.max_time_ns.is_none() {
         return Err(py_err(Error::runtime(format!(
             "{name}: {} tasks never finished (the policy left them queued)",
