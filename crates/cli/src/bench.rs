@@ -4,6 +4,7 @@ use clap::{Args, Subcommand};
 use hetsched_core::machine::UnitGranularity;
 use hetsched_core::Result;
 use hetsched_live::bench::Placement;
+use hetsched_util::host::{thread_cpu_seconds, LoadAverage};
 use std::time::Instant;
 
 #[derive(Subcommand)]
@@ -295,12 +296,6 @@ pub struct SimBench {
     repeat: u32,
 }
 
-/// CPU seconds this thread has used (nanosecond clock): on a shared machine wall time
-/// overstates, and runs of a few tenths of a second need more than 1/100 s ticks.
-fn thread_cpu_s() -> f64 {
-    hetsched_sig::bench::thread_cpu_seconds()
-}
-
 /// Peak resident memory of this process in KiB (Linux `VmHWM`), if readable.
 pub(crate) fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -311,10 +306,10 @@ pub(crate) fn peak_rss_kib() -> Option<u64> {
 /// CPU seconds (this thread's) and wall seconds `f` takes, and its result.
 pub(crate) fn timed<T>(f: impl FnOnce() -> T) -> (f64, f64, T) {
     let start = Instant::now();
-    let cpu0 = thread_cpu_s();
+    let cpu0 = thread_cpu_seconds();
     let out = f();
     let wall = start.elapsed().as_secs_f64();
-    let cpu = thread_cpu_s() - cpu0;
+    let cpu = thread_cpu_seconds() - cpu0;
     (cpu, wall, out)
 }
 
@@ -396,10 +391,9 @@ pub struct SimulateBench {
     bench_tasks: u64,
 }
 
-/// The 1-minute load average (`/proc/loadavg`), if readable.
+/// The 1-minute load average, if readable.
 pub(crate) fn load_average() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
-    text.split_whitespace().next()?.parse().ok()
+    LoadAverage::now().map(|l| l.0[0])
 }
 
 /// The best CPU time of a figure's runs and the range of the load average over them.

@@ -40,7 +40,7 @@ pub fn synthetic_blocks(n: usize, seed: u64) -> Vec<u64> {
     v
 }
 
-pub use hetsched_util::host::thread_cpu_seconds;
+use hetsched_util::host::thread_cpu_seconds;
 
 /// Analyse an in-memory block trace (the analysis from the first access to the
 /// finished profile is timed); returns the profile and accesses per CPU-second.
