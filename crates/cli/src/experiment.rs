@@ -41,7 +41,11 @@ impl Subcommand for Experiment {
                     "Output directory: {} [default: hetsched-out/{}]",
                     e.outputs, e.key
                 ));
-            cmd.subcommand((e.args)(Command::new(e.key).about(e.about)).arg(out))
+            // After the options: their struct's doc comment would be the about otherwise.
+            let about = (e.args)(Command::new(e.key))
+                .about(e.about)
+                .long_about(None);
+            cmd.subcommand(about.arg(out))
         })
     }
     fn augment_subcommands_for_update(cmd: Command) -> Command {

@@ -14,12 +14,11 @@
 //! from an earlier command).
 
 use clap::Args;
-use hetsched_core::outcome_stream::SummaryStream;
 use hetsched_core::perf_model::{self, PerfModels};
 use hetsched_core::{Error, Result};
 use hetsched_sim::engine::Progress;
 use hetsched_sim::scenario::{limits, Scenario};
-use hetsched_sim::stream::StreamRecorder;
+use hetsched_sim::stream::run_streamed;
 use hetsched_sim::{report, trace};
 use hetsched_util::files::{OutDir, OutFile};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -69,30 +68,6 @@ pub struct SimulateArgs {
     /// that a scenario and a seed always give the same results.
     #[arg(long, value_name = "DIR", num_args = 0..=1)]
     pub perfmodel: Option<Option<PathBuf>>,
-}
-
-/// One run of `policy` on `scenario` with its outputs made as it goes (no trace): its
-/// metrics, and its per-task CSV written to `csv` if given (with its name for errors);
-/// without the CSV, the metrics alone ([`SummaryStream`]: no outcomes, no record checks).
-/// `hetsched simulate` without `--trace` and `hetsched bench simulate` both run this.
-pub fn run_streamed<W: std::io::Write>(
-    scenario: &Scenario,
-    policy: &str,
-    csv: Option<(W, String)>,
-    on_task: &mut dyn FnMut(&hetsched_sim::SimTask),
-) -> Result<(hetsched_core::record::Metrics, hetsched_sim::RunSummary)> {
-    let (machine, seed) = (&scenario.machine, scenario.seed);
-    let Some((file, name)) = csv else {
-        let mut rec = SummaryStream::new(policy, machine);
-        let summary = hetsched_sim::run_into(scenario, policy, seed, on_task, &mut rec)?;
-        return Ok((rec.finish(), summary));
-    };
-    let mut rec = StreamRecorder::new(policy, machine, file, name);
-    let summary = hetsched_sim::run_into(scenario, policy, seed, on_task, &mut rec)?;
-    let metrics = rec
-        .finish()
-        .map_err(|e| Error::runtime(format!("{policy}: {e}")))?;
-    Ok((metrics, summary))
 }
 
 pub fn simulate(args: SimulateArgs) -> Result<()> {

@@ -128,3 +128,27 @@ impl<W: Write> Recorder for StreamRecorder<W> {
         }
     }
 }
+
+/// One run of `policy` on `scenario` with its outputs made as it goes (no trace): its
+/// metrics, and its per-task CSV written to `csv` if given (with its name for errors);
+/// without the CSV, the metrics alone ([`SummaryStream`]: no outcomes, no record checks).
+/// `hetsched simulate` without `--trace` and `hetsched bench simulate` both run this.
+pub fn run_streamed<W: Write>(
+    scenario: &crate::scenario::Scenario,
+    policy: &str,
+    csv: Option<(W, String)>,
+    on_task: &mut dyn FnMut(&crate::SimTask),
+) -> Result<(Metrics, crate::RunSummary)> {
+    let (machine, seed) = (&scenario.machine, scenario.seed);
+    let Some((file, name)) = csv else {
+        let mut rec = hetsched_core::outcome_stream::SummaryStream::new(policy, machine);
+        let summary = crate::run_into(scenario, policy, seed, on_task, &mut rec)?;
+        return Ok((rec.finish(), summary));
+    };
+    let mut rec = StreamRecorder::new(policy, machine, file, name);
+    let summary = crate::run_into(scenario, policy, seed, on_task, &mut rec)?;
+    let metrics = rec
+        .finish()
+        .map_err(|e| Error::runtime(format!("{policy}: {e}")))?;
+    Ok((metrics, summary))
+}

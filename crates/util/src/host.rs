@@ -55,6 +55,22 @@ pub fn allowed_cpus() -> Vec<usize> {
     affinity(None).unwrap_or_else(|_| vec![0])
 }
 
+/// `requested` if this process may run on it (an input error naming `--cpu` otherwise),
+/// or the first CPU it may run on.
+pub fn cpu_or_first(requested: Option<usize>) -> Result<usize> {
+    let allowed = affinity(None)?;
+    match requested {
+        Some(c) if allowed.contains(&c) => Ok(c),
+        Some(c) => Err(Error::input(format!(
+            "--cpu: this process may not run on PU {c} (allowed: {allowed:?})"
+        ))),
+        None => allowed
+            .first()
+            .copied()
+            .ok_or_else(|| Error::runtime("the process may run on no CPU")),
+    }
+}
+
 /// Binds thread `tid` (`None`: the calling thread) to the OS CPUs `cpus`.
 pub fn pin(tid: Option<i32>, cpus: &[usize]) -> Result<()> {
     let mut set = CpuSet::new();

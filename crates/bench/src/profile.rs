@@ -17,8 +17,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use crate::{options, Benchmark};
+
+pub(crate) const BENCHMARK: Benchmark = Benchmark {
+    key: "profile",
+    about: "Slowdown of each live trace source over native, profiling gzip on generated text",
+    args: <Options as clap::Args>::augment_args,
+    run: |m| run(options(m)?),
+};
+
 #[derive(Args)]
-pub struct ProfileBench {
+struct Options {
     /// Size of the generated gzip input, MB.
     #[arg(long, default_value_t = 10.0)]
     mb: f64,
@@ -90,7 +99,7 @@ fn input(dir: &OutDir, name: &str, mb: f64) -> Result<(PathBuf, u64)> {
     Ok((path, size))
 }
 
-pub fn run(a: ProfileBench) -> Result<()> {
+fn run(a: Options) -> Result<()> {
     if !(a.rate > 0.0 && a.rate <= 1.0) {
         return Err(Error::input(format!(
             "--rate: must be in (0, 1], got {}",

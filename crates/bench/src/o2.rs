@@ -7,9 +7,18 @@ use hetsched_o2::study::parse_cpus;
 use hetsched_util::host::LoadAverage;
 use std::time::Duration;
 
+use crate::{options, Benchmark};
+
+pub(crate) const BENCHMARK: Benchmark = Benchmark {
+    key: "o2",
+    about: "O² delegation: round-trip p50/p99 and throughput",
+    args: <Options as clap::Args>::augment_args,
+    run: |m| bench_o2(options(m)?),
+};
+
 /// `hetsched bench o2`.
 #[derive(Args, Debug)]
-pub struct BenchO2Args {
+struct Options {
     /// The two OS CPUs: caller, then owner.
     #[arg(long, default_value = "0,1")]
     cpus: String,
@@ -21,7 +30,7 @@ pub struct BenchO2Args {
     duration_ms: u64,
 }
 
-pub fn bench_o2(a: BenchO2Args) -> Result<()> {
+fn bench_o2(a: Options) -> Result<()> {
     let cpus = parse_cpus(&a.cpus).map_err(|e| Error::input(format!("--cpus: {e}")))?;
     let [c0, c1] = cpus[..] else {
         return Err(Error::input(format!(

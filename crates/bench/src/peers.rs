@@ -23,7 +23,8 @@
 //! then kept in `--out` for later runs, and run from there only if it is a regular file
 //! of this user that no one else can write.
 
-use crate::bench::{peak_rss_kib, BagArgs, Figure};
+use crate::sim::BagArgs;
+use crate::{peak_rss_kib, Figure};
 use clap::Args;
 use hetsched_core::outcome_stream::SummaryStream;
 use hetsched_core::record::{EventCounter, Metrics};
@@ -35,8 +36,17 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::{options, Benchmark};
+
+pub(crate) const BENCHMARK: Benchmark = Benchmark {
+    key: "peers",
+    about: "The simulator beside SimGrid (S4U) and SimPy on one bag of tasks, the same task stream for each: CPU per task, peak memory, and the outputs checked to agree",
+    args: <Options as clap::Args>::augment_args,
+    run: |m| run(options(m)?),
+};
+
 #[derive(Args)]
-pub struct PeersBench {
+struct Options {
     #[command(flatten)]
     bag: BagArgs,
     /// Runs of each simulator; the fastest counts (the machine is shared).
@@ -65,7 +75,7 @@ struct Peer {
     command: std::result::Result<Command, String>,
 }
 
-pub fn run(a: PeersBench) -> Result<()> {
+fn run(a: Options) -> Result<()> {
     let bag = &a.bag;
     let machine = bag.machine()?;
     let units = machine.units.len();
@@ -99,7 +109,7 @@ pub fn run(a: PeersBench) -> Result<()> {
         metrics = Some(metrics_fig.run(|| with_metrics(&machine, stream()))?);
     }
     let draw_all = || std::hint::black_box(stream().map(|t| t.model.work_s).sum::<f64>());
-    let (generating, _, _) = crate::bench::timed(draw_all);
+    let (generating, _, _) = crate::timed(draw_all);
     let metrics = metrics.expect("one run at least");
     let ours = Report {
         completed: metrics.completed as u64,
@@ -394,7 +404,7 @@ fn parse_report(name: &str, fields: &HashMap<String, String>) -> Result<Report> 
 /// the daemon's figures in `report`: what a StarPU user pays per task, in-process, run
 /// now on this machine. Not installed (or `$STARPU_EXAMPLES` not a directory of them):
 /// said so, with what it needs. An example that fails is reported and the others run.
-pub fn starpu_beside(report: &hetsched_live::bench::Report, tasks: usize) {
+pub(crate) fn starpu_beside(report: &hetsched_live::bench::Report, tasks: usize) {
     let Some(dir) = starpu_examples() else {
         println!(
             "beside StarPU: not run here: needs StarPU's examples (apt-get install starpu-examples, or STARPU_EXAMPLES=DIR)"
@@ -445,7 +455,7 @@ pub fn starpu_beside(report: &hetsched_live::bench::Report, tasks: usize) {
             "  {what} ({example} -i {tasks}): {us:.2} us per task, {:.0}k tasks/s{} (load {})",
             1e3 / us,
             ours.unwrap_or_default(),
-            crate::bench::load_average().map_or("?".into(), |l| format!("{l:.2}"))
+            crate::load_average().map_or("?".into(), |l| format!("{l:.2}"))
         );
     }
 }

@@ -7,9 +7,18 @@ use hetsched_nuca::kernels::Benchmark;
 use hetsched_nuca::{Chip, Program, Scheme, Sim};
 use hetsched_util::host::{thread_cpu_seconds, LoadAverage};
 
+use crate::options;
+
+pub(crate) const BENCHMARK: crate::Benchmark = crate::Benchmark {
+    key: "nuca",
+    about: "Simulated memory accesses per second of the tiled-NUCA simulator",
+    args: <Options as clap::Args>::augment_args,
+    run: |m| bench(options(m)?),
+};
+
 /// Arguments of `hetsched bench nuca`.
 #[derive(Args)]
-pub struct NucaBenchArgs {
+struct Options {
     /// Benchmark whose traces are replayed (radix: 13 M accesses, 75 % of them core
     /// misses under remote-only, so every mechanism is exercised).
     #[arg(long, default_value = "radix")]
@@ -25,7 +34,7 @@ pub struct NucaBenchArgs {
     skew: u64,
 }
 
-pub fn bench(a: NucaBenchArgs) -> Result<()> {
+fn bench(a: Options) -> Result<()> {
     let chip = Chip::shim_64();
     let b = Benchmark::from_name(&a.bench)?;
     let traces = b.generate(chip.cores as usize, a.size.unwrap_or(b.default_size()))?;
