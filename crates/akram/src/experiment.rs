@@ -417,7 +417,7 @@ pub fn table(r: &Results) -> String {
 
 /// PNG charts into `dir`: throughput per mode, and buffered CPIO. Returns their names.
 pub fn plots(r: &Results, dir: &OutDir) -> Result<Vec<PathBuf>> {
-    use hetsched_beisel::plot::{lines, Series};
+    use hetsched_util::plot::{lines, Series};
     let series = |mode: Mode, y: fn(&Point) -> f64| -> Vec<Series> {
         Config::ALL
             .iter()

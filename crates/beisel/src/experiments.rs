@@ -1,7 +1,6 @@
 //! The paper's experiments (Figures 3–7) and the project demo, each writing a table,
 //! CSV and PNG plots into an output directory and returning its figures.
 
-use crate::plot::{lines, Series};
 use crate::workload::{self, Devices, GPU_CHECKPOINT_COST_NS};
 use hetsched_core::machine::{Machine, UnitGranularity, UnitType};
 use hetsched_core::perf_model::PerfModels;
@@ -12,6 +11,7 @@ use hetsched_sim::speed::SpeedModel;
 use hetsched_sim::SimTask as Task;
 use hetsched_sim::{report, run, trace, Config, RunSummary};
 use hetsched_util::files::OutDir;
+use hetsched_util::plot::{lines, Series};
 use std::fmt::Write as _;
 
 /// The paper's testbed: 16 CPU PUs and one GTX 480 (`gpu` unit).

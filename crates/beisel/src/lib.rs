@@ -6,7 +6,6 @@
 
 pub mod experiments;
 pub mod live;
-pub mod plot;
 pub mod reproduce;
 pub mod study;
 pub mod workload;

@@ -2,8 +2,9 @@
 //! line y = 1 (as fast as cfs), drawn into a buffer and written through the output
 //! directory (`hetsched_util::png`).
 
-use hetsched_core::{Error, Result};
+use hetsched_core::Result;
 use hetsched_util::files::OutDir;
+use hetsched_util::plot::{legend, png};
 use plotters::prelude::*;
 
 /// The size of the chart, pixels.
@@ -18,25 +19,19 @@ pub fn bars(
     categories: &[&str],
     series: &[(&str, Vec<f64>)],
 ) -> Result<()> {
-    let path = out.join(name);
-    let err = |e: &dyn std::fmt::Display| Error::runtime(format!("{}: plot: {e}", path.display()));
     let top = series
         .iter()
         .flat_map(|(_, v)| v.iter().copied())
         .fold(1.0f64, f64::max)
         * 1.1;
     let n = categories.len().max(1) as f64;
-    let mut rgb = vec![0; SIZE.0 as usize * SIZE.1 as usize * 3];
-    {
-        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(&e))?;
-        let mut chart = ChartBuilder::on(&root)
+    png(out, name, SIZE, |root| {
+        let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", 22))
             .margin(12)
             .x_label_area_size(60)
             .y_label_area_size(60)
-            .build_cartesian_2d(0.0..n, 0.0..top)
-            .map_err(|e| err(&e))?;
+            .build_cartesian_2d(0.0..n, 0.0..top)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -50,8 +45,7 @@ pub fn bars(
                 }
             })
             .y_desc("speed-up over cfs")
-            .draw()
-            .map_err(|e| err(&e))?;
+            .draw()?;
         let width = 0.8 / series.len().max(1) as f64;
         for (k, (name, values)) in series.iter().enumerate() {
             let color = Palette99::pick(k).to_rgba();
@@ -60,27 +54,17 @@ pub fn bars(
                 .draw_series(values.iter().enumerate().map(|(i, &v)| {
                     let x = i as f64 + x0;
                     Rectangle::new([(x, 0.0), (x + width * 0.9, v)], color.filled())
-                }))
-                .map_err(|e| err(&e))?
+                }))?
                 .label(name.to_string())
                 .legend(move |(x, y)| {
                     Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
                 });
         }
-        chart
-            .draw_series(LineSeries::new(
-                [(0.0, 1.0), (n, 1.0)],
-                BLACK.stroke_width(1),
-            ))
-            .map_err(|e| err(&e))?;
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| err(&e))?;
-        root.present().map_err(|e| err(&e))?;
-    }
-    out.write_png(name, SIZE.0, SIZE.1, &rgb)?;
-    Ok(())
+        chart.draw_series(LineSeries::new(
+            [(0.0, 1.0), (n, 1.0)],
+            BLACK.stroke_width(1),
+        ))?;
+        legend(&mut chart).draw()?;
+        Ok(())
+    })
 }

@@ -1,10 +1,11 @@
 //! PNG figures in the style of the paper's Figures 4–8 (bar charts), drawn into a buffer
-//! and written through the output directory (`hetsched_util::png`).
+//! and written through the output directory (`hetsched_util::plot`).
 
 use crate::experiment::{summarise, BenchResult};
 use crate::Scheme;
-use hetsched_core::{Error, Result};
+use hetsched_core::Result;
 use hetsched_util::files::OutDir;
+use hetsched_util::plot::{legend, png};
 use plotters::prelude::*;
 
 const COLOURS: [RGBColor; 4] = [
@@ -27,14 +28,9 @@ struct Bars<'a> {
 impl Bars<'_> {
     /// Draws the chart into the PNG file `name` of `dir`.
     fn draw(&self, dir: &OutDir, name: &str) -> Result<()> {
-        let path = dir.join(name);
-        let err = |e: &dyn std::fmt::Display| Error::runtime(format!("{}: {e}", path.display()));
         let width = (160 + 60 * self.groups.len() as u32).max(640);
         let size = (width, 520);
-        let mut rgb = vec![0; size.0 as usize * size.1 as usize * 3];
-        {
-            let root = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
-            root.fill(&WHITE).map_err(|e| err(&e))?;
+        png(dir, name, size, |root| {
             let top = if self.stacked {
                 (0..self.groups.len())
                     .map(|g| self.series.iter().map(|s| s.1[g]).sum::<f64>())
@@ -46,20 +42,18 @@ impl Bars<'_> {
                     .fold(0.0, f64::max)
             };
             let n = self.groups.len();
-            let mut chart = ChartBuilder::on(&root)
+            let mut chart = ChartBuilder::on(root)
                 .caption(self.title, ("sans-serif", 20))
                 .margin(12)
                 .x_label_area_size(150)
                 .y_label_area_size(60)
-                .build_cartesian_2d(0.0..n as f64, 0.0..(top * 1.15).max(1e-9))
-                .map_err(|e| err(&e))?;
+                .build_cartesian_2d(0.0..n as f64, 0.0..(top * 1.15).max(1e-9))?;
             chart
                 .configure_mesh()
                 .disable_x_mesh()
                 .x_labels(0)
                 .y_desc(self.y_label)
-                .draw()
-                .map_err(|e| err(&e))?;
+                .draw()?;
             let k = self.series.len() as f64;
             for (si, (name, values)) in self.series.iter().enumerate() {
                 let colour = COLOURS[si % COLOURS.len()];
@@ -78,8 +72,7 @@ impl Bars<'_> {
                     Rectangle::new([(x0, y0), (x1, y0 + v)], colour.filled())
                 });
                 chart
-                    .draw_series(rects)
-                    .map_err(|e| err(&e))?
+                    .draw_series(rects)?
                     .label(name.as_str())
                     .legend(move |(x, y)| {
                         Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled())
@@ -92,20 +85,13 @@ impl Bars<'_> {
                 .color(&BLACK);
             for (g, name) in self.groups.iter().enumerate() {
                 let (px, py) = chart.backend_coord(&(g as f64 + 0.5, 0.0));
-                root.draw(&Text::new(name.clone(), (px - 6, py + 6), style.clone()))
-                    .map_err(|e| err(&e))?;
+                root.draw(&Text::new(name.clone(), (px - 6, py + 6), style.clone()))?;
             }
-            chart
-                .configure_series_labels()
+            legend(&mut chart)
                 .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .draw()
-                .map_err(|e| err(&e))?;
-            root.present().map_err(|e| err(&e))?;
-        }
-        dir.write_png(name, size.0, size.1, &rgb)?;
-        Ok(())
+                .draw()?;
+            Ok(())
+        })
     }
 }
 

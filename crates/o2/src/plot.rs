@@ -5,6 +5,7 @@
 
 use hetsched_core::{Error, Result};
 use hetsched_util::files::OutDir;
+use hetsched_util::plot::{legend, png};
 use plotters::prelude::*;
 
 /// The size of a plot, pixels.
@@ -49,8 +50,6 @@ pub fn log2_x_lines(
     series: &[Series<'_>],
 ) -> Result<()> {
     let path = out.join(name);
-    let err =
-        |e: &dyn std::fmt::Display| Error::runtime(format!("plotting {}: {e}", path.display()));
     let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
     let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
     let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
@@ -61,11 +60,8 @@ pub fn log2_x_lines(
             path.display()
         )));
     }
-    let mut rgb = vec![0; SIZE.0 as usize * SIZE.1 as usize * 3];
-    {
-        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(&e))?;
-        let mut chart = ChartBuilder::on(&root)
+    png(out, name, SIZE, |root| {
+        let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", 22))
             .margin(12)
             .x_label_area_size(45)
@@ -73,40 +69,28 @@ pub fn log2_x_lines(
             .build_cartesian_2d(
                 (x0.log2() - 0.2)..(x1.log2() + 0.2),
                 0.0..(y1 * 1.1).max(1e-9),
-            )
-            .map_err(|e| err(&e))?;
+            )?;
         chart
             .configure_mesh()
             .x_desc(x_label)
             .y_desc(y_label)
             .x_label_formatter(&|v| human_bytes(2f64.powf(*v)))
             .y_label_formatter(&|v| human_count(*v))
-            .draw()
-            .map_err(|e| err(&e))?;
+            .draw()?;
         for (i, s) in series.iter().enumerate() {
             let color = COLORS[i % COLORS.len()];
             let pts: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (x.log2(), y)).collect();
             chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                .map_err(|e| err(&e))?
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
                 .label(s.name)
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
                 });
-            chart
-                .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
-                .map_err(|e| err(&e))?;
+            chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| err(&e))?;
-        root.present().map_err(|e| err(&e))?;
-    }
-    out.write_png(name, SIZE.0, SIZE.1, &rgb)?;
-    Ok(())
+        legend(&mut chart).draw()?;
+        Ok(())
+    })
 }
 
 /// 65536 → "64K", 3 MiB → "3M".

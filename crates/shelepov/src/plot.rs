@@ -1,20 +1,16 @@
 //! The bar chart: per configuration, each program's change in completion time under
 //! `signature` (ours against the default scheduler, ours against `eevdf` beside it, and
 //! the paper's where its text gives it) and the aggregate; drawn into a buffer and
-//! written through the output directory (`hetsched_util::png`).
+//! written through the output directory (`hetsched_util::plot`).
 
 use crate::experiments::Outcome;
-use hetsched_core::{Error, Result};
+use hetsched_core::Result;
 use hetsched_util::files::OutDir;
+use hetsched_util::plot::{legend, png};
 use plotters::prelude::*;
-use std::path::Path;
 
 /// The size of the chart, pixels.
 const SIZE: (u32, u32) = (1400, 760);
-
-fn err<E: std::fmt::Display>(path: &Path) -> impl Fn(E) -> Error + '_ {
-    move |e| Error::runtime(format!("{}: plot: {e}", path.display()))
-}
 
 /// Bars per group: ours against the default scheduler, ours against `eevdf`, the paper's.
 const BARS: i32 = 3;
@@ -22,7 +18,6 @@ const BARS: i32 = 3;
 /// Draws one bar group per program and one for the aggregate of each configuration,
 /// ours beside the paper's, into the PNG file `name` of `out`.
 pub fn bars(out: &OutDir, name: &str, outcomes: &[Outcome]) -> Result<()> {
-    let path = &out.join(name);
     // (label, ours, ours vs eevdf, paper)
     let mut groups: Vec<(String, f64, f64, Option<f64>)> = Vec::new();
     for o in outcomes {
@@ -52,11 +47,8 @@ pub fn bars(out: &OutDir, name: &str, outcomes: &[Outcome]) -> Result<()> {
     let pad = (hi - lo).max(1.0) * 0.08;
     // One segment per bar; a group's label sits at its middle bar.
     let n = groups.len() as i32 * BARS;
-    let mut rgb = vec![0; SIZE.0 as usize * SIZE.1 as usize * 3];
-    {
-        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(err(path))?;
-        let mut chart = ChartBuilder::on(&root)
+    png(out, name, SIZE, |root| {
+        let mut chart = ChartBuilder::on(root)
             .caption(
                 "signature vs default scheduler: change in mean completion time",
                 ("sans-serif", 22),
@@ -64,8 +56,7 @@ pub fn bars(out: &OutDir, name: &str, outcomes: &[Outcome]) -> Result<()> {
             .margin(12)
             .x_label_area_size(230)
             .y_label_area_size(60)
-            .build_cartesian_2d((0..n).into_segmented(), (lo - pad)..(hi + pad))
-            .map_err(err(path))?;
+            .build_cartesian_2d((0..n).into_segmented(), (lo - pad)..(hi + pad))?;
         let labels: Vec<String> = groups.iter().map(|g| g.0.clone()).collect();
         chart
             .configure_mesh()
@@ -85,8 +76,7 @@ pub fn bars(out: &OutDir, name: &str, outcomes: &[Outcome]) -> Result<()> {
             )
             .y_desc("change, % (negative: faster)")
             .disable_x_mesh()
-            .draw()
-            .map_err(err(path))?;
+            .draw()?;
         let ours = BLUE.mix(0.8);
         let vs_eevdf = RGBColor(230, 140, 30).mix(0.9);
         let paper = RGBColor(150, 150, 150);
@@ -102,8 +92,7 @@ pub fn bars(out: &OutDir, name: &str, outcomes: &[Outcome]) -> Result<()> {
             )
         };
         chart
-            .draw_series(groups.iter().enumerate().map(|(i, g)| bar(i, 0, g.1, ours)))
-            .map_err(err(path))?
+            .draw_series(groups.iter().enumerate().map(|(i, g)| bar(i, 0, g.1, ours)))?
             .label("ours vs the default scheduler (cfs, for Linux 2.6.18)")
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], ours.filled()));
         chart
@@ -112,8 +101,7 @@ pub fn bars(out: &OutDir, name: &str, outcomes: &[Outcome]) -> Result<()> {
                     .iter()
                     .enumerate()
                     .map(|(i, g)| bar(i, 1, g.2, vs_eevdf)),
-            )
-            .map_err(err(path))?
+            )?
             .label("ours vs eevdf (Linux 6.6+, beside it)")
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], vs_eevdf.filled()));
         chart
@@ -122,19 +110,13 @@ pub fn bars(out: &OutDir, name: &str, outcomes: &[Outcome]) -> Result<()> {
                     .iter()
                     .enumerate()
                     .filter_map(|(i, g)| g.3.map(|v| bar(i, 2, v, paper.to_rgba()))),
-            )
-            .map_err(err(path))?
+            )?
             .label("paper (text of section 4)")
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], paper.filled()));
-        chart
-            .configure_series_labels()
+        legend(&mut chart)
             .position(SeriesLabelPosition::UpperLeft)
-            .border_style(BLACK)
             .background_style(WHITE.mix(0.9))
-            .draw()
-            .map_err(err(path))?;
-        root.present().map_err(err(path))?;
-    }
-    out.write_png(name, SIZE.0, SIZE.1, &rgb)?;
-    Ok(())
+            .draw()?;
+        Ok(())
+    })
 }

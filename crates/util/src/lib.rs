@@ -1,12 +1,14 @@
 //! hetsched-util: what every hetsched subsystem needs and none owns: the error type
-//! every crate returns to the CLI, files read and written safely (`files`), PNG images
-//! of plots written the same way (`png`, behind the feature of that name), this host's
+//! every crate returns to the CLI, files read and written safely (`files`), plots and
+//! their PNG images written the same way (`plot`, `png`, behind the feature `plot`), this host's
 //! load, thread CPU time and pinning (`host`), and percentiles (`stats`).
 
 pub mod error;
 pub mod files;
 pub mod host;
-#[cfg(feature = "png")]
+#[cfg(feature = "plot")]
+pub mod plot;
+#[cfg(feature = "plot")]
 pub mod png;
 pub mod stats;
 
