@@ -36,6 +36,10 @@
 //! or directory that exists, and an anchor into a Markdown file names one of its
 //! headings (GitHub's anchors: lowercase, punctuation dropped, spaces to hyphens).
 //!
+//! **Architecture.** docs/architecture.md's crate table has one row per workspace crate,
+//! and each row's "depends on" column names exactly the hetsched crates of that crate's
+//! `[dependencies]`.
+//!
 //! **No history.** The user pages carry none of the markers development history leaves
 //! (commit hashes, issue numbers, pass numbers, "final code", "session by session"):
 //! that goes to docs/dev/.
@@ -658,4 +662,77 @@ fn user_pages_hold_no_development_history() {
         "development history belongs in docs/dev/:\n{}",
         found.join("\n")
     );
+}
+
+/// The hetsched crates `crates/NAME/Cargo.toml` depends on (`[dependencies]`), short names.
+fn hetsched_dependencies(manifest: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let file: toml::Value = toml::from_str(&text).unwrap();
+    let mut deps: Vec<String> = file
+        .get("dependencies")
+        .and_then(|d| d.as_table())
+        .map(|t| {
+            t.keys()
+                .filter_map(|k| k.strip_prefix("hetsched-").map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    deps.sort();
+    deps
+}
+
+#[test]
+fn the_architecture_crate_table_is_the_workspace() {
+    let root = root();
+    let mut crates: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for entry in std::fs::read_dir(root.join("crates")).unwrap() {
+        let manifest = entry.unwrap().path().join("Cargo.toml");
+        if manifest.is_file() {
+            let name = manifest.parent().unwrap().file_name().unwrap();
+            crates.insert(
+                name.to_string_lossy().into_owned(),
+                hetsched_dependencies(&manifest),
+            );
+        }
+    }
+    let text = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let table = &text[text.find("## Crates").expect("a Crates section")..];
+    let mut rows: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in table.lines().skip_while(|l| !l.starts_with("| `")) {
+        if !line.starts_with("| `") {
+            break;
+        }
+        let cells: Vec<&str> = line.split(" | ").collect();
+        let name = cells[0]
+            .trim_start_matches("| ")
+            .trim_matches('`')
+            .to_string();
+        let deps_cell = cells.last().unwrap().trim_end_matches(" |").trim();
+        // "core, sim, beisel (plots)": each name is the first word of its item.
+        let mut deps: Vec<String> = deps_cell
+            .split(", ")
+            .filter(|d| *d != "—")
+            .map(|d| {
+                d.split_whitespace()
+                    .next()
+                    .unwrap()
+                    .trim_matches('`')
+                    .to_string()
+            })
+            .collect();
+        deps.sort();
+        rows.insert(name, deps);
+    }
+    let (have, want): (Vec<&String>, Vec<&String>) =
+        (rows.keys().collect(), crates.keys().collect());
+    assert_eq!(
+        have, want,
+        "the crate table's rows against crates/*/Cargo.toml"
+    );
+    for (name, deps) in &crates {
+        assert_eq!(
+            &rows[name], deps,
+            "docs/architecture.md: `{name}` depends on"
+        );
+    }
 }
