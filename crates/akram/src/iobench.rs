@@ -19,7 +19,7 @@
 
 use crate::cpio::{self, Cpio};
 use hetsched_core::machine::Machine;
-use hetsched_core::{Error, Result};
+use hetsched_core::{Error, PathContext, Result};
 use hetsched_topology::block;
 use io_uring::{opcode, types, IoUring};
 use serde::Serialize;
@@ -272,10 +272,7 @@ fn open_direct(opts: &Options) -> Result<File> {
         ),
         _ => Error::runtime(format!("{}: {e}", path.display())),
     })?;
-    let kind = file
-        .metadata()
-        .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?
-        .file_type();
+    let kind = file.metadata().at(path)?.file_type();
     if !(kind.is_file() || kind.is_block_device()) {
         return Err(neither());
     }
@@ -321,9 +318,7 @@ fn dio_alignment(file: &File, device: Option<&block::BlockDevice>) -> (u64, u64)
 
 /// Size of a file or block device in bytes.
 fn size_of(file: &File, path: &Path) -> Result<u64> {
-    let meta = file
-        .metadata()
-        .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
+    let meta = file.metadata().at(path)?;
     if !meta.file_type().is_block_device() {
         return Ok(meta.len());
     }

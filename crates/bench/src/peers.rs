@@ -28,7 +28,7 @@ use crate::{peak_rss_kib, Figure};
 use clap::Args;
 use hetsched_core::outcome_stream::SummaryStream;
 use hetsched_core::record::{EventCounter, Metrics};
-use hetsched_core::{Error, Result};
+use hetsched_core::{Error, PathContext, Result};
 use hetsched_sim::SimTask;
 use hetsched_util::files::OutDir;
 use std::collections::HashMap;
@@ -325,8 +325,7 @@ fn simgrid(out: &OutDir) -> Peer {
 /// user only.
 fn keep_program(out: &OutDir, name: &str, built: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    let bytes =
-        std::fs::read(built).map_err(|e| Error::runtime(format!("{}: {e}", built.display())))?;
+    let bytes = std::fs::read(built).at(built)?;
     let mut f = out.file(name)?;
     f.write_all(&bytes).map_err(|e| f.error(e))?;
     f.get_ref()

@@ -7,7 +7,7 @@
 //! one run for each traced source; the load average is printed before and after.
 
 use clap::Args;
-use hetsched_core::{Error, Result};
+use hetsched_core::{Error, PathContext, Result};
 use hetsched_sig::analysis::{Analyzer, Mode, Profile};
 use hetsched_sig::bench::max_fraction_error;
 use hetsched_sig::source::{qemu, trace_live, Live};
@@ -93,9 +93,7 @@ fn traced(source: Live, mode: Mode, argv: &[String]) -> Result<(f64, Profile)> {
 fn input(dir: &OutDir, name: &str, mb: f64) -> Result<(PathBuf, u64)> {
     // write_text's lines average about 60 bytes.
     let path = write_text(dir, name, (mb * 1e6 / 60.0).ceil() as usize, 1)?;
-    let size = std::fs::metadata(&path)
-        .map(|m| m.len())
-        .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
+    let size = std::fs::metadata(&path).map(|m| m.len()).at(&path)?;
     Ok((path, size))
 }
 

@@ -4,6 +4,7 @@
 use crate::{options, peak_rss_kib, timed, Benchmark, Figure};
 use clap::Args;
 use hetsched_core::Result;
+use hetsched_util::PathContext;
 
 pub(crate) const SIM: Benchmark = Benchmark {
     key: "sim",
@@ -213,7 +214,7 @@ fn simulate(args: Simulate) -> Result<()> {
             })?;
             let csv_path = file.finish()?;
             let lines = std::fs::read(&csv_path)
-                .map_err(|e| Error::runtime(format!("{}: {e}", csv_path.display())))?
+                .at(&csv_path)?
                 .iter()
                 .filter(|&&b| b == b'\n')
                 .count();

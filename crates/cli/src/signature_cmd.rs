@@ -1,7 +1,7 @@
 //! `hetsched signature ...`: architectural signatures (Shelepov & Fedorova).
 
 use clap::{Args, Subcommand};
-use hetsched_core::{Error, Result};
+use hetsched_core::{Error, PathContext, Result};
 use hetsched_sig::analysis::{Analyzer, Mode, Profile};
 use hetsched_sig::elasticity::{arc_elasticity, fit_csv, ElasticityModel};
 use hetsched_sig::elfnote;
@@ -275,9 +275,7 @@ pub fn run(cmd: SignatureCmd) -> Result<()> {
                 &input.display().to_string(),
                 &mut w as &mut dyn TraceSink,
             )?;
-            w.finish()
-                .map_err(|e| Error::runtime(format!("{}: {e}", output.display())))?
-                .finish()?;
+            w.finish().at(&output)?.finish()?;
             let out_len = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
             println!(
                 "{} lines, {} bytes -> {} bytes ({:.1}x smaller)",

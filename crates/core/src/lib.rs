@@ -15,4 +15,4 @@ pub mod task_store;
 pub mod unit_set;
 
 pub use hetsched_util::error;
-pub use hetsched_util::{Error, Result};
+pub use hetsched_util::{Error, PathContext, Result};

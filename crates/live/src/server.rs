@@ -40,7 +40,7 @@ use crate::client_process::ClientProcess;
 use crate::compact;
 use crate::protocol::{self, ErrorCode, Reply, Request, VERSION};
 use crate::shm::{self, SharedPage, ASK, KEEP, SLOT};
-use hetsched_core::{Error, Result};
+use hetsched_core::{Error, PathContext, Result};
 use mio::net::{UnixListener, UnixStream};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -327,10 +327,8 @@ impl Daemon {
         }
         let mut listener = UnixListener::bind(path)
             .map_err(|e| Error::runtime(format!("{}: cannot listen: {e}", path.display())))?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
-            .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
-        let meta = std::fs::symlink_metadata(path)
-            .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660)).at(path)?;
+        let meta = std::fs::symlink_metadata(path).at(path)?;
         let fds = raise_descriptor_limit();
         let (max_clients, max_per_uid) = connection_limits(fds);
         let poll = Poll::new().map_err(Error::runtime)?;

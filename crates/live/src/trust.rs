@@ -8,7 +8,7 @@
 //! directory ([`socket_dir`]), and a client also checks who the daemon is ([`daemon`])
 //! before it sends a byte.
 
-use hetsched_core::{Error, Result};
+use hetsched_core::{Error, PathContext, Result};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -16,8 +16,7 @@ use std::path::Path;
 /// Whether `dir` may hold the socket of a daemon of uid `daemon`: it belongs to that uid
 /// and no one else may write it.
 pub fn socket_dir(dir: &Path, daemon: u32) -> Result<()> {
-    let meta =
-        std::fs::metadata(dir).map_err(|e| Error::runtime(format!("{}: {e}", dir.display())))?;
+    let meta = std::fs::metadata(dir).at(dir)?;
     if meta.uid() != daemon || meta.mode() & 0o022 != 0 {
         return Err(Error::Input(format!(
             "{}: the socket directory belongs to uid {} with mode {:o}; it must belong to the \

@@ -4,7 +4,7 @@
 use crate::experiment::{self, BenchResult};
 use crate::kernels::Benchmark;
 use crate::{plot, Chip};
-use hetsched_core::{Error, Result};
+use hetsched_core::{Error, PathContext, Result};
 use hetsched_repro::{options, Experiment, Study};
 use hetsched_util::files::OutDir;
 use std::path::PathBuf;
@@ -118,7 +118,7 @@ fn run(a: Options, out: &OutDir) -> Result<String> {
     let mut results: Vec<BenchResult> = Vec::new();
     if let Some(dir) = &a.traces {
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|e| Error::input(format!("{}: {e}", dir.display())))?
+            .input_at(dir)?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.join("thread-0.trace").is_file())
             .collect();

@@ -5,7 +5,7 @@
 //! SHT_NOTE type and leaves every loaded segment alone, so the program still runs);
 //! reading uses the `object` crate.
 
-use hetsched_core::{Error, Result};
+use hetsched_core::{Error, PathContext, Result};
 use hetsched_util::files::{self, OutFile};
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader};
@@ -160,8 +160,7 @@ pub fn embed(path: &Path, desc: &[u8]) -> Result<()> {
             String::from_utf8_lossy(&run.stderr).trim()
         )));
     }
-    let result =
-        std::fs::read(&input).map_err(|e| Error::runtime(format!("{}: {e}", input.display())))?;
+    let result = std::fs::read(&input).at(&input)?;
     out.write_all(&result).map_err(|e| out.error(e))?;
     // Written before the mode is set: a write by a user other than root would clear
     // the set-user-ID bit again.

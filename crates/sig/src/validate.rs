@@ -10,7 +10,7 @@
 use crate::analysis::{Analyzer, Mode, Profile};
 use crate::missrate::{miss_rate, CacheConfig};
 use crate::source::{trace_live, Live};
-use hetsched_core::{Error, Result};
+use hetsched_core::{Error, PathContext, Result};
 use hetsched_util::files::OutDir;
 use hetsched_util::files::OutFile;
 use rand::{Rng, SeedableRng};
@@ -127,8 +127,7 @@ pub fn cachegrind(argv: &[String], config: CacheConfig, out: &Path) -> Result<Ca
             "cachegrind on {argv:?} exited with {status}"
         )));
     }
-    let text = std::fs::read_to_string(out)
-        .map_err(|e| Error::runtime(format!("{}: {e}", out.display())))?;
+    let text = std::fs::read_to_string(out).at(out)?;
     parse_cachegrind(&text, &out.display().to_string())
 }
 
@@ -172,8 +171,7 @@ pub fn spearman(pairs: &[(f64, f64)]) -> Option<f64> {
 pub fn build_kernel(dir: &Path) -> Result<PathBuf> {
     let src = dir.join("kernel.c");
     let bin = dir.join("kernel");
-    std::fs::write(&src, KERNEL_C)
-        .map_err(|e| Error::runtime(format!("{}: {e}", src.display())))?;
+    std::fs::write(&src, KERNEL_C).at(&src)?;
     let out = Command::new("gcc")
         .args(["-O1", "-o"])
         .arg(&bin)

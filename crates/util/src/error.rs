@@ -74,3 +74,21 @@ pub fn num(v: f64) -> String {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// "PATH: error": an error of work on a file, named by the file (what a user needs to
+/// find it), as the runtime error (`at`) or bad input (`input_at`) it is.
+pub trait PathContext<T> {
+    /// A failure while doing valid work on `path` (exit 1).
+    fn at(self, path: &std::path::Path) -> Result<T>;
+    /// `path` is bad input (exit 2).
+    fn input_at(self, path: &std::path::Path) -> Result<T>;
+}
+
+impl<T, E: fmt::Display> PathContext<T> for std::result::Result<T, E> {
+    fn at(self, path: &std::path::Path) -> Result<T> {
+        self.map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))
+    }
+    fn input_at(self, path: &std::path::Path) -> Result<T> {
+        self.map_err(|e| Error::Input(format!("{}: {e}", path.display())))
+    }
+}

@@ -27,7 +27,7 @@
 //! not a directory, another user's directory, a device, no permission), and runtime
 //! errors (exit 1) when writing valid output fails midway (the disk filled up).
 
-use crate::error::{Error, Result};
+use crate::error::{Error, PathContext, Result};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, CWD};
 use rustix::io::Errno;
 use std::ffi::{OsStr, OsString};
@@ -372,8 +372,7 @@ fn open_dir(at: impl AsFd, name: &Path, shown: PathBuf) -> Result<OutDir> {
         }
         Err(e) => return fail(format!("cannot open the output directory: {e}")),
     };
-    let stat =
-        rustix::fs::fstat(&fd).map_err(|e| Error::input(format!("{}: {e}", shown.display())))?;
+    let stat = rustix::fs::fstat(&fd).input_at(&shown)?;
     let me = rustix::process::geteuid().as_raw();
     if stat.st_uid != me {
         return fail(format!(

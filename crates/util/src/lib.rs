@@ -12,4 +12,4 @@ pub mod plot;
 pub mod png;
 pub mod stats;
 
-pub use error::{Error, Result};
+pub use error::{Error, PathContext, Result};
