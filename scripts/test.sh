@@ -27,8 +27,9 @@ if ! wait "$venv"; then
   echo "test: making the Python environment (scripts/venv.sh) failed" >&2
   exit 1
 fi
-# The SimPy peer of `bench peers` (a Rust test) and the Python tests run in .venv.
-PYTHON=$(tail -n 1 "$venv_log")
+# The SimPy peer of `bench peers` (a Rust test) and the Python tests run in .venv
+# (or under the $PYTHON you set).
+PYTHON=${PYTHON:-$(tail -n 1 "$venv_log")}
 export PYTHON
 
 phase "Rust tests" cargo nextest run --workspace --no-fail-fast

@@ -5,7 +5,7 @@ use crate::experiments;
 use crate::live::{LiveOptions, LIVE_MD5, LIVE_POLICIES, LIVE_PRIME};
 use clap::builder::TypedValueParser as _;
 use hetsched_core::Result;
-use hetsched_repro::{options, Experiment, Study};
+use hetsched_repro::{options, say, Experiment, Study};
 use hetsched_util::files::OutDir;
 
 pub const STUDY: Study = Study {
@@ -15,26 +15,26 @@ pub const STUDY: Study = Study {
             key: "beisel-live",
             about: "Beisel et al. live: md5 / prime processes on this machine's PUs and OpenCL \
                     devices under the daemon, FCFS vs time-sharing",
-            outputs: "table.txt, apps.csv",
+            outputs: "table.txt, apps.csv, trace.json",
             args: <Live as clap::Args>::augment_args,
-            run: |m, out| live(options(m)?, out),
+            run: |m, out, w| say(w, live(options(m)?, out)?),
         },
         Experiment {
             key: "beisel-fig3",
             about: "Beisel et al. Fig. 3: 15 MD5 tasks, GPU queue limit 5, progress over time",
             outputs: "table.txt, tasks.csv, progress.csv, progress.png",
             args: |c| c,
-            run: |_, out| Ok(experiments::fig3(out, 1.0)?.table),
+            run: |_, out, w| say(w, experiments::fig3(out, 1.0)?.table),
         },
         Experiment {
             key: "beisel-fig4",
             about: "Beisel et al. Fig. 4: 25 MD5 + 50 prime tasks, FCFS vs 4 s granularity",
             outputs: "table.txt, turnaround.csv, turnaround.png",
             args: <Seeds as clap::Args>::augment_args,
-            run: |m, out| {
+            run: |m, out, w| {
                 let s: Seeds = options(m)?;
                 let seeds = experiments::seeds(experiments::FIG4_FIRST_SEED, s.seeds);
-                Ok(experiments::fig4(out, 25, 50, &seeds, 1.0)?.table)
+                say(w, experiments::fig4(out, 25, 50, &seeds, 1.0)?.table)
             },
         },
         Experiment {
@@ -42,9 +42,12 @@ pub const STUDY: Study = Study {
             about: "Beisel et al. Fig. 5: N prime tasks on the GPU alone vs GPU + CPU cores",
             outputs: "table.txt, runtimes.csv, runtimes.png, gpu-speed-sweep.png",
             args: |c| c,
-            run: |_, out| {
+            run: |_, out, w| {
                 let counts: Vec<usize> = (1..=15).map(|i| i * 5).collect();
-                Ok(experiments::fig5(out, &counts, experiments::FIG5_GPU_RATIOS, 1.0)?.table)
+                say(
+                    w,
+                    experiments::fig5(out, &counts, experiments::FIG5_GPU_RATIOS, 1.0)?.table,
+                )
             },
         },
         Experiment {
@@ -53,11 +56,11 @@ pub const STUDY: Study = Study {
                     turnaround)",
             outputs: "table.txt, granularity.csv, fig6-total-runtime.png, fig7-mean-turnaround.png",
             args: <Seeds as clap::Args>::augment_args,
-            run: |m, out| {
+            run: |m, out, w| {
                 let s: Seeds = options(m)?;
                 let seeds = experiments::seeds(experiments::FIG67_FIRST_SEED, s.seeds);
                 let g = experiments::GRANULARITIES_MS;
-                Ok(experiments::fig6_7(out, 25, 50, g, &seeds, 1.0)?.table)
+                say(w, experiments::fig6_7(out, 25, 50, g, &seeds, 1.0)?.table)
             },
         },
     ],

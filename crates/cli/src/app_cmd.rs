@@ -93,7 +93,8 @@ impl Placement {
     }
 }
 
-/// `requested` if this process may run there, else the first PU it may run on.
+/// The segments a run went through, one line each, and whether the forced migration
+/// happened.
 fn describe(segments: &[Segment], migrate_after: Option<u64>) -> String {
     let mut out = String::new();
     let reached: u64 = segments.iter().map(|s| s.checkpoints).sum();

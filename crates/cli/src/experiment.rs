@@ -65,8 +65,19 @@ pub fn run(which: Experiment) -> Result<()> {
         .get_one::<PathBuf>("out")
         .cloned()
         .unwrap_or_else(|| Path::new("hetsched-out").join(e.key));
+    // The folders this command makes (the output folder and any missing parent).
+    let made: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .collect();
     let out = OutDir::create(&dir)?;
-    print!("{}", (e.run)(&which.matches, &out)?);
+    let ran = (e.run)(&which.matches, &out, &mut std::io::stdout());
+    if ran.is_err() {
+        // Those the experiment left empty (bad input, found before it wrote anything) go
+        // again; remove_dir removes only an empty folder, so the first that is not stops.
+        let _ = made.iter().try_for_each(std::fs::remove_dir);
+    }
+    ran?;
     eprintln!("outputs in {}: {}", out.path().display(), e.outputs);
     Ok(())
 }

@@ -177,12 +177,7 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
                 };
                 run_streamed(&scenario, p, csv, &mut |_| {}).map_err(named)?
             };
-            if summary.unfinished > 0 && scenario.config.max_time_ns.is_none() {
-                return Err(Error::runtime(format!(
-                    "{p}: {} tasks never finished (the policy left them queued)",
-                    summary.unfinished
-                )));
-            }
+            summary.settle(&mut run_metrics, &scenario.config, p)?;
             if let Some(file) = csv_file {
                 file.finish()?;
             }
@@ -192,7 +187,6 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
             if let (Some(dir), Some(models)) = (&perfmodel, &summary.models) {
                 models.save(dir, &scenario.machine.name)?;
             }
-            run_metrics.unfinished = summary.unfinished;
             metrics.push(run_metrics);
             Ok(())
         })();

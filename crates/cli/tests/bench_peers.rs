@@ -1,6 +1,7 @@
-//! The benchmarks' peers, real ones (`make deps` installs them): `hetsched bench peers`
-//! with SimGrid's S4U program compiled against the system's libsimgrid and SimPy under
-//! python3 — on one small bag of tasks every simulator must make hetsched's schedule (the
+//! The benchmarks' peers, real ones (`make deps` installs SimGrid and StarPU, `bash
+//! scripts/venv.sh` SimPy into the project's `.venv`): `hetsched bench peers` with
+//! SimGrid's S4U program compiled against the system's libsimgrid and SimPy under
+//! `$PYTHON`, else `.venv/bin/python` — on one small bag of tasks every simulator must make hetsched's schedule (the
 //! bench checks the completed tasks, mean turnaround and makespan agree, and fails
 //! otherwise) — and `hetsched bench daemon` ending with StarPU's overhead examples beside
 //! the daemon's figures. A peer that cannot run is named with what it needs, not an
@@ -37,18 +38,30 @@ fn text(o: &Output) -> String {
     )
 }
 
+/// The Python SimPy runs under: `$PYTHON` (what `make test` sets), else the project's
+/// `.venv` if made, else the peer's own default.
+fn python() -> Vec<(&'static str, String)> {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    match std::env::var("PYTHON") {
+        Ok(_) => vec![],
+        Err(_) if venv.exists() => vec![("PYTHON", venv.display().to_string())],
+        Err(_) => vec![],
+    }
+}
+
 #[test]
 fn simgrid_and_simpy_make_hetscheds_schedule() {
     let dir = tempfile::tempdir().unwrap();
-    let o = peers(dir.path(), &[]);
+    let python = python();
+    let env: Vec<(&str, &str)> = python.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let o = peers(dir.path(), &env);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert!(t.contains("outputs agree"), "{t}");
     for peer in ["SimGrid (S4U) 3.", "SimPy 4."] {
-        let line = t
-            .lines()
-            .find(|l| l.starts_with(peer))
-            .unwrap_or_else(|| panic!("no line for {peer} (run `make deps`):\n{t}"));
+        let line = t.lines().find(|l| l.starts_with(peer)).unwrap_or_else(|| {
+            panic!("no line for {peer} (run `make deps` and `bash scripts/venv.sh`):\n{t}")
+        });
         assert!(
             line.contains("hetsched") && line.contains("x (engine)"),
             "{line}"

@@ -31,6 +31,8 @@ fn coretime_sim_writes_table_csv_and_plot() {
     assert!(stdout.contains("simulated cache-miss counters"), "{stdout}");
     let csv = std::fs::read_to_string(dir.path().join("coretime-sim.csv")).unwrap();
     assert_eq!(csv.lines().count(), 3, "header + 64K + 128K:\n{csv}");
+    let fields: Vec<usize> = csv.lines().map(|l| l.split(',').count()).collect();
+    assert!(fields.iter().all(|&n| n == fields[0]), "{csv}");
     assert!(csv.lines().nth(1).unwrap().starts_with("64000,2,"));
     let png = std::fs::read(dir.path().join("coretime-sim.png")).unwrap();
     assert_eq!(&png[1..4], b"PNG");
@@ -71,6 +73,9 @@ fn coretime_live_runs_and_reports_its_cost_source() {
     assert!(stdout.contains("no PMU"), "{stdout}");
     let csv = std::fs::read_to_string(dir.path().join("coretime-live.csv")).unwrap();
     assert_eq!(csv.lines().count(), 2, "{csv}");
+    // Every row has a field per column of the header.
+    let fields: Vec<usize> = csv.lines().map(|l| l.split(',').count()).collect();
+    assert!(fields.iter().all(|&n| n == fields[0]), "{csv}");
 }
 
 #[test]
@@ -99,7 +104,15 @@ fn bad_input_exits_2_and_names_the_argument() {
         vec!["bench", "o2", "--cpus", "0"],
         vec!["bench", "o2", "--samples", "0"],
     ] {
-        let out = hetsched().args(&args).output().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let out = hetsched()
+            .args(&args)
+            .current_dir(cwd.path())
+            .output()
+            .unwrap();
+        // Bad input leaves no output folder behind.
+        let left = cwd.path().join("hetsched-out");
+        assert!(!left.exists(), "{args:?} left {}", left.display());
         assert_eq!(
             out.status.code(),
             Some(2),

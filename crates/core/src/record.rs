@@ -179,7 +179,7 @@ impl Stats {
         } else {
             (at(n / 2 - 1) + at(n / 2)) / 2.0
         };
-        let rank = ((0.95 * n as f64).ceil() as usize).clamp(1, n);
+        let rank = hetsched_util::stats::rank(0.95, n);
         Stats {
             mean: all.sum::<f64>() / n as f64,
             median,

@@ -3,7 +3,7 @@
 
 use crate::experiment;
 use hetsched_core::{Error, Result};
-use hetsched_repro::{options, Experiment, Study};
+use hetsched_repro::{options, say, Experiment, Study};
 use hetsched_util::files::OutDir;
 
 pub const STUDY: Study = Study {
@@ -14,7 +14,7 @@ pub const STUDY: Study = Study {
                 machine, numa-amp and cfs-cap against cfs",
         outputs: "table.txt, ding.json, speedup.png",
         args: <Options as clap::Args>::augment_args,
-        run: |m, out| run(options(m)?, out),
+        run: |m, out, w| say(w, run(options(m)?, out)?),
     }],
     reproduce: Some(crate::reproduce::reproduce),
 };

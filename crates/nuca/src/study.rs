@@ -5,7 +5,7 @@ use crate::experiment::{self, BenchResult};
 use crate::kernels::Benchmark;
 use crate::{plot, Chip};
 use hetsched_core::{Error, PathContext, Result};
-use hetsched_repro::{options, Experiment, Study};
+use hetsched_repro::{options, say, Experiment, Study};
 use hetsched_util::files::OutDir;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -17,7 +17,7 @@ pub const STUDY: Study = Study {
         about: "Shim et al.: remote access vs thread migration vs the predictor (θ = 2, 3, 5)",
         outputs: "shim-theta.txt, shim-theta.csv, fig4_core_miss.png … fig8_theta_latency.png",
         args: <Options as clap::Args>::augment_args,
-        run: |m, out| run(options(m)?, out),
+        run: |m, out, w| say(w, run(options(m)?, out)?),
     }],
     reproduce: Some(crate::reproduce::reproduce),
 };

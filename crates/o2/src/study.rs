@@ -6,7 +6,7 @@ use crate::live::{LiveConfig, LivePoint};
 use crate::plot::{human_bytes, log2_x_lines, Series};
 use crate::CacheCapacity;
 use hetsched_core::{Error, Result};
-use hetsched_repro::{options, Experiment, Study};
+use hetsched_repro::{options, say, Experiment, Study};
 use hetsched_util::files::OutDir;
 use hetsched_util::host::LoadAverage;
 use std::time::Duration;
@@ -19,14 +19,14 @@ pub const STUDY: Study = Study {
             about: "O² (CORETIME) directory lookups on this machine: thread-based vs delegation",
             outputs: "coretime-live.csv, coretime-live.png",
             args: <LiveArgs as clap::Args>::augment_args,
-            run: |m, out| coretime_live(options(m)?, out),
+            run: |m, out, w| coretime_live(options(m)?, out, w),
         },
         Experiment {
             key: "coretime-sim",
             about: "O² (CORETIME) directory lookups simulated on the paper's 16-core Opteron",
             outputs: "coretime-sim.csv, coretime-sim.png",
             args: <SimArgs as clap::Args>::augment_args,
-            run: |m, out| coretime_sim(options(m)?, out),
+            run: |m, out, w| coretime_sim(options(m)?, out, w),
         },
     ],
     reproduce: Some(crate::reproduce::reproduce),
@@ -159,7 +159,7 @@ fn doubling(min: u64, max: u64) -> Result<Vec<u64>> {
     Ok(v)
 }
 
-fn coretime_live(a: LiveArgs, out: &OutDir) -> Result<String> {
+fn coretime_live(a: LiveArgs, out: &OutDir, w: &mut dyn std::io::Write) -> Result<()> {
     let cpus = a.cache.cpus()?;
     let cfg = LiveConfig {
         capacity: a.cache.capacity(&cpus)?,
@@ -172,34 +172,42 @@ fn coretime_live(a: LiveArgs, out: &OutDir) -> Result<String> {
         seed: a.seed,
         repeats: a.repeats,
     };
-    let mut text = String::new();
-    text += &format!(
+    say(w, format!(
         "coretime-live: {} workers on CPUs {:?}; per-core capacity {} (private {} + share of {} shared)\n",
         cfg.cpus.len(),
         cfg.cpus,
         human_bytes(cfg.capacity.per_core(0) as f64),
         human_bytes(cfg.capacity.private_bytes.first().copied().unwrap_or(0) as f64),
         human_bytes(cfg.capacity.shared.iter().map(|c| c.bytes).max().unwrap_or(0) as f64)
-    );
-    text += &format!("fetch-cost source: {}\n", crate::CostSource::OperationTime);
-    text += &format!("load average at start: {}\n", LoadAverage::now_text());
-    text += &format!(
-        "{:>8} {:>6} {:>12} {:>12} {:>7} {:>8} {:>6} {:>12} {:>7} {:>8} {:>6}\n",
-        "data",
-        "dirs",
-        "threads/s",
-        "o2/s",
-        "o2/thr",
-        "assigned",
-        "deleg",
-        "packed/s",
-        "pk/thr",
-        "assigned",
-        "deleg"
-    );
+    ))?;
+    say(
+        w,
+        format!("fetch-cost source: {}\n", crate::CostSource::OperationTime),
+    )?;
+    say(
+        w,
+        format!("load average at start: {}\n", LoadAverage::now_text()),
+    )?;
+    say(
+        w,
+        format!(
+            "{:>8} {:>6} {:>12} {:>12} {:>7} {:>8} {:>6} {:>12} {:>7} {:>8} {:>6}\n",
+            "data",
+            "dirs",
+            "threads/s",
+            "o2/s",
+            "o2/thr",
+            "assigned",
+            "deleg",
+            "packed/s",
+            "pk/thr",
+            "assigned",
+            "deleg"
+        ),
+    )?;
+    let mut failed = None;
     let points = crate::live::sweep(&cfg, |p| {
-        eprintln!("coretime-live: {} done", human_bytes(p.total_bytes as f64));
-        text += &format!(
+        let row = format!(
             "{:>8} {:>6} {:>12.0} {:>12.0} {:>7.2} {:>8} {:>5.0}% {:>12.0} {:>7.2} {:>8} {:>5.0}%\n",
             human_bytes(p.total_bytes as f64),
             p.dirs,
@@ -213,8 +221,17 @@ fn coretime_live(a: LiveArgs, out: &OutDir) -> Result<String> {
             p.o2_packed.assigned,
             p.o2_packed.delegated * 100.0,
         );
+        if let Err(e) = say(w, &row) {
+            failed.get_or_insert(e);
+        }
     })?;
-    text += &format!("load average at end: {}\n", LoadAverage::now_text());
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    say(
+        w,
+        format!("load average at end: {}\n", LoadAverage::now_text()),
+    )?;
     let ns = |m: Option<f64>| m.map_or(String::new(), |m| format!("{m:.1}"));
     let mut csv = String::from("total_bytes,dirs,threads_lookups_per_s,o2_lookups_per_s,o2_assigned,o2_delegated_fraction,o2_migration_ns,o2_packed_lookups_per_s,o2_packed_assigned,o2_packed_migration_ns\n");
     for p in &points {
@@ -249,7 +266,7 @@ fn coretime_live(a: LiveArgs, out: &OutDir) -> Result<String> {
             }),
         ],
     )?;
-    Ok(text)
+    Ok(())
 }
 
 /// `hetsched experiment coretime-sim`.
@@ -283,7 +300,7 @@ struct SimArgs {
     seed: u64,
 }
 
-fn coretime_sim(a: SimArgs, out: &OutDir) -> Result<String> {
+fn coretime_sim(a: SimArgs, out: &OutDir, w: &mut dyn std::io::Write) -> Result<()> {
     use crate::sim::{SimConfig, SimMachine};
     let mut machine = SimMachine::paper();
     machine.mlp = a.mlp;
@@ -297,29 +314,34 @@ fn coretime_sim(a: SimArgs, out: &OutDir) -> Result<String> {
         measured_lookups: a.lookups,
         seed: a.seed,
     };
-    let mut text = String::new();
-    text += &format!(
+    say(w, format!(
         "coretime-sim: 4 chips x 4 cores @ 2 GHz; L1 3 / L2 14 / L3 75 cycles, memory 127-336, migration {} cycles, mlp {}, memory {} GB/s per node\n",
         a.migration_cycles, a.mlp, a.mem_gbps
-    );
-    text += "fetch-cost source: simulated cache-miss counters (fetch cycles per lookup)\n";
-    text += &format!(
-        "{:>8} {:>6} {:>12} {:>12} {:>7} {:>9} {:>10} {:>10} {:>10} {:>6} {:>9}\n",
-        "data",
-        "dirs",
-        "threads/s",
-        "o2/s",
-        "o2/thr",
-        "assigned",
-        "delegated",
-        "thr cyc",
-        "o2 cyc",
-        "moved",
-        "once/thr"
-    );
+    ))?;
+    say(
+        w,
+        "fetch-cost source: simulated cache-miss counters (fetch cycles per lookup)\n",
+    )?;
+    say(
+        w,
+        format!(
+            "{:>8} {:>6} {:>12} {:>12} {:>7} {:>9} {:>10} {:>10} {:>10} {:>6} {:>9}\n",
+            "data",
+            "dirs",
+            "threads/s",
+            "o2/s",
+            "o2/thr",
+            "assigned",
+            "delegated",
+            "thr cyc",
+            "o2 cyc",
+            "moved",
+            "once/thr"
+        ),
+    )?;
+    let mut failed = None;
     let points = crate::sim::sweep(&cfg, |p| {
-        eprintln!("coretime-sim: {} done", human_bytes(p.total_bytes as f64));
-        text += &format!(
+        let row = format!(
             "{:>8} {:>6} {:>12.0} {:>12.0} {:>7.2} {:>9} {:>9.0}% {:>10.0} {:>10.0} {:>6} {:>9.2}\n",
             human_bytes(p.total_bytes as f64),
             p.dirs,
@@ -333,7 +355,13 @@ fn coretime_sim(a: SimArgs, out: &OutDir) -> Result<String> {
             p.o2.moved,
             p.o2_once.lookups_per_s / p.threads.lookups_per_s
         );
+        if let Err(e) = say(w, &row) {
+            failed.get_or_insert(e);
+        }
     })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
     let mut csv = String::from("total_bytes,dirs,threads_lookups_per_s,o2_lookups_per_s,o2_assigned,o2_delegated_fraction,threads_cycles_per_lookup,o2_cycles_per_lookup,o2_moved,o2_once_lookups_per_s\n");
     for p in &points {
         csv += &format!(
@@ -352,5 +380,5 @@ fn coretime_sim(a: SimArgs, out: &OutDir) -> Result<String> {
     }
     out.write("coretime-sim.csv", &csv)?;
     crate::reproduce::sim_figure(out, &points)?;
-    Ok(text)
+    Ok(())
 }

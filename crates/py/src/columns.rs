@@ -305,9 +305,12 @@ fn take(metrics: &mut MetricsBuilder, tasks: &mut Option<TaskColumns>, o: &TaskO
 }
 
 impl Recorder for Columns {
-    /// The event rows held (the engine bounds them by `Config::max_kept_events`).
+    /// The rows held, events' and tasks' (the engine bounds them by
+    /// `Config::max_kept_events`: a task row takes about twice an event row's bytes, a
+    /// kept record's event about as much).
     fn kept(&self) -> usize {
         self.events.as_ref().map_or(0, |e| e.t_ns.len())
+            + self.tasks.as_ref().map_or(0, |t| t.task.len())
     }
 
     #[inline]

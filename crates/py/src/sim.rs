@@ -239,14 +239,9 @@ pub fn simulate<'py>(
         let run_s = started.elapsed().as_secs_f64();
         (summary, log, run_s, rec.finish(), None, None)
     };
-    // The tasks a time limit left, as the CLI's metrics.json says them.
-    metrics.unfinished = summary.unfinished;
-    if summary.unfinished > 0 && scenario.config.max_time_ns.is_none() {
-        return Err(py_err(Error::runtime(format!(
-            "{name}: {} tasks never finished (the policy left them queued)",
-            summary.unfinished
-        ))));
-    }
+    summary
+        .settle(&mut metrics, &scenario.config, &name)
+        .map_err(py_err)?;
     let s = &summary;
     let units: Vec<Value> = scenario
         .machine

@@ -13,7 +13,7 @@
 //! written twice.
 
 mod study;
-pub use study::{options, Experiment, Study};
+pub use study::{options, say, Experiment, Study};
 
 use hetsched_util::files::{self, OutDir};
 use serde::{Deserialize, Serialize};

@@ -26,9 +26,10 @@ pub struct Experiment {
     pub outputs: &'static str,
     /// Adds its options to its command: `<Options as clap::Args>::augment_args`.
     pub args: fn(clap::Command) -> clap::Command,
-    /// Runs it with the parsed options, writing its files into the folder; returns the
-    /// text the command prints on stdout (progress goes to stderr as it runs).
-    pub run: fn(&clap::ArgMatches, &OutDir) -> Result<String>,
+    /// Runs it with the parsed options, writing its files into the folder and what the
+    /// command prints into the writer (stdout), as it goes: a sweep's rows appear as
+    /// they are measured, and stay if the run fails after them.
+    pub run: fn(&clap::ArgMatches, &OutDir, &mut dyn std::io::Write) -> Result<()>,
 }
 
 impl std::fmt::Debug for Experiment {
@@ -49,6 +50,13 @@ pub struct Study {
     /// Its reproduction: claims judged against the paper (`quick`: the claim tests'
     /// scale), figures written into the folder. `None`: a study with experiments only.
     pub reproduce: Option<fn(&OutDir, bool) -> Result<Reproduction>>,
+}
+
+/// Writes `text` to an experiment's output (stdout), flushed.
+pub fn say(w: &mut dyn std::io::Write, text: impl AsRef<str>) -> Result<()> {
+    w.write_all(text.as_ref().as_bytes())
+        .and_then(|()| w.flush())
+        .map_err(|e| Error::runtime(format!("stdout: {e}")))
 }
 
 /// An experiment's options from its parsed arguments: what its `run` starts with.

@@ -4,7 +4,7 @@
 
 use crate::experiments;
 use hetsched_core::Result;
-use hetsched_repro::{options, Experiment, Study};
+use hetsched_repro::{options, say, Experiment, Study};
 use hetsched_util::files::OutDir;
 
 pub const STUDY: Study = Study {
@@ -17,7 +17,7 @@ pub const STUDY: Study = Study {
                     bar chart",
             outputs: "shelepov.txt, shelepov.png",
             args: <Options as clap::Args>::augment_args,
-            run: |m, out| run(options(m)?, out),
+            run: |m, out, w| say(w, run(options(m)?, out)?),
         },
         hetsched_sig::validate::EXPERIMENT,
     ],

@@ -468,7 +468,7 @@ pub const EXPERIMENT: hetsched_repro::Experiment = hetsched_repro::Experiment {
     outputs: "validation.csv, validation.md (the kernel, the inputs and cachegrind's files \
               are made in a private temporary directory)",
     args: <Options as clap::Args>::augment_args,
-    run: |m, out| run(hetsched_repro::options(m)?, out),
+    run: |m, out, w| hetsched_repro::say(w, run(hetsched_repro::options(m)?, out)?),
 };
 
 #[derive(clap::Args)]

@@ -44,7 +44,7 @@ use hetsched_core::machine::{Machine, UnitType};
 use hetsched_core::ns::round_u64;
 use hetsched_core::perf_model::PerfModels;
 use hetsched_core::policy::{CheckpointDecision, Policy, Running, UnitId};
-use hetsched_core::record::{Event, Recorder};
+use hetsched_core::record::{Event, Metrics, Recorder};
 use hetsched_core::slab::Slab;
 use hetsched_core::task::{Task, TaskId};
 use hetsched_core::task_store::Staged;
@@ -164,6 +164,22 @@ pub struct RunSummary {
     /// The performance models at the end (those the run started from, and what it
     /// observed), when the policy reads them: what to keep for the next run.
     pub models: Option<PerfModels>,
+}
+
+impl RunSummary {
+    /// A run's end as every front end reports it: `metrics` count the tasks a time limit
+    /// (`config.max_time_ns`) left; without one, a task left over is the policy's failure
+    /// (it kept it queued), an error naming `policy`.
+    pub fn settle(&self, metrics: &mut Metrics, config: &Config, policy: &str) -> Result<()> {
+        metrics.unfinished = self.unfinished;
+        if self.unfinished > 0 && config.max_time_ns.is_none() {
+            return Err(Error::runtime(format!(
+                "{policy}: {} tasks never finished (the policy left them queued)",
+                self.unfinished
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// The classes of events, in the order they are handled at equal times.
@@ -576,7 +592,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             let kept = self.rec.kept() as u64;
             if kept > max {
                 return Err(Error::input(format!(
-                    "the run record kept in memory reached {kept} events at {secs:.3} s simulated, more than the {max} this run may keep (about {} MiB): shorten the run with end.max_time_s, or keep no record of its events (`hetsched simulate` without --trace streams its outputs)",
+                    "the run record kept in memory reached {kept} events at {secs:.3} s simulated, more than the {max} this run may keep (about {} MiB): shorten the run with end.max_time_s, or keep no record of its events (`hetsched simulate` without --trace, Python's `simulate` without events or tasks: they stream or fold them)",
                     (max * std::mem::size_of::<Event>() as u64) >> 20
                 )));
             }
