@@ -1,51 +1,30 @@
 //! `hetsched bench KEY`: one command per entry of the benchmark registry
-//! (`hetsched_bench::BENCHMARKS`), built from the entries at start; the benchmarks
-//! themselves (programs, never timed tests) are in `hetsched-bench`.
+//! (`hetsched_bench::BENCHMARKS`); the benchmarks themselves (programs, never timed
+//! tests) are in `hetsched-bench`.
 
-use clap::{ArgMatches, Command, FromArgMatches, Subcommand};
+use crate::registry::{Chosen, Entries};
+use clap::Command;
 use hetsched_bench::BENCHMARKS;
 use hetsched_core::Result;
 
-/// The benchmark named on the command line, with its parsed options.
-pub struct Bench {
-    key: String,
-    matches: ArgMatches,
-}
+pub struct Benchmarks;
 
-impl FromArgMatches for Bench {
-    fn from_arg_matches(m: &ArgMatches) -> std::result::Result<Self, clap::Error> {
-        match m.subcommand() {
-            Some((key, sub)) => Ok(Bench {
-                key: key.to_string(),
-                matches: sub.clone(),
-            }),
-            None => Err(clap::Error::new(clap::error::ErrorKind::MissingSubcommand)),
-        }
-    }
-    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> std::result::Result<(), clap::Error> {
-        *self = Self::from_arg_matches(m)?;
-        Ok(())
-    }
-}
-
-impl Subcommand for Bench {
-    fn augment_subcommands(cmd: Command) -> Command {
-        BENCHMARKS.iter().fold(cmd, |cmd, b| {
-            // After the options: their struct's doc comment would be the about otherwise.
-            cmd.subcommand(
+impl Entries for Benchmarks {
+    fn commands() -> Vec<Command> {
+        BENCHMARKS
+            .iter()
+            // The about after the options: their struct's doc comment would be it otherwise.
+            .map(|b| {
                 (b.args)(Command::new(b.key))
                     .about(b.about)
-                    .long_about(None),
-            )
-        })
-    }
-    fn augment_subcommands_for_update(cmd: Command) -> Command {
-        Self::augment_subcommands(cmd)
-    }
-    fn has_subcommand(name: &str) -> bool {
-        BENCHMARKS.iter().any(|b| b.key == name)
+                    .long_about(None)
+            })
+            .collect()
     }
 }
+
+/// The benchmark named on the command line, with its parsed options.
+pub type Bench = Chosen<Benchmarks>;
 
 pub fn run(which: Bench) -> Result<()> {
     let b = BENCHMARKS

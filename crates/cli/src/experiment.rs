@@ -1,60 +1,42 @@
 //! `hetsched experiment KEY`: one command per entry of the experiment registry
 //! (`hetsched_report::experiments()`), built from the entries at start: each brings its
-//! options, this module adds `--out`, parses, runs it and prints what it returns.
+//! options, this module adds `--out` and makes the folder, and the experiment writes
+//! its files there and what it prints to stdout.
 
-use clap::{Arg, ArgMatches, Command, FromArgMatches, Subcommand};
+use crate::registry::{Chosen, Entries};
+use clap::{Arg, Command};
 use hetsched_core::Result;
 use hetsched_report::experiments;
 use hetsched_util::files::OutDir;
 use std::path::{Path, PathBuf};
 
+pub struct Experiments;
+
+impl Entries for Experiments {
+    fn commands() -> Vec<Command> {
+        experiments()
+            .map(|e| {
+                let out = Arg::new("out")
+                    .long("out")
+                    .value_name("DIR")
+                    .value_parser(clap::value_parser!(PathBuf))
+                    .help(format!(
+                        "Output directory: {} [default: hetsched-out/{}]",
+                        e.outputs, e.key
+                    ));
+                // The about after the options: their struct's doc comment would be it
+                // otherwise.
+                (e.args)(Command::new(e.key))
+                    .about(e.about)
+                    .long_about(None)
+                    .arg(out)
+            })
+            .collect()
+    }
+}
+
 /// The experiment named on the command line, with its parsed options.
-pub struct Experiment {
-    key: String,
-    matches: ArgMatches,
-}
-
-impl FromArgMatches for Experiment {
-    fn from_arg_matches(m: &ArgMatches) -> std::result::Result<Self, clap::Error> {
-        match m.subcommand() {
-            Some((key, sub)) => Ok(Experiment {
-                key: key.to_string(),
-                matches: sub.clone(),
-            }),
-            None => Err(clap::Error::new(clap::error::ErrorKind::MissingSubcommand)),
-        }
-    }
-    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> std::result::Result<(), clap::Error> {
-        *self = Self::from_arg_matches(m)?;
-        Ok(())
-    }
-}
-
-impl Subcommand for Experiment {
-    fn augment_subcommands(cmd: Command) -> Command {
-        experiments().fold(cmd, |cmd, e| {
-            let out = Arg::new("out")
-                .long("out")
-                .value_name("DIR")
-                .value_parser(clap::value_parser!(PathBuf))
-                .help(format!(
-                    "Output directory: {} [default: hetsched-out/{}]",
-                    e.outputs, e.key
-                ));
-            // After the options: their struct's doc comment would be the about otherwise.
-            let about = (e.args)(Command::new(e.key))
-                .about(e.about)
-                .long_about(None);
-            cmd.subcommand(about.arg(out))
-        })
-    }
-    fn augment_subcommands_for_update(cmd: Command) -> Command {
-        Self::augment_subcommands(cmd)
-    }
-    fn has_subcommand(name: &str) -> bool {
-        experiments().any(|e| e.key == name)
-    }
-}
+pub type Experiment = Chosen<Experiments>;
 
 pub fn run(which: Experiment) -> Result<()> {
     let e = experiments()

@@ -12,6 +12,7 @@ mod demo_cmd;
 mod experiment;
 mod iobench_cmd;
 mod policies_cmd;
+mod registry;
 mod reproduce_cmd;
 mod run_cmd;
 mod signature_cmd;
