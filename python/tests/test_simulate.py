@@ -129,3 +129,36 @@ def test_a_rust_policy_run_releases_the_gil():
     t.join()
     assert done.is_set()
     assert spins > 1000, spins
+
+
+def test_ctrl_c_stops_a_run_at_once_with_keyboard_interrupt(tmp_path):
+    # A run of many seconds in a child Python; SIGINT after it started must end it within
+    # moments as KeyboardInterrupt (the run is stopped, not left going in Rust).
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "long.py"
+    script.write_text(
+        "import sys, time, hetsched\n"
+        "big = {'machine': 'ding', 'generator': [{'count': 50_000_000, 'rate': 1e6,"
+        " 'size': {'dist': 'exponential', 'mean': 1e-5}, 'mix': [{'share': 1}]}]}\n"
+        "print('started', flush=True)\n"
+        "t = time.monotonic()\n"
+        "try:\n"
+        "    hetsched.simulate(big, 'fcfs')\n"
+        "    print('finished', flush=True)\n"
+        "except KeyboardInterrupt:\n"
+        "    print(f'interrupted after {time.monotonic() - t:.2f} s', flush=True)\n"
+        "    sys.exit(3)\n"
+    )
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "started"
+    time.sleep(1.0)
+    sent = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    out, _ = child.communicate(timeout=30)
+    stopped_in = time.monotonic() - sent
+    assert child.returncode == 3, out
+    assert out.startswith("interrupted after"), out
+    assert stopped_in < 2.0, stopped_in
