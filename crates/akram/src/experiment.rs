@@ -300,19 +300,9 @@ pub fn mixed_tasks(
 /// The record of `tasks` under `spec` on `machine`.
 fn simulate(machine: &Machine, spec: &str, tasks: &[SimTask]) -> Result<Record> {
     let mut policy = hetsched_policies::build(spec, 1)?;
-    let mut record = Record::new(
-        spec,
-        machine.units.iter().map(|u| u.kind).collect(),
-        machine.units.iter().map(|u| u.name.clone()).collect(),
-    );
-    hetsched_sim::run(
-        machine,
-        policy.as_mut(),
-        tasks.iter().cloned(),
-        &Default::default(),
-        &mut record,
-    )?;
-    Ok(record)
+    let config = hetsched_sim::Config::default();
+    let sim = hetsched_sim::Simulation::new(machine, tasks.iter().cloned(), &config);
+    Ok(sim.record(spec, policy.as_mut())?.0)
 }
 
 /// Runs `tasks` under `spec` on `machine`.

@@ -9,7 +9,9 @@ fn io_affinity_beats_cfs_on_the_io_mix_scenario() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/akram-io-mix.toml");
     let sc = Scenario::load(&path).unwrap();
     let makespan = |policy: &str| {
-        let (rec, summary) = hetsched_sim::run_policy(&sc, policy, sc.seed, &mut |_| {}).unwrap();
+        let (rec, summary) = hetsched_sim::Simulation::of(&sc)
+            .record_spec(policy, sc.seed)
+            .unwrap();
         assert_eq!(summary.unfinished, 0);
         rec.check().unwrap();
         rec.metrics().makespan_s

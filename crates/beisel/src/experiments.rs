@@ -9,7 +9,7 @@ use hetsched_core::task::{Placement, QueueId, TaskId};
 use hetsched_core::{Error, Result};
 use hetsched_sim::speed::SpeedModel;
 use hetsched_sim::SimTask as Task;
-use hetsched_sim::{report, run, trace, Config, RunSummary};
+use hetsched_sim::{report, trace, Config, RunSummary, Simulation};
 use hetsched_util::files::OutDir;
 use hetsched_util::plot::{lines, Series};
 use std::fmt::Write as _;
@@ -57,7 +57,7 @@ pub fn simulate_from(
         machine.units.iter().map(|u| u.name.clone()).collect(),
     );
     let config = Config { models, ..config() };
-    let summary = run(machine, policy.as_mut(), tasks, &config, &mut record)?;
+    let summary = Simulation::new(machine, tasks, &config).run(policy.as_mut(), &mut record)?;
     record
         .check()
         .map_err(|e| Error::runtime(format!("{spec}: run record invariant: {e}")))?;

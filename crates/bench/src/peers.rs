@@ -89,14 +89,8 @@ fn run(a: Options) -> Result<()> {
     let (mut summary, mut metrics, mut engine_rss) = (None, None, None);
     for _ in 0..repeat {
         let ran = engine.run(|| {
-            hetsched_sim::run_spec(
-                &machine,
-                "fcfs",
-                1,
-                stream(),
-                &hetsched_sim::Config::default(),
-                &mut EventCounter::default(),
-            )
+            hetsched_sim::Simulation::new(&machine, stream(), &hetsched_sim::Config::default())
+                .run_spec("fcfs", 1, &mut EventCounter::default())
         })?;
         if summary.as_ref().is_some_and(|s| s != &ran) {
             return Err(Error::runtime(
@@ -215,14 +209,8 @@ fn with_metrics(
     tasks: impl Iterator<Item = SimTask>,
 ) -> Result<Metrics> {
     let mut rec = SummaryStream::new("fcfs", machine);
-    hetsched_sim::run_spec(
-        machine,
-        "fcfs",
-        1,
-        tasks,
-        &hetsched_sim::Config::default(),
-        &mut rec,
-    )?;
+    hetsched_sim::Simulation::new(machine, tasks, &hetsched_sim::Config::default())
+        .run_spec("fcfs", 1, &mut rec)?;
     Ok(rec.finish())
 }
 

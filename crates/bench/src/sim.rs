@@ -92,14 +92,8 @@ fn sim(args: Sim) -> Result<()> {
         for _ in 0..args.repeat.max(1) {
             let mut counter = hetsched_core::record::EventCounter::default();
             let (cpu, wall, summary) = timed(|| {
-                hetsched_sim::run_spec(
-                    &machine,
-                    spec,
-                    1,
-                    tasks(),
-                    &hetsched_sim::Config::default(),
-                    &mut counter,
-                )
+                hetsched_sim::Simulation::new(&machine, tasks(), &hetsched_sim::Config::default())
+                    .run_spec(spec, 1, &mut counter)
             });
             let summary = summary?;
             if result
@@ -168,7 +162,9 @@ fn engine_alone(
     hetsched_core::record::EventCounter,
 )> {
     let mut counter = hetsched_core::record::EventCounter::default();
-    let summary = hetsched_sim::run_into(scenario, spec, scenario.seed, on_task, &mut counter)?;
+    let summary = hetsched_sim::Simulation::of(scenario)
+        .on_task(on_task)
+        .run_spec(spec, scenario.seed, &mut counter)?;
     Ok((summary, counter))
 }
 
@@ -219,14 +215,12 @@ fn simulate(args: Simulate) -> Result<()> {
                 .filter(|&&b| b == b'\n')
                 .count();
             Figure::run(&mut reference, || {
-                hetsched_sim::run_spec(
+                hetsched_sim::Simulation::new(
                     &machine,
-                    spec,
-                    1,
                     bench_tasks(),
                     &hetsched_sim::Config::default(),
-                    &mut EventCounter::default(),
                 )
+                .run_spec(spec, 1, &mut EventCounter::default())
             })?;
             // The outputs agree (Debug text: NaN equals itself there): one run's metrics
             // and summary with and without the CSV, a line per task, the engine's own

@@ -154,9 +154,9 @@ pub fn simulate(args: SimulateArgs) -> Result<()> {
             let (mut run_metrics, summary) = if args.trace.is_some() {
                 scenario.config.max_kept_events =
                     Some(limits::MAX_KEPT_EVENTS.saturating_sub(kept));
-                let (record, summary) =
-                    hetsched_sim::run_policy(&scenario, p, scenario.seed, &mut |_| {})
-                        .map_err(named)?;
+                let (record, summary) = hetsched_sim::Simulation::of(&scenario)
+                    .record_spec(p, scenario.seed)
+                    .map_err(named)?;
                 kept += record.events.len() as u64;
                 record
                     .check()

@@ -328,6 +328,14 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl Record {
+    /// An empty record of a run of `policy` on `machine` (its units' kinds and names).
+    pub fn of_machine(policy: &str, machine: &crate::machine::Machine) -> Record {
+        Record::new(
+            policy,
+            machine.units.iter().map(|u| u.kind).collect(),
+            machine.units.iter().map(|u| u.name.clone()).collect(),
+        )
+    }
     pub fn new(policy: &str, unit_kinds: Vec<UnitType>, unit_names: Vec<String>) -> Record {
         Record {
             policy: policy.to_string(),

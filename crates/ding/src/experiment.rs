@@ -15,7 +15,7 @@
 use crate::workload::{machine, Program, PROGRAMS, THREADS};
 use hetsched_core::record::Record;
 use hetsched_core::{Error, Result};
-use hetsched_sim::{run, Config, SimTask};
+use hetsched_sim::{Config, SimTask, Simulation};
 use hetsched_util::files::OutDir;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -104,13 +104,8 @@ pub fn simulate(spec: &str, programs: &[Program]) -> Result<Vec<f64>> {
         m.units.iter().map(|u| u.kind).collect(),
         m.units.iter().map(|u| u.name.clone()).collect(),
     );
-    let summary = run(
-        &m,
-        policy.as_mut(),
-        tasks(programs),
-        &Config::default(),
-        &mut record,
-    )?;
+    let summary = Simulation::new(&m, tasks(programs), &Config::default())
+        .run(policy.as_mut(), &mut record)?;
     record
         .check()
         .map_err(|e| Error::runtime(format!("ding, {spec}: run record invariant: {e}")))?;

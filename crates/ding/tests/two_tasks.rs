@@ -10,7 +10,7 @@ use hetsched_core::task::Placement;
 use hetsched_policies::numa_amp::NumaAmp;
 use hetsched_policies::params::Params;
 use hetsched_sim::engine::REFERENCE_GHZ;
-use hetsched_sim::{machine_from_toml, run, Config, RunSummary, SimTask};
+use hetsched_sim::{machine_from_toml, Config, RunSummary, SimTask, Simulation};
 
 const MS: u64 = 1_000_000;
 
@@ -70,7 +70,9 @@ fn simulate<P: Policy + ?Sized>(
         max_time_ns: until_ns,
         ..Config::default()
     };
-    let summary = run(&m, policy, tasks, &config, &mut rec).unwrap();
+    let summary = Simulation::new(&m, tasks, &config)
+        .run(policy, &mut rec)
+        .unwrap();
     rec.check().unwrap();
     (rec, summary)
 }

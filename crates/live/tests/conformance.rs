@@ -18,7 +18,7 @@ use hetsched_core::record::{EventKind, Record};
 use hetsched_live::arbiter::{Arbiter, ManualClock};
 use hetsched_live::protocol::{MetaInfo, Verdict, WireAffinity};
 use hetsched_policies::recording::{Call, Recording};
-use hetsched_sim::{machine_from_toml, run, Config, SimTask};
+use hetsched_sim::{machine_from_toml, Config, SimTask, Simulation};
 
 const MS: u64 = 1_000_000;
 
@@ -99,7 +99,9 @@ fn record_for(m: &Machine, spec: &str) -> Record {
 fn simulate(m: &Machine, spec: &str, tasks: &[SimTask]) -> (Vec<Call>, Record) {
     let (mut policy, log) = Recording::new(hetsched_policies::build(spec, 9).unwrap());
     let mut rec = record_for(m, spec);
-    let summary = run(m, &mut policy, tasks.to_vec(), &Config::default(), &mut rec).unwrap();
+    let summary = Simulation::new(m, tasks.to_vec(), &Config::default())
+        .run(&mut policy, &mut rec)
+        .unwrap();
     assert_eq!(summary.unfinished, 0, "{spec}");
     let log = log.lock().unwrap().clone();
     (log, rec)

@@ -19,7 +19,7 @@ use hetsched_core::{Error, Result};
 use hetsched_policies::recording::Recording;
 use hetsched_sim::engine::Progress;
 use hetsched_sim::scenario::Scenario;
-use hetsched_sim::RunSummary;
+use hetsched_sim::{RunSummary, Simulation};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::{json, Value};
@@ -90,21 +90,17 @@ fn run_into<R: Recorder>(
     decisions: bool,
     rec: &mut R,
 ) -> Result<(RunSummary, Option<Vec<String>>)> {
-    let (seed, machine, config) = (scenario.seed, &scenario.machine, &scenario.config);
+    let sim = Simulation::of(scenario);
     let mut policy = match policy {
-        None if !decisions => {
-            let summary = hetsched_sim::run_into(scenario, label, seed, &mut |_| {}, rec)?;
-            return Ok((summary, None));
-        }
-        None => hetsched_policies::build(label, seed)?,
+        None if !decisions => return Ok((sim.run_spec(label, scenario.seed, rec)?, None)),
+        None => hetsched_policies::build(label, scenario.seed)?,
         Some(p) => p,
     };
     if !decisions {
-        let summary = hetsched_sim::run(machine, policy.as_mut(), scenario.tasks(), config, rec)?;
-        return Ok((summary, None));
+        return Ok((sim.run(policy.as_mut(), rec)?, None));
     }
     let (mut recording, log) = Recording::new(policy);
-    let summary = hetsched_sim::run(machine, &mut recording, scenario.tasks(), config, rec)?;
+    let summary = sim.run(&mut recording, rec)?;
     drop(recording);
     let calls = log.lock().expect("the log's lock");
     Ok((

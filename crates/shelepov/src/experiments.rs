@@ -26,7 +26,7 @@ use hetsched_core::machine::Machine;
 use hetsched_core::record::{Event, EventKind, Recorder};
 use hetsched_core::task::{Task, TaskClass, TaskId};
 use hetsched_core::{Error, Result};
-use hetsched_sim::{machine_from_toml, run, Config, SimTask, Workload};
+use hetsched_sim::{machine_from_toml, Config, SimTask, Simulation, Workload};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -325,13 +325,8 @@ pub fn closed_run(
         max_time_ns: Some(horizon_ns),
         ..Config::default()
     };
-    run(
-        machine,
-        policy.as_mut(),
-        Arrivals(state.clone()),
-        &config,
-        &mut Restarts(state.clone()),
-    )?;
+    Simulation::new(machine, Arrivals(state.clone()), &config)
+        .run(policy.as_mut(), &mut Restarts(state.clone()))?;
     let l = state.borrow();
     let mut out: BTreeMap<&'static str, Vec<Vec<f64>>> = BTreeMap::new();
     for (i, (p, _)) in l.instances.iter().enumerate() {

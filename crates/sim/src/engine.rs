@@ -795,7 +795,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
 
     /// Forced inline, as [`Self::run_end`]: each has one caller, the run loop, and with
     /// the policy's calls inlined into them (an engine compiled per policy type, see
-    /// [`crate::run_spec`]) LLVM kept them out of line, which cost cfs 1.5 % of its
+    /// [`crate::Simulation::run_spec`]) LLVM kept them out of line, which cost cfs 1.5 % of its
     /// instructions.
     #[inline(always)]
     fn arrive<P: Policy + ?Sized>(

@@ -14,7 +14,7 @@ pub mod task;
 pub mod task_signature;
 pub mod trace;
 
-pub use engine::{run, Config, RunSummary};
+pub use engine::{Config, RunSummary};
 pub use task::{SimTask, Workload};
 
 use hetsched_core::machine::{Machine, UnitGranularity};
@@ -30,96 +30,117 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine> {
     Ok(m)
 }
 
-/// Runs one policy (a registry spec) on a scenario and records every event.
-/// `on_task` is called with each task as it arrives (progress reporting).
-pub fn run_policy(
-    scenario: &scenario::Scenario,
-    spec: &str,
-    seed: u64,
-    on_task: &mut dyn FnMut(&SimTask),
-) -> Result<(Record, RunSummary)> {
-    let mut record = record_of(scenario, spec);
-    let summary = run_into(scenario, spec, seed, on_task, &mut record)?;
-    Ok((record, summary))
-}
-
-/// Runs a policy object (one not in the registry, e.g. written in Python) on a scenario
-/// and records every event; `label` names the policy in the record.
-pub fn run_with(
-    scenario: &scenario::Scenario,
-    label: &str,
-    policy: &mut dyn Policy,
-    on_task: &mut dyn FnMut(&SimTask),
-) -> Result<(Record, RunSummary)> {
-    let mut record = record_of(scenario, label);
-    let tasks = scenario.tasks().inspect(|t| on_task(t));
-    let summary = run(
-        &scenario.machine,
-        policy,
-        tasks,
-        &scenario.config,
-        &mut record,
-    )?;
-    Ok((record, summary))
-}
-
-/// An empty record of a run of `label` on the scenario's machine.
-fn record_of(scenario: &scenario::Scenario, label: &str) -> Record {
-    let m = &scenario.machine;
-    Record::new(
-        label,
-        m.units.iter().map(|u| u.kind).collect(),
-        m.units.iter().map(|u| u.name.clone()).collect(),
-    )
-}
-
-/// Runs a registry policy (its spec) on a scenario, its events going to `rec` (e.g. a
-/// [`stream::StreamRecorder`], which writes the outputs as the run goes).
-pub fn run_into<R: Recorder + ?Sized>(
-    scenario: &scenario::Scenario,
-    spec: &str,
-    seed: u64,
-    on_task: &mut dyn FnMut(&SimTask),
-    rec: &mut R,
-) -> Result<RunSummary> {
-    let tasks = scenario.tasks().inspect(|t| on_task(t));
-    run_spec(&scenario.machine, spec, seed, tasks, &scenario.config, rec)
-}
-
-/// Runs a registry policy (its spec; `seed` is the default of seeded policies) on
-/// `machine` over `arrivals`, its events going to `rec`: [`run`] compiled for the
-/// policy's own type ([`hetsched_policies::Built`]), its calls inlined into the engine.
-/// `simulate`, the benches and [`run_policy`] run through here; the paper experiments'
-/// own drivers, which need no speed, take the box (`hetsched_policies::build`).
-pub fn run_spec<R, I>(
-    machine: &Machine,
-    spec: &str,
-    seed: u64,
+/// One simulation, the one way to start a run: a machine, the tasks arriving on it
+/// (non-decreasing arrival times) and the engine's configuration, then a policy and a
+/// recorder.
+///
+/// ```text
+/// Simulation::of(&scenario)                 // or Simulation::new(&machine, tasks, &config)
+///     .on_task(|t| ...)                      // optional: each task as it arrives (progress)
+///     .run_spec("cfs", seed, &mut recorder)  // a registry policy, compiled for its type
+///     .run(&mut policy, &mut recorder)       // or a policy object (a box, Python's)
+///     .record_spec("cfs", seed)              // or either, keeping the whole run record
+///     .record("label", &mut policy)
+/// ```
+///
+/// `run_spec` is the engine compiled for the policy's own type
+/// ([`hetsched_policies::Built`]), its calls inlined: `simulate`, the benches and the
+/// scenario tests run through it; the paper experiments' drivers, which need no speed,
+/// take a box (`hetsched_policies::build`).
+pub struct Simulation<'a, I> {
+    machine: &'a Machine,
     arrivals: I,
-    config: &Config,
-    rec: &mut R,
-) -> Result<RunSummary>
-where
-    R: Recorder + ?Sized,
-    I: IntoIterator<Item = SimTask>,
-{
-    struct Run<'a, R: ?Sized, I> {
-        machine: &'a Machine,
-        arrivals: I,
-        config: &'a Config,
-        rec: &'a mut R,
-    }
-    impl<R: Recorder + ?Sized, I: IntoIterator<Item = SimTask>> PolicyVisitor for Run<'_, R, I> {
-        type Output = Result<RunSummary>;
-        fn visit<P: Policy>(self, policy: &mut P) -> Result<RunSummary> {
-            run(self.machine, policy, self.arrivals, self.config, self.rec)
+    config: &'a Config,
+}
+
+impl<'a> Simulation<'a, scenario::Tasks<'a>> {
+    /// The scenario's machine, its tasks (drawn as they arrive) and its configuration.
+    pub fn of(scenario: &'a scenario::Scenario) -> Self {
+        Simulation {
+            machine: &scenario.machine,
+            arrivals: scenario.tasks(),
+            config: &scenario.config,
         }
     }
-    let run = Run {
-        machine,
-        arrivals,
-        config,
-        rec,
-    };
-    hetsched_policies::build_typed(spec, seed)?.visit(run)
+}
+
+impl<'a, I: IntoIterator<Item = SimTask>> Simulation<'a, I> {
+    /// `arrivals` on `machine` under `config`.
+    pub fn new(machine: &'a Machine, arrivals: I, config: &'a Config) -> Self {
+        Simulation {
+            machine,
+            arrivals,
+            config,
+        }
+    }
+
+    /// Calls `f` with each task as it arrives (progress reporting).
+    pub fn on_task<F: FnMut(&SimTask)>(
+        self,
+        mut f: F,
+    ) -> Simulation<'a, impl Iterator<Item = SimTask>> {
+        Simulation {
+            machine: self.machine,
+            arrivals: self.arrivals.into_iter().inspect(move |t| f(t)),
+            config: self.config,
+        }
+    }
+
+    /// Runs a policy object, its events going to `rec`.
+    pub fn run<P, R>(self, policy: &mut P, rec: &mut R) -> Result<RunSummary>
+    where
+        P: Policy + ?Sized,
+        R: Recorder + ?Sized,
+    {
+        engine::run(self.machine, policy, self.arrivals, self.config, rec)
+    }
+
+    /// Runs a registry policy (its spec; `seed` is the default of seeded policies),
+    /// compiled for its type, its events going to `rec` (e.g. a
+    /// [`stream::StreamRecorder`], which writes the outputs as the run goes).
+    pub fn run_spec<R: Recorder + ?Sized>(
+        self,
+        spec: &str,
+        seed: u64,
+        rec: &mut R,
+    ) -> Result<RunSummary> {
+        struct Run<'a, R: ?Sized, I> {
+            machine: &'a Machine,
+            arrivals: I,
+            config: &'a Config,
+            rec: &'a mut R,
+        }
+        impl<R: Recorder + ?Sized, I: IntoIterator<Item = SimTask>> PolicyVisitor for Run<'_, R, I> {
+            type Output = Result<RunSummary>;
+            fn visit<P: Policy>(self, policy: &mut P) -> Result<RunSummary> {
+                engine::run(self.machine, policy, self.arrivals, self.config, self.rec)
+            }
+        }
+        let run = Run {
+            machine: self.machine,
+            arrivals: self.arrivals,
+            config: self.config,
+            rec,
+        };
+        hetsched_policies::build_typed(spec, seed)?.visit(run)
+    }
+
+    /// [`Self::run_spec`], keeping every event in a run record.
+    pub fn record_spec(self, spec: &str, seed: u64) -> Result<(Record, RunSummary)> {
+        let mut record = Record::of_machine(spec, self.machine);
+        let summary = self.run_spec(spec, seed, &mut record)?;
+        Ok((record, summary))
+    }
+
+    /// [`Self::run`], keeping every event in a run record; `label` names the policy
+    /// there.
+    pub fn record<P: Policy + ?Sized>(
+        self,
+        label: &str,
+        policy: &mut P,
+    ) -> Result<(Record, RunSummary)> {
+        let mut record = Record::of_machine(label, self.machine);
+        let summary = self.run(policy, &mut record)?;
+        Ok((record, summary))
+    }
 }

@@ -142,11 +142,15 @@ pub fn run_streamed<W: Write>(
     let (machine, seed) = (&scenario.machine, scenario.seed);
     let Some((file, name)) = csv else {
         let mut rec = hetsched_core::outcome_stream::SummaryStream::new(policy, machine);
-        let summary = crate::run_into(scenario, policy, seed, on_task, &mut rec)?;
+        let summary = crate::Simulation::of(scenario)
+            .on_task(on_task)
+            .run_spec(policy, seed, &mut rec)?;
         return Ok((rec.finish(), summary));
     };
     let mut rec = StreamRecorder::new(policy, machine, file, name);
-    let summary = crate::run_into(scenario, policy, seed, on_task, &mut rec)?;
+    let summary = crate::Simulation::of(scenario)
+        .on_task(on_task)
+        .run_spec(policy, seed, &mut rec)?;
     let metrics = rec
         .finish()
         .map_err(|e| Error::runtime(format!("{policy}: {e}")))?;

@@ -10,7 +10,7 @@ use hetsched_core::policy::{
 use hetsched_core::record::Record;
 use hetsched_core::task::{QueueId, TaskId};
 use hetsched_policies::fair::weight_of_nice;
-use hetsched_sim::{machine_from_toml, run, Config, SimTask};
+use hetsched_sim::{machine_from_toml, Config, SimTask, Simulation};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
@@ -173,7 +173,9 @@ fn simulate(policy: &mut dyn Policy, tasks: Vec<SimTask>) -> Record {
         max_events: Some(u64::MAX),
         ..Config::default()
     };
-    let summary = run(&m, policy, tasks, &config, &mut rec).unwrap();
+    let summary = Simulation::new(&m, tasks, &config)
+        .run(policy, &mut rec)
+        .unwrap();
     assert_eq!(summary.unfinished, 0);
     rec
 }

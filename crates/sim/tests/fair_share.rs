@@ -8,7 +8,7 @@
 use hetsched_core::machine::Machine;
 use hetsched_core::record::{Event, EventKind, Recorder};
 use hetsched_policies::fair::weight_of_nice;
-use hetsched_sim::{machine_from_toml, run_spec, Config, SimTask};
+use hetsched_sim::{machine_from_toml, Config, SimTask, Simulation};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -90,7 +90,9 @@ fn one_core_under_poisson_arrivals_is_processor_sharing() {
                 max_events: Some(u64::MAX),
                 ..Config::default()
             };
-            let summary = run_spec(&one_core(), policy, 1, tasks, &config, &mut tally).unwrap();
+            let summary = Simulation::new(&one_core(), tasks, &config)
+                .run_spec(policy, 1, &mut tally)
+                .unwrap();
             assert_eq!(summary.unfinished, 0);
             let turnaround: f64 = (tally.end.iter().zip(&tally.arrival))
                 .map(|(end, arrival)| (end.unwrap() - arrival) as f64 / 1e9)
@@ -132,7 +134,9 @@ fn weights_give_proportional_shares() {
             ..Config::default()
         };
         let mut tally = Tally::default();
-        run_spec(&one_core(), policy, 1, tasks, &config, &mut tally).unwrap();
+        Simulation::new(&one_core(), tasks, &config)
+            .run_spec(policy, 1, &mut tally)
+            .unwrap();
         tally.close(horizon);
         assert_eq!(
             tally.ran.iter().sum::<u64>(),

@@ -128,7 +128,7 @@ fn run_all(mut s: Scenario, specs: &[&str]) -> Result<(), TestCaseError> {
         return Ok(());
     }
     for spec in specs {
-        match hetsched_sim::run_policy(&s, spec, s.seed, &mut |_| {}) {
+        match hetsched_sim::Simulation::of(&s).record_spec(spec, s.seed) {
             Ok((_, summary)) => prop_assert!(summary.events <= limit),
             Err(Error::Input(m)) => {
                 prop_assert!(

@@ -7,7 +7,7 @@ use hetsched_core::policy::{
 };
 use hetsched_core::record::{EventKind, Record};
 use hetsched_core::task::{QueueId, TaskId};
-use hetsched_sim::{machine_from_toml, run, Config, SimTask as Task};
+use hetsched_sim::{machine_from_toml, Config, SimTask as Task, Simulation};
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
@@ -37,7 +37,9 @@ fn simulate(machine: &Machine, policy: &str, tasks: Vec<Task>) -> Record {
         machine.units.iter().map(|u| u.kind).collect(),
         machine.units.iter().map(|u| u.name.clone()).collect(),
     );
-    let summary = run(machine, p.as_mut(), tasks, &Config::default(), &mut rec).unwrap();
+    let summary = Simulation::new(machine, tasks, &Config::default())
+        .run(p.as_mut(), &mut rec)
+        .unwrap();
     assert_eq!(summary.unfinished, 0);
     rec.check().unwrap();
     rec
@@ -298,7 +300,9 @@ fn accelerators_stop_only_at_checkpoints_which_cost_time() {
         max_events: None,
         ..Config::default()
     };
-    run(&m, p.as_mut(), vec![task(0), task(1)], &config, &mut rec).unwrap();
+    Simulation::new(&m, vec![task(0), task(1)], &config)
+        .run(p.as_mut(), &mut rec)
+        .unwrap();
     rec.check().unwrap();
     assert_eq!(completions(&rec), vec![(0, 1, 98 * MS), (1, 1, 108 * MS)]);
     let runs: Vec<u32> = rec.outcomes().iter().map(|o| o.runs).collect();
@@ -369,14 +373,9 @@ fn checkpoint_and_tick_migrations_move_running_tasks_and_conserve_work() {
         m.units.iter().map(|u| u.kind).collect(),
         m.units.iter().map(|u| u.name.clone()).collect(),
     );
-    let summary = run(
-        &m,
-        &mut p,
-        vec![Task::cpu(0, 1.0, 0)],
-        &Config::default(),
-        &mut rec,
-    )
-    .unwrap();
+    let summary = Simulation::new(&m, vec![Task::cpu(0, 1.0, 0)], &Config::default())
+        .run(&mut p, &mut rec)
+        .unwrap();
     rec.check().unwrap();
     assert_eq!(summary.work_done_ns, S);
     assert_eq!(completions(&rec), vec![(0, 0, S)]);

@@ -104,7 +104,9 @@ fn simulate(c: &Case) -> (Record, hetsched_sim::RunSummary) {
         max_events: None,
         ..Config::default()
     };
-    let summary = hetsched_sim::run_spec(&machine, spec, 42, tasks, &config, &mut rec).unwrap();
+    let summary = hetsched_sim::Simulation::new(&machine, tasks, &config)
+        .run_spec(spec, 42, &mut rec)
+        .unwrap();
     (rec, summary)
 }
 

@@ -8,7 +8,7 @@
 
 use hetsched_core::machine::Machine;
 use hetsched_core::record::Record;
-use hetsched_sim::{machine_from_toml, run, Config, SimTask as Task};
+use hetsched_sim::{machine_from_toml, Config, SimTask as Task, Simulation};
 
 const S: u64 = 1_000_000_000;
 
@@ -62,7 +62,9 @@ fn ends(tasks: Vec<Task>) -> Vec<(u64, u32, u64)> {
         m.units.iter().map(|u| u.kind).collect(),
         m.units.iter().map(|u| u.name.clone()).collect(),
     );
-    let summary = run(&m, p.as_mut(), tasks, &Config::default(), &mut rec).unwrap();
+    let summary = Simulation::new(&m, tasks, &Config::default())
+        .run(p.as_mut(), &mut rec)
+        .unwrap();
     assert_eq!(summary.unfinished, 0);
     let mut e: Vec<_> = rec
         .outcomes()

@@ -45,7 +45,7 @@ fn a_scenario_has_no_event_limit_but_bounds_memory() {
 fn too_many_live_tasks_stop_the_run() {
     let mut s = burst(1_000);
     s.config.max_live_tasks = Some(999);
-    let m = input_message(hetsched_sim::run_policy(&s, "fcfs", 1, &mut |_| {}));
+    let m = input_message(hetsched_sim::Simulation::of(&s).record_spec("fcfs", 1));
     for needle in [
         "task 999 (type \"task\") arrives at 0.000 s simulated with 999 tasks live",
         "at most 999 tasks live at once",
@@ -54,7 +54,9 @@ fn too_many_live_tasks_stop_the_run() {
         assert!(m.contains(needle), "{needle:?} not in {m:?}");
     }
     s.config.max_live_tasks = Some(1_000);
-    let (_, summary) = hetsched_sim::run_policy(&s, "fcfs", 1, &mut |_| {}).unwrap();
+    let (_, summary) = hetsched_sim::Simulation::of(&s)
+        .record_spec("fcfs", 1)
+        .unwrap();
     assert_eq!((summary.completed, summary.peak_live), (1_000, 1_000));
 }
 
@@ -64,7 +66,7 @@ fn too_many_live_tasks_stop_the_run() {
 fn a_kept_record_past_its_bound_stops_the_run() {
     let mut s = burst(20_000);
     s.config.max_kept_events = Some(10_000);
-    let m = input_message(hetsched_sim::run_policy(&s, "fcfs", 1, &mut |_| {}));
+    let m = input_message(hetsched_sim::Simulation::of(&s).record_spec("fcfs", 1));
     assert!(
         m.contains("the run record kept in memory reached")
             && m.contains("more than the 10000 this run may keep"),
@@ -80,7 +82,9 @@ fn a_kept_record_past_its_bound_stops_the_run() {
     assert!((10_001..10_000 + 4 * WATCH_EVERY).contains(&kept), "{m}");
 
     let mut rec = SummaryStream::new("fcfs", &s.machine);
-    let summary = hetsched_sim::run_into(&s, "fcfs", 1, &mut |_| {}, &mut rec).unwrap();
+    let summary = hetsched_sim::Simulation::of(&s)
+        .run_spec("fcfs", 1, &mut rec)
+        .unwrap();
     assert_eq!(summary.completed, 20_000);
 }
 
@@ -92,13 +96,15 @@ fn a_run_stops_when_its_progress_is_told_to() {
     let progress = Arc::new(Progress::default());
     s.config.watch = Some(progress.clone());
     let mut rec = SummaryStream::new("fcfs", &s.machine);
-    let summary = hetsched_sim::run_into(&s, "fcfs", 1, &mut |_| {}, &mut rec).unwrap();
+    let summary = hetsched_sim::Simulation::of(&s)
+        .run_spec("fcfs", 1, &mut rec)
+        .unwrap();
     assert_eq!(progress.completed.load(Ordering::Relaxed), 20_000);
     assert_eq!(progress.events.load(Ordering::Relaxed), summary.events);
 
     progress.stop();
     let mut rec = SummaryStream::new("fcfs", &s.machine);
-    match hetsched_sim::run_into(&s, "fcfs", 1, &mut |_| {}, &mut rec) {
+    match hetsched_sim::Simulation::of(&s).run_spec("fcfs", 1, &mut rec) {
         Err(Error::Interrupted(m)) => assert!(m.contains("interrupted at"), "{m}"),
         other => panic!("{other:?}"),
     }
@@ -145,7 +151,12 @@ fn a_trace_written_as_it_is_made_is_the_document() {
     );
     let records: Vec<_> = ["cfs", "ws", "fcfs"]
         .iter()
-        .map(|p| hetsched_sim::run_policy(&s, p, 1, &mut |_| {}).unwrap().0)
+        .map(|p| {
+            hetsched_sim::Simulation::of(&s)
+                .record_spec(p, 1)
+                .unwrap()
+                .0
+        })
         .collect();
     let mut written = Vec::new();
     hetsched_sim::trace::write(&records, &mut written).unwrap();

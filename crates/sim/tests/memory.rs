@@ -2,7 +2,7 @@
 //! stream the engine holds only the tasks in the system at once.
 
 use hetsched_core::record::EventCounter;
-use hetsched_sim::{bench, run, Config};
+use hetsched_sim::{bench, Config, Simulation};
 
 #[test]
 fn a_long_stream_keeps_only_the_live_tasks() {
@@ -13,14 +13,9 @@ fn a_long_stream_keeps_only_the_live_tasks() {
         let mut policy = hetsched_policies::build(spec, 1).unwrap();
         let mut counter = EventCounter::default();
         let tasks = bench::tasks(n, units, 0.01, 0.5, 1);
-        let summary = run(
-            &machine,
-            policy.as_mut(),
-            tasks,
-            &Config::default(),
-            &mut counter,
-        )
-        .unwrap();
+        let summary = Simulation::new(&machine, tasks, &Config::default())
+            .run(policy.as_mut(), &mut counter)
+            .unwrap();
         assert_eq!(summary.completed, n, "{spec}");
         // At half load on 8 units a few dozen tasks at most are in the system at once;
         // keeping finished ones would make this the whole stream.

@@ -13,7 +13,9 @@ fn load(name: &str) -> Scenario {
 }
 
 fn mean_turnaround(sc: &Scenario, policy: &str) -> f64 {
-    let (rec, summary) = hetsched_sim::run_policy(sc, policy, sc.seed, &mut |_| {}).unwrap();
+    let (rec, summary) = hetsched_sim::Simulation::of(sc)
+        .record_spec(policy, sc.seed)
+        .unwrap();
     assert_eq!(summary.unfinished, 0);
     rec.check().unwrap();
     rec.metrics().turnaround_s.mean
@@ -72,7 +74,9 @@ fn the_numa_amp_scenario_feeds_the_counters_and_numa_amp_wins() {
         (5e8, 15.0, 125e6, true)
     );
     let makespan = |policy: &str| {
-        let (rec, summary) = hetsched_sim::run_policy(&sc, policy, sc.seed, &mut |_| {}).unwrap();
+        let (rec, summary) = hetsched_sim::Simulation::of(&sc)
+            .record_spec(policy, sc.seed)
+            .unwrap();
         assert_eq!(summary.unfinished, 0, "{policy}");
         rec.check().unwrap();
         rec.metrics().makespan_s
@@ -128,7 +132,9 @@ fn capacities_by_type(
     policy: &str,
 ) -> std::collections::BTreeMap<String, std::collections::BTreeSet<u32>> {
     use hetsched_core::record::EventKind;
-    let (rec, summary) = hetsched_sim::run_policy(sc, policy, sc.seed, &mut |_| {}).unwrap();
+    let (rec, summary) = hetsched_sim::Simulation::of(sc)
+        .record_spec(policy, sc.seed)
+        .unwrap();
     assert_eq!(summary.unfinished, 0);
     let mut kinds = std::collections::HashMap::new();
     let mut out = std::collections::BTreeMap::<String, std::collections::BTreeSet<u32>>::new();
@@ -232,8 +238,8 @@ fn bad_scenario_signatures_name_the_field_and_range() {
     }
 }
 
-/// A registry policy runs in an engine compiled for its type (`run_policy`, through
-/// `hetsched_policies::Built`); the same policy behind `dyn Policy` (`run_with`, as a
+/// A registry policy runs in an engine compiled for its type (`Simulation::record_spec`, through
+/// `hetsched_policies::Built`); the same policy behind `dyn Policy` (`Simulation::record`, as a
 /// Python policy runs) must make the same run, event for event: on every example
 /// scenario, with every registered test spec. Both are built by the same builder, so
 /// this checks the typed path's plumbing (seed, label, configuration, task stream) and
@@ -254,9 +260,9 @@ fn typed_and_dyn_policies_make_the_same_runs() {
         }
         let sc = Scenario::load(&path).unwrap();
         for spec in hetsched_policies::test_specs() {
-            let typed = hetsched_sim::run_policy(&sc, spec, sc.seed, &mut |_| {});
+            let typed = hetsched_sim::Simulation::of(&sc).record_spec(spec, sc.seed);
             let mut policy = hetsched_policies::build(spec, sc.seed).unwrap();
-            let boxed = hetsched_sim::run_with(&sc, spec, policy.as_mut(), &mut |_| {});
+            let boxed = hetsched_sim::Simulation::of(&sc).record(spec, policy.as_mut());
             let show = |r: &hetsched_core::Result<(hetsched_core::record::Record, _)>| {
                 format!("{:?}", r.as_ref().map(|(rec, s)| (&rec.events, s)))
             };
