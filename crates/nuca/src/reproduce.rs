@@ -28,8 +28,26 @@ pub mod paper {
     pub const CORE_MISS_REDUCTION: f64 = 0.38;
 }
 
+/// A rate in per cent: one decimal, or under 0.1 % its first significant digit (the
+/// paper's "< 0.01 %" must not print as "< 0.0 %").
 fn pct(x: f64) -> String {
-    format!("{:.1} %", 100.0 * x)
+    let v = 100.0 * x;
+    let decimals = if v > 0.0 && v < 0.1 {
+        (-v.log10().floor()) as usize
+    } else {
+        1
+    };
+    format!("{v:.decimals$} %")
+}
+
+#[cfg(test)]
+#[test]
+fn small_rates_keep_a_significant_digit() {
+    assert_eq!(pct(0.0001), "0.01 %");
+    assert_eq!(pct(0.000032), "0.003 %");
+    assert_eq!(pct(0.079), "7.9 %");
+    assert_eq!(pct(0.0), "0.0 %");
+    assert_eq!(pct(0.001), "0.1 %");
 }
 
 fn get(sums: &[Summary], scheme: Scheme) -> Summary {
