@@ -20,14 +20,7 @@ fn run(dir: &Path, args: &[&str]) -> Output {
     common::hetsched_bounded(dir, args, PROMPT)
 }
 
-fn scenario(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(name)
-        .to_str()
-        .unwrap()
-        .to_string()
-}
+use common::scenario;
 
 fn mkfifo(path: &Path) {
     nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();

@@ -3,16 +3,9 @@
 mod common;
 use common::{assert_input_error, hetsched};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn scenario(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(name)
-        .to_str()
-        .unwrap()
-        .to_string()
-}
+use common::scenario;
 
 /// Writes a scenario file and returns its path.
 fn file(dir: &Path, name: &str, text: &str) -> String {

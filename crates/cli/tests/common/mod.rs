@@ -7,6 +7,17 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The path of the repository's scenario `name` (under `scenarios/`), as an argument.
+#[allow(dead_code)] // only the simulate tests run the example scenarios
+pub fn scenario(name: &str) -> String {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
 /// A generous bound for anything to happen on a loaded 2-core machine (not a measure).
 pub const PATIENCE: Duration = Duration::from_secs(120);
 
