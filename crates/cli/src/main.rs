@@ -18,6 +18,7 @@ mod run_cmd;
 mod signature_cmd;
 mod simulate_cmd;
 mod topology_cmd;
+mod watch;
 
 use clap::{Parser, Subcommand};
 use hetsched_core::Result;

@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod calendar;
+pub mod compare;
 pub mod engine;
 pub mod io;
 pub mod report;

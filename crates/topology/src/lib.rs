@@ -17,6 +17,7 @@ mod isolate;
 pub mod machine_file;
 pub mod presets;
 pub mod sysfs_dump;
+pub mod tree;
 
 use hetsched_core::machine::{Machine, UnitGranularity};
 use hetsched_core::{Error, Result};
