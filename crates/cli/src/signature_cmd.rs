@@ -1,23 +1,18 @@
 //! `hetsched signature ...`: architectural signatures (Shelepov & Fedorova).
 
 use clap::{Args, Subcommand};
-use hetsched_core::{Error, PathContext, Result};
+use hetsched_core::Result;
 use hetsched_sig::analysis::{Analyzer, Mode, Profile};
-use hetsched_sig::elasticity::{arc_elasticity, fit_csv, ElasticityModel};
+use hetsched_sig::elasticity::{arc_elasticity, fit_file, ElasticityModel};
 use hetsched_sig::elfnote;
+use hetsched_sig::elfnote::embed_signature;
 use hetsched_sig::missrate::CacheConfig;
 use hetsched_sig::signature::Signature;
 use hetsched_sig::source::wrapper::unwrap_shell;
-use hetsched_sig::source::{binary, lackey, replay_file, trace_live, valgrind, SourceArg};
-use hetsched_sig::trace::{Tee, TraceSink};
-use hetsched_util::files::{self, OutFile};
+use hetsched_sig::source::{convert, profile, replay_file, SourceArg};
+use hetsched_util::files::OutFile;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-
-/// The largest elasticity model file (`--model`) read, bytes (real ones take 100).
-pub const MAX_MODEL_BYTES: u64 = 1 << 20;
-/// The largest CSV `signature fit` reads, bytes (a row per measured program and cache).
-pub const MAX_FIT_CSV_BYTES: u64 = 64 << 20;
+use std::path::PathBuf;
 
 #[derive(Subcommand)]
 pub enum SignatureCmd {
@@ -122,25 +117,6 @@ pub struct AnalyzeArgs {
     output: OutputArgs,
 }
 
-fn mode(sample: Option<f64>) -> Result<Mode> {
-    match sample {
-        None => Ok(Mode::Exact),
-        Some(r) if r > 0.0 && r <= 1.0 => Ok(Mode::Sampled(r)),
-        Some(r) => Err(Error::input(format!(
-            "--sample: rate must be in (0, 1], got {r}"
-        ))),
-    }
-}
-
-fn load_model(path: Option<&Path>) -> Result<ElasticityModel> {
-    let Some(p) = path else {
-        return Ok(ElasticityModel::default());
-    };
-    let text = files::read_text(p, "an elasticity model", MAX_MODEL_BYTES)?;
-    serde_json::from_str(&text)
-        .map_err(|e| Error::input(format!("{}: not an elasticity model: {e}", p.display())))
-}
-
 /// What `emit` needs, taken before the (long) trace: the model read and the output
 /// file started, so a bad `--model` or `--out` fails at once.
 struct Emit {
@@ -151,7 +127,7 @@ struct Emit {
 impl Emit {
     fn start(o: &OutputArgs) -> Result<Emit> {
         Ok(Emit {
-            model: load_model(o.model.as_deref())?,
+            model: ElasticityModel::load(o.model.as_deref())?,
             out: o.out.as_deref().map(OutFile::create).transpose()?,
         })
     }
@@ -204,7 +180,7 @@ impl Progress {
 pub fn run(cmd: SignatureCmd) -> Result<()> {
     match cmd {
         SignatureCmd::Profile(a) => {
-            let mut analyzer = Analyzer::new(mode(a.output.sample)?);
+            let mut analyzer = Analyzer::new(Mode::from_rate(a.output.sample)?);
             let command = match unwrap_shell(&a.command)? {
                 Some(argv) => {
                     eprintln!(
@@ -221,41 +197,18 @@ pub fn run(cmd: SignatureCmd) -> Result<()> {
             let output = Emit::start(&a.output)?;
             let save = a.save.as_deref().map(OutFile::create).transpose()?;
             let progress = Progress::start(a.quiet);
-            let run = match save {
-                Some(file) => {
-                    let mut w = binary::Writer::new(file);
-                    let run = valgrind::trace_lackey(
-                        prog,
-                        args,
-                        a.quiet,
-                        &mut Tee(&mut analyzer, &mut w),
-                    )?;
-                    let file = w.finish().map_err(|e| {
-                        Error::runtime(format!("{}: {e}", a.save.as_ref().unwrap().display()))
-                    })?;
-                    file.finish()?;
-                    format!(
-                        "{} lackey lines ({:.1} MB of text) through the pipe",
-                        run.parsed.lines,
-                        run.parsed.bytes as f64 / 1e6
-                    )
-                }
-                None => {
-                    let run = trace_live(source, prog, args, a.quiet, &mut analyzer, &mut |n| {
-                        progress.update(n)
-                    })?;
-                    if !run.status.success() {
-                        eprintln!("hetsched: note: {prog} exited with {}", run.status);
-                    }
-                    run.transport
-                }
-            };
+            let run = profile(source, prog, args, a.quiet, save, &mut analyzer, &mut |n| {
+                progress.update(n)
+            })?;
+            if !run.status.success() {
+                eprintln!("hetsched: note: {prog} exited with {}", run.status);
+            }
             progress.finish();
-            eprintln!("hetsched: read {run}");
+            eprintln!("hetsched: read {}", run.transport);
             emit(&command.join(" "), &analyzer.finish(), &a.output, output)
         }
         SignatureCmd::Analyze(a) => {
-            let mut analyzer = Analyzer::new(mode(a.output.sample)?);
+            let mut analyzer = Analyzer::new(Mode::from_rate(a.output.sample)?);
             let output = Emit::start(&a.output)?;
             replay_file(&a.trace, &mut analyzer)?;
             let program = a.program.clone().unwrap_or_else(|| {
@@ -267,16 +220,7 @@ pub fn run(cmd: SignatureCmd) -> Result<()> {
             emit(&program, &analyzer.finish(), &a.output, output)
         }
         SignatureCmd::Convert { input, output } => {
-            // Streamed, so of any size; a FIFO or a device is refused at once.
-            let (f, _) = files::open(&input, "a lackey trace")?;
-            let mut w = binary::Writer::new(OutFile::create(&output)?);
-            let stats = lackey::parse(
-                f,
-                &input.display().to_string(),
-                &mut w as &mut dyn TraceSink,
-            )?;
-            w.finish().at(&output)?.finish()?;
-            let out_len = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
+            let (stats, out_len) = convert(&input, &output)?;
             println!(
                 "{} lines, {} bytes -> {} bytes ({:.1}x smaller)",
                 stats.lines,
@@ -296,10 +240,8 @@ pub fn run(cmd: SignatureCmd) -> Result<()> {
             Ok(())
         }
         SignatureCmd::Fit { csv, out } => {
-            let name = csv.display().to_string();
             let out = out.as_deref().map(OutFile::create).transpose()?;
-            let text = files::read_text(&csv, "a CSV of measured pairs", MAX_FIT_CSV_BYTES)?;
-            let (model, fits) = fit_csv(&text, &name)?;
+            let (model, fits) = fit_file(&csv)?;
             println!(
                 "{:<10} {:>6} {:>11} {:>12} {:>8} {:>8}",
                 "cache", "points", "intercept", "slope", "R^2", "MAE"
@@ -326,42 +268,29 @@ pub fn run(cmd: SignatureCmd) -> Result<()> {
             Ok(())
         }
         SignatureCmd::Embed { bin, sig } => {
-            let name = sig.display().to_string();
-            let text =
-                files::read_text(&sig, "a signature", hetsched_sig::signature::MAX_FILE_BYTES)?;
-            Signature::from_json(&text, &name)?; // only valid signatures go in
-            elfnote::embed(&bin, text.as_bytes())?;
+            let bytes = embed_signature(&bin, &sig)?;
             println!(
                 "embedded {} bytes into {} ({})",
-                text.len(),
+                bytes,
                 bin.display(),
                 elfnote::SECTION
             );
             Ok(())
         }
-        SignatureCmd::Show { bin, table } => match elfnote::read(&bin)? {
-            None => Err(Error::input(format!(
-                "{}: no hetsched signature (no {} note)",
-                bin.display(),
-                elfnote::SECTION
-            ))),
-            Some(desc) => {
-                let text = String::from_utf8(desc).map_err(|_| {
-                    Error::input(format!("{}: signature note is not UTF-8", bin.display()))
-                })?;
-                if table {
-                    print!(
-                        "{}",
-                        Signature::from_json(&text, &bin.display().to_string())?.summary()
-                    );
-                } else {
-                    print!("{text}");
-                    if !text.ends_with('\n') {
-                        println!();
-                    }
+        SignatureCmd::Show { bin, table } => {
+            let text = elfnote::signature_text(&bin)?;
+            if table {
+                print!(
+                    "{}",
+                    Signature::from_json(&text, &bin.display().to_string())?.summary()
+                );
+            } else {
+                print!("{text}");
+                if !text.ends_with('\n') {
+                    println!();
                 }
-                Ok(())
             }
-        },
+            Ok(())
+        }
     }
 }

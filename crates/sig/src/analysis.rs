@@ -29,6 +29,19 @@ pub enum Mode {
     Sampled(f64),
 }
 
+impl Mode {
+    /// Exact without a rate, else SHARDS at `rate` in (0, 1] (`--sample`).
+    pub fn from_rate(rate: Option<f64>) -> hetsched_core::Result<Mode> {
+        match rate {
+            None => Ok(Mode::Exact),
+            Some(r) if r > 0.0 && r <= 1.0 => Ok(Mode::Sampled(r)),
+            Some(r) => Err(hetsched_core::Error::input(format!(
+                "--sample: rate must be in (0, 1], got {r}"
+            ))),
+        }
+    }
+}
+
 enum Engine {
     Exact(ExactReuse, ReuseHistogram),
     Sampled(Box<SampledReuse>),

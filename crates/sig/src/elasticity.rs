@@ -2,8 +2,10 @@
 //! model (§3.3) and the three sensitivity classes (§3.4).
 
 use hetsched_core::{Error, Result};
+use hetsched_util::files;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// Arc elasticity E = (T2 − T1)/(F2 − F1) · (F1 + F2)/(T1 + T2) of completion time T
 /// with respect to frequency F, on the region [F1, F2].
@@ -214,7 +216,23 @@ impl Default for ElasticityModel {
     }
 }
 
+/// The largest elasticity model file (`--model`) read, bytes (real ones take 100).
+pub const MAX_MODEL_BYTES: u64 = 1 << 20;
+/// The largest CSV `signature fit` reads, bytes (a row per measured program and cache).
+pub const MAX_FIT_CSV_BYTES: u64 = 64 << 20;
+
 impl ElasticityModel {
+    /// The model in the JSON file at `path` (as `signature fit --out` writes it); the
+    /// documented default without one.
+    pub fn load(path: Option<&Path>) -> Result<ElasticityModel> {
+        let Some(p) = path else {
+            return Ok(ElasticityModel::default());
+        };
+        let text = files::read_text(p, "an elasticity model", MAX_MODEL_BYTES)?;
+        serde_json::from_str(&text)
+            .map_err(|e| Error::input(format!("{}: not an elasticity model: {e}", p.display())))
+    }
+
     /// The predicted elasticity for a configuration at a miss rate, clamped to ≤ 0: a
     /// line extrapolated past its data would otherwise claim that a faster clock
     /// slows a very memory-bound program down.
@@ -235,6 +253,12 @@ impl ElasticityModel {
 /// `elasticity` and optionally `cache` (e.g. "4MB/16"). One line is fitted through all
 /// rows; each cache named by at least two rows with distinct miss rates also gets its
 /// own. Returns the model and the fits (`"all"` first).
+pub fn fit_file(csv: &Path) -> Result<(ElasticityModel, Vec<(String, Fit)>)> {
+    let text = files::read_text(csv, "a CSV of measured pairs", MAX_FIT_CSV_BYTES)?;
+    fit_csv(&text, &csv.display().to_string())
+}
+
+/// [`fit_file`] on text, `name` naming it in errors.
 pub fn fit_csv(text: &str, name: &str) -> Result<(ElasticityModel, Vec<(String, Fit)>)> {
     let mut lines = text
         .lines()

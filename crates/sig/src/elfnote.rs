@@ -102,6 +102,28 @@ fn find<'a, E: FileHeader<Endian = Endianness>, R: ReadRef<'a>>(
     Ok(None)
 }
 
+/// `signature embed`: the signature file `sig` (checked: only valid signatures go in)
+/// written into the ELF binary `bin`. Returns the bytes embedded.
+pub fn embed_signature(bin: &Path, sig: &Path) -> Result<usize> {
+    let text = files::read_text(sig, "a signature", crate::signature::MAX_FILE_BYTES)?;
+    crate::signature::Signature::from_json(&text, &sig.display().to_string())?;
+    embed(bin, text.as_bytes())?;
+    Ok(text.len())
+}
+
+/// `signature show`: the signature JSON embedded in the ELF binary `bin`; none is bad
+/// input.
+pub fn signature_text(bin: &Path) -> Result<String> {
+    let Some(desc) = read(bin)? else {
+        return Err(Error::input(format!(
+            "{}: no hetsched signature (no {SECTION} note)",
+            bin.display()
+        )));
+    };
+    String::from_utf8(desc)
+        .map_err(|_| Error::input(format!("{}: signature note is not UTF-8", bin.display())))
+}
+
 /// Write `desc` as the signature note of the ELF file `path`, in place, replacing any
 /// earlier signature.
 ///

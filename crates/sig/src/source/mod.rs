@@ -7,9 +7,9 @@ pub mod qemu;
 pub mod valgrind;
 pub mod wrapper;
 
-use crate::trace::{AccessKind, TraceSink};
-use hetsched_core::{Error, Result};
-use hetsched_util::files;
+use crate::trace::{AccessKind, Tee, TraceSink};
+use hetsched_core::{Error, PathContext, Result};
+use hetsched_util::files::{self, OutFile};
 use std::io::Read;
 use std::path::Path;
 
@@ -185,6 +185,52 @@ pub fn trace_live(
             })
         }
     }
+}
+
+/// `signature profile`: [`trace_live`], or, with `save`, through lackey with every
+/// record also written to `save` in the binary format (the QEMU source sends block
+/// numbers or samples, not records).
+pub fn profile(
+    source: Live,
+    program: &str,
+    args: &[String],
+    quiet: bool,
+    save: Option<OutFile>,
+    analyzer: &mut crate::Analyzer,
+    progress: &mut dyn FnMut(u64),
+) -> Result<LiveRun> {
+    let Some(file) = save else {
+        return trace_live(source, program, args, quiet, analyzer, progress);
+    };
+    let path = file.path().to_path_buf();
+    let mut w = binary::Writer::new(file);
+    let run = valgrind::trace_lackey(program, args, quiet, &mut Tee(analyzer, &mut w))?;
+    w.finish().at(&path)?.finish()?;
+    Ok(LiveRun {
+        status: run.status,
+        bytes: run.parsed.bytes,
+        transport: format!(
+            "{} lackey lines ({:.1} MB of text) through the pipe",
+            run.parsed.lines,
+            run.parsed.bytes as f64 / 1e6
+        ),
+    })
+}
+
+/// `signature convert`: the lackey trace at `input` (streamed, so of any size; a FIFO
+/// or a device is refused at once) written to `output` in the binary format. Returns
+/// what was read and the bytes written.
+pub fn convert(input: &Path, output: &Path) -> Result<(lackey::ParseStats, u64)> {
+    let (f, _) = files::open(input, "a lackey trace")?;
+    let mut w = binary::Writer::new(OutFile::create(output)?);
+    let stats = lackey::parse(
+        f,
+        &input.display().to_string(),
+        &mut w as &mut dyn TraceSink,
+    )?;
+    w.finish().at(output)?.finish()?;
+    let written = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
+    Ok((stats, written))
 }
 
 /// Passes events on, reporting progress every 2^20 accesses.
