@@ -203,14 +203,14 @@ pub fn live(out: &OutDir, args: &LiveOptions) -> Result<String> {
     let _ = writeln!(
         table,
         "Daemon metrics (times from the daemon's start):\n{}",
-        hetsched_sim::report::table(&records.iter().map(Record::metrics).collect::<Vec<_>>())
+        hetsched_core::report::table(&records.iter().map(Record::metrics).collect::<Vec<_>>())
     );
     let write = |name: &str, bytes: &[u8]| out.write(name, bytes);
     write("table.txt", table.as_bytes())?;
     write("apps.csv", csv.as_bytes())?;
     write(
         "trace.json",
-        &serde_json::to_vec(&hetsched_sim::trace::trace(&records)).map_err(Error::runtime)?,
+        &serde_json::to_vec(&hetsched_core::trace::trace(&records)).map_err(Error::runtime)?,
     )?;
     Ok(table)
 }

@@ -1,15 +1,10 @@
 //! `hetsched daemon` (the live runtime) and `hetsched client ...` (talk to one).
 
 use clap::{Args, Subcommand};
-use hetsched_core::machine::UnitGranularity;
-use hetsched_core::perf_model::{self, PerfModels};
 use hetsched_core::{Error, Result};
-use hetsched_live::arbiter::Arbiter;
 use hetsched_live::client::Client;
 use hetsched_live::protocol::{MetaInfo, Reply, UnitChanges, WireAffinity};
-use hetsched_live::{devices, server};
-use hetsched_util::files::OutFile;
-use std::io::Write;
+use hetsched_live::{daemon, server};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -52,77 +47,40 @@ pub struct DaemonArgs {
 }
 
 pub fn daemon(args: DaemonArgs) -> Result<()> {
-    // Before the OpenCL driver starts its threads: they inherit the blocked signals.
-    let signals = server::StopSignals::block()?;
-    // Started now, written at shutdown: a path that cannot take the trace (a directory,
-    // a device, a link) is refused before the run, not after it.
-    let trace = args.trace.as_deref().map(OutFile::create).transpose()?;
-    let mut machine = hetsched_topology::load(&args.machine, UnitGranularity::Pu)?;
-    let device_index = if args.machine == "live" {
-        let mut found = devices::opencl_devices();
-        found.extend(devices::cuda_devices());
-        devices::attach(&mut machine, &found)
-    } else {
-        devices::described(&machine)
+    let options = daemon::Options {
+        socket: args.socket,
+        policy: args.policy,
+        machine: args.machine,
+        seed: args.seed,
+        trace: args.trace,
+        busy_poll: std::time::Duration::from_micros(args.busy_poll_us),
+        nice: args.nice,
+        models: match (args.perfmodel, args.no_perfmodel) {
+            (_, true) => daemon::Models::Off,
+            (Some(dir), _) => daemon::Models::In(dir),
+            (None, false) => daemon::Models::Default,
+        },
     };
-    let policy = hetsched_policies::build(&args.policy, args.seed)?;
-    let path = args.socket.unwrap_or_else(server::default_socket_path);
-    let units = machine.units.len();
-    let machine_name = machine.name.clone();
-    let mut arbiter = Arbiter::new(machine, device_index, policy);
-    let perfmodel = match (&args.perfmodel, args.no_perfmodel) {
-        _ if !arbiter.wants_models() => None,
-        (_, true) => None,
-        (Some(dir), _) => Some(dir.clone()),
-        (None, false) => perf_model::default_dir(),
-    };
-    if let Some(dir) = &perfmodel {
-        arbiter.set_models(PerfModels::load(dir, &machine_name)?);
-    }
-    if trace.is_some() {
-        arbiter.start_recording();
-    }
-    let samples = arbiter.measure_processes();
-    let mut daemon = server::Daemon::bind(&path, arbiter)?;
-    // Said once: what the samples of `hetsched run` processes can hold on this machine.
-    eprintln!("hetsched daemon: samples: {samples}");
-    daemon.stop_on(signals)?;
-    daemon.set_busy_poll(std::time::Duration::from_micros(args.busy_poll_us));
-    // This thread runs the loop.
-    if let Err(e) = server::Daemon::set_nice(args.nice) {
-        eprintln!("hetsched daemon: {e}; the event loop runs at its inherited priority");
-    }
-    eprintln!(
-        "hetsched daemon: {} units, policy {}, listening on {}",
-        units,
-        args.policy,
-        path.display()
-    );
-    daemon.run()?;
-    if let Some(dir) = &perfmodel {
-        let file = daemon.arbiter().models().save(dir, &machine_name)?;
+    let ended = daemon::serve(options, &mut |line| eprintln!("hetsched daemon: {line}"))?;
+    if let Some(file) = ended.models {
         eprintln!(
             "hetsched daemon: performance models kept in {}",
             file.display()
         );
     }
-    if daemon.dropped() > 0 {
+    if ended.dropped > 0 {
         eprintln!(
             "hetsched daemon: {} clients dropped or refused in all",
-            daemon.dropped()
+            ended.dropped
         );
     }
-    if let (Some(mut file), Some(record)) = (trace, daemon.arbiter().record()) {
-        let json = hetsched_sim::trace::trace(std::slice::from_ref(&record));
-        let bytes = serde_json::to_vec(&json).map_err(Error::runtime)?;
-        file.write_all(&bytes).map_err(|e| file.error(e))?;
-        let file = file.finish()?;
-        eprint!("{}", hetsched_sim::report::table(&[record.metrics()]));
-        match record.check() {
+    if let Some(t) = ended.trace {
+        eprint!("{}", t.table);
+        match t.invariants {
             Ok(()) => eprintln!("hetsched daemon: run record invariants: ok"),
             Err(e) => eprintln!("hetsched daemon: run record invariants violated: {e}"),
         }
-        eprintln!("hetsched daemon: trace written to {}", file.display());
+        eprintln!("hetsched daemon: trace written to {}", t.file.display());
     }
     Ok(())
 }

@@ -9,9 +9,11 @@ pub mod outcome_stream;
 pub mod perf_model;
 pub mod policy;
 pub mod record;
+pub mod report;
 pub mod slab;
 pub mod task;
 pub mod task_store;
+pub mod trace;
 pub mod unit_set;
 
 pub use hetsched_util::error;

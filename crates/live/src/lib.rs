@@ -8,6 +8,7 @@ pub mod bench;
 pub mod client;
 pub mod client_process;
 pub mod compact;
+pub mod daemon;
 pub mod devices;
 pub mod hostile;
 pub mod process;

@@ -12,9 +12,9 @@
 use crate::engine::Progress;
 use crate::scenario::{limits, Scenario};
 use crate::stream::run_streamed;
-use crate::{report, trace};
 use hetsched_core::perf_model::PerfModels;
 use hetsched_core::record::Metrics;
+use hetsched_core::{report, trace};
 use hetsched_core::{Error, Result};
 use hetsched_util::files::{OutDir, OutFile};
 use std::path::{Path, PathBuf};

@@ -1,19 +1,17 @@
 //! hetsched's discrete-event simulator: the engine, the speed model, scenario files,
-//! reports and traces.
+//! comparisons of policies on a scenario.
 
 pub mod bench;
 pub mod calendar;
 pub mod compare;
 pub mod engine;
 pub mod io;
-pub mod report;
 pub mod run_ends;
 pub mod scenario;
 pub mod speed;
 pub mod stream;
 pub mod task;
 pub mod task_signature;
-pub mod trace;
 
 pub use engine::{Config, RunSummary};
 pub use task::{SimTask, Workload};

@@ -9,9 +9,9 @@
 //! as soon as its outcome is final, with the same code the kept record uses
 //! (`hetsched_core::outcome_stream`), so the outputs are byte-identical.
 
-use crate::report::{write_csv_row, TASKS_CSV_HEADER};
 use hetsched_core::outcome_stream::{MetricsBuilder, RunStream};
 use hetsched_core::record::{Event, Metrics, Recorder, TaskOutcome};
+use hetsched_core::report::{write_csv_row, TASKS_CSV_HEADER};
 use hetsched_core::task::TaskId;
 use hetsched_core::{Error, Result};
 use std::io::Write;

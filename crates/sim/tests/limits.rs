@@ -159,9 +159,9 @@ fn a_trace_written_as_it_is_made_is_the_document() {
         })
         .collect();
     let mut written = Vec::new();
-    hetsched_sim::trace::write(&records, &mut written).unwrap();
+    hetsched_core::trace::write(&records, &mut written).unwrap();
     let parsed: serde_json::Value = serde_json::from_slice(&written).unwrap();
-    let whole = hetsched_sim::trace::trace(&records);
+    let whole = hetsched_core::trace::trace(&records);
     assert!(whole["traceEvents"].as_array().unwrap().len() > 3 * 300);
     assert_eq!(parsed, whole);
 }

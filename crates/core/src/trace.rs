@@ -2,10 +2,11 @@
 //! track (thread) per unit named after it, an "X" slice per run segment, flow events
 //! ("s" at the unit a task left, "f" at its next start) for migrations and steals, and
 //! "C" counter events for queue lengths (one counter per unit plus the central queue).
-//! Times are microseconds.
+//! Times are microseconds. Beside [`crate::record`]: the simulator and the live daemon
+//! write the same trace of their records.
 
-use hetsched_core::record::{EventKind, Record};
-use hetsched_core::task::{Placement, QueueId};
+use crate::record::{EventKind, Record};
+use crate::task::{Placement, QueueId};
 use rustc_hash::FxHashMap;
 use serde_json::{json, Value};
 use std::io::Write;

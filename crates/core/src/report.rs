@@ -1,6 +1,8 @@
-//! Outputs of a comparison: the table, per-task CSV, JSON.
+//! Run records as a user reads them: the comparison table (one row per run) and the
+//! per-task CSV. Beside [`crate::record`] because both engines make records: the
+//! simulator's `simulate` and the live daemon's `--trace` print the same table.
 
-use hetsched_core::record::{Metrics, Record, TaskOutcome};
+use crate::record::{Metrics, Record, TaskOutcome};
 use std::fmt::Write;
 
 /// The comparison table, one row per policy.
