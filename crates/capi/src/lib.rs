@@ -1,9 +1,13 @@
 //! The C ABI over [`hetsched_live::client::Client`]; the header is `include/hetsched.h`.
+//!
+//! C cannot take the meta info type every client declares
+//! ([`hetsched_core::task::MetaInfo`]), so it has `#[repr(C)]` forms here, laid out as
+//! the header declares them; they become that type (`From`) before anything reads them,
+//! and the daemon checks them as it checks every client's.
 
+use hetsched_core::task::PerUnitType;
 use hetsched_live::client::Client;
-use hetsched_live::protocol::{
-    MetaInfo, Reply, Request, UnitInfo, Verdict, WireAffinity, WireCheckpoints,
-};
+use hetsched_live::protocol::{MetaInfo, Reply, Request, UnitInfo, Verdict};
 use hetsched_live::server::default_socket_path;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
@@ -11,6 +15,7 @@ use std::path::PathBuf;
 
 pub const MAX_CPUS: usize = 256;
 
+/// Affinity per unit type (`hetsched_affinity`).
 #[derive(Clone, Copy)]
 #[repr(C)]
 pub struct Affinity {
@@ -18,6 +23,12 @@ pub struct Affinity {
     pub gpu: f64,
     pub opencl: f64,
     pub coprocessor: f64,
+}
+
+impl From<Affinity> for hetsched_core::task::Affinity {
+    fn from(a: Affinity) -> Self {
+        PerUnitType([a.cpu, a.gpu, a.opencl, a.coprocessor])
+    }
 }
 
 /// A task's meta information (`hetsched_meta`).
@@ -160,28 +171,27 @@ pub unsafe extern "C" fn hetsched_alloc_meta(
 /// # Safety
 /// `m.kind` is NULL or a NUL-terminated string.
 unsafe fn meta_info(m: &Meta) -> MetaInfo {
-    let a = &m.affinity;
-    let cp = m.checkpoint_ns;
+    // Every field by name: a field added to `hetsched_meta` is passed on here.
+    let Meta {
+        kind,
+        affinity,
+        bytes_in,
+        bytes_out,
+        checkpoint_ns,
+        numa_home,
+        weight,
+    } = *m;
     MetaInfo {
         // SAFETY: per the caller's contract.
-        kind: unsafe { string(m.kind) }.unwrap_or_else(|| "task".into()),
-        affinity: WireAffinity {
-            cpu: a.cpu,
-            gpu: a.gpu,
-            opencl: a.opencl,
-            coprocessor: a.coprocessor,
-        },
-        memory_to_copy: m.bytes_in,
-        bytes_out: m.bytes_out,
-        checkpoint_ns: WireCheckpoints {
-            cpu: cp[0],
-            gpu: cp[1],
-            opencl: cp[2],
-            coprocessor: cp[3],
-        },
+        kind: unsafe { string(kind) }.unwrap_or_else(|| "task".into()),
+        affinity: affinity.into(),
+        bytes_in,
+        bytes_out,
+        // In `UnitType::ALL` order, as a `PerUnitType` holds them.
+        checkpoint_ns: PerUnitType(checkpoint_ns),
         // Any negative number: unknown.
-        numa_home: u32::try_from(m.numa_home).ok(),
-        weight: if m.weight == 0 { 1024 } else { m.weight },
+        numa_home: u32::try_from(numa_home).ok(),
+        weight: if weight == 0 { 1024 } else { weight },
         ..MetaInfo::default()
     }
 }
