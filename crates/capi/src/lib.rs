@@ -342,3 +342,124 @@ pub unsafe extern "C" fn hetsched_disconnect(c: *mut Client) {
 pub extern "C" fn hetsched_last_error() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hetsched_core::machine::{UnitGranularity, UnitType};
+    use hetsched_live::arbiter::Arbiter;
+    use hetsched_live::protocol::{ErrorCode, MAX_CHECKPOINT_NS};
+
+    fn c_meta(kind: *const c_char) -> Meta {
+        Meta {
+            kind,
+            affinity: Affinity {
+                cpu: 1.0,
+                gpu: 0.0,
+                opencl: 2.0,
+                coprocessor: 0.5,
+            },
+            bytes_in: 10,
+            bytes_out: 20,
+            checkpoint_ns: [1, 2, 3, 4],
+            numa_home: -1,
+            weight: 0,
+        }
+    }
+
+    /// A `hetsched_meta` becomes the meta info it describes: every field, C's "unknown"
+    /// and "the default" as the meta info says them, the intervals in the header's unit
+    /// type order.
+    #[test]
+    fn a_c_meta_becomes_the_meta_info_it_describes() {
+        let kind = CString::new("md5").unwrap();
+        // SAFETY: `kind` is a string.
+        let meta = unsafe { meta_info(&c_meta(kind.as_ptr())) };
+        let expected = MetaInfo {
+            kind: "md5".into(),
+            affinity: [
+                (UnitType::Cpu, 1.0),
+                (UnitType::OpenCl, 2.0),
+                (UnitType::CoProcessor, 0.5),
+            ]
+            .into_iter()
+            .collect(),
+            bytes_in: 10,
+            bytes_out: 20,
+            checkpoint_ns: [
+                (UnitType::Cpu, 1),
+                (UnitType::Gpu, 2),
+                (UnitType::OpenCl, 3),
+                (UnitType::CoProcessor, 4),
+            ]
+            .into_iter()
+            .collect(),
+            numa_home: None,
+            weight: 1024,
+            ..MetaInfo::default()
+        };
+        assert_eq!(meta, expected);
+        let m = Meta {
+            numa_home: 0,
+            weight: 7,
+            ..c_meta(std::ptr::null())
+        };
+        // SAFETY: a NULL kind.
+        let meta = unsafe { meta_info(&m) };
+        assert_eq!(
+            (meta.kind.as_str(), meta.numa_home, meta.weight),
+            ("task", Some(0), 7)
+        );
+    }
+
+    /// What is out of range in a `hetsched_meta` is refused by the daemon in the words it
+    /// refuses any client's meta info with, naming the field and the accepted range.
+    #[test]
+    fn out_of_range_c_meta_is_refused_as_any_clients() {
+        let mut m = hetsched_topology::machine_file::parse(
+            "name = \"one\"\n[[package]]\ncores = 1\n",
+            "test",
+        )
+        .unwrap();
+        m.derive_units(UnitGranularity::Pu);
+        let devices = hetsched_live::devices::described(&m);
+        let mut a = Arbiter::new(m, devices, hetsched_policies::build("fcfs", 0).unwrap());
+        let kind = CString::new("k").unwrap();
+        let long = Meta {
+            checkpoint_ns: [0, 0, MAX_CHECKPOINT_NS + 1, 0],
+            ..c_meta(kind.as_ptr())
+        };
+        let negative = Meta {
+            affinity: Affinity {
+                gpu: -1.0,
+                ..c_meta(kind.as_ptr()).affinity
+            },
+            ..c_meta(kind.as_ptr())
+        };
+        let nan = Meta {
+            affinity: Affinity {
+                opencl: f64::NAN,
+                ..c_meta(kind.as_ptr()).affinity
+            },
+            ..c_meta(kind.as_ptr())
+        };
+        let far = Meta {
+            numa_home: 7,
+            ..c_meta(kind.as_ptr())
+        };
+        for (m, words) in [
+            (
+                long,
+                "checkpoint_ns.opencl must be in [0, 86400000000000] (one day), not 86400000000001",
+            ),
+            (negative, "affinity for gpu must be a non-negative number"),
+            (nan, "affinity for opencl must be a non-negative number"),
+            (far, "numa_home 7 is not a NUMA node of this machine"),
+        ] {
+            // SAFETY: `kind` is a string.
+            let (code, message) = a.alloc(1, &unsafe { meta_info(&m) }).unwrap_err();
+            assert_eq!(code, ErrorCode::Malformed);
+            assert!(message.starts_with(words), "{message}");
+        }
+    }
+}

@@ -316,6 +316,7 @@ pub fn decode_request(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hetsched_core::task::PerUnitType;
 
     #[test]
     fn frames_round_trip_and_split() {
@@ -341,6 +342,76 @@ mod tests {
             next_frame(&u32::MAX.to_le_bytes(), MAX_REPLY),
             Frame::TooLarge(!COMPACT_BIT as usize)
         );
+    }
+
+    /// The meta info's serde form is the wire's as it always was: the field names, the
+    /// unit types by name with every one written, the optional fields left out when
+    /// unset; and what it refuses, it refuses in the same words.
+    #[test]
+    fn meta_info_round_trips_in_its_wire_form() {
+        let short = r#"{"kind":"md5","affinity":{"cpu":1.0,"gpu":0.0,"opencl":2.0,"coprocessor":0.0},"memory_to_copy":64,"weight":1024}"#;
+        let meta: MetaInfo = serde_json::from_str(short).unwrap();
+        assert_eq!(
+            (meta.affinity, meta.bytes_in, meta.checkpoint_ns),
+            (PerUnitType([1.0, 0.0, 2.0, 0.0]), 64, PerUnitType([0; 4]))
+        );
+        assert_eq!(serde_json::to_string(&meta).unwrap(), short);
+        let full = r#"{"kind":"k","affinity":{"cpu":1.0,"gpu":0.0,"opencl":0.0,"coprocessor":0.5},"memory_to_copy":1,"weight":7,"bytes_out":2,"checkpoint_ns":{"cpu":0,"gpu":3,"opencl":0,"coprocessor":0},"numa_home":1,"pid":42,"device":"vda"}"#;
+        let meta: MetaInfo = serde_json::from_str(full).unwrap();
+        assert_eq!(
+            (
+                meta.checkpoint_ns.get(UnitType::Gpu),
+                meta.bytes_out,
+                meta.pid
+            ),
+            (3, 2, Some(42))
+        );
+        assert_eq!(serde_json::to_string(&meta).unwrap(), full);
+        // Absent unit types are 0, absent fields their defaults.
+        let meta: MetaInfo =
+            serde_json::from_str(r#"{"kind":"k","affinity":{"gpu":2},"checkpoint_ns":{}}"#)
+                .unwrap();
+        assert_eq!(
+            meta,
+            MetaInfo {
+                kind: "k".into(),
+                affinity: PerUnitType([0.0, 2.0, 0.0, 0.0]),
+                ..MetaInfo::default()
+            }
+        );
+        for (bad, words) in [
+            (
+                r#"{"kind":"k","affinity":{"fpga":1}}"#,
+                "unknown field `fpga`, expected one of `cpu`, `gpu`, `opencl`, `coprocessor`",
+            ),
+            (
+                r#"{"kind":"k","affinity":3}"#,
+                "invalid type: integer `3`, expected struct WireAffinity",
+            ),
+            (
+                r#"{"kind":"k","affinity":{},"checkpoint_ns":{"cpu":-1}}"#,
+                "invalid value: integer `-1`, expected u64",
+            ),
+            (
+                r#"{"kind":"k","affinity":{},"checkpoint_ns":"x"}"#,
+                "invalid type: string \"x\", expected struct WireCheckpoints",
+            ),
+            // The names the engine knows the fields by are not the wire's.
+            (
+                r#"{"kind":"k","affinity":{},"bytes_in":1}"#,
+                "unknown field `bytes_in`",
+            ),
+            (
+                r#"{"kind":"k","affinity":{},"io_device":0}"#,
+                "unknown field `io_device`",
+            ),
+            (r#"{"kind":"k"}"#, "missing field `affinity`"),
+        ] {
+            let err = serde_json::from_str::<MetaInfo>(bad)
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(words), "{bad}: {err}");
+        }
     }
 
     #[test]
