@@ -183,12 +183,15 @@ impl Worker for Md5Cracker {
     type Output = Option<Md5Found>;
 
     fn meta_info(&self) -> MetaInfo {
-        MetaInfo::new(
-            &[(UnitType::OpenCl, 2), (UnitType::Cpu, 1)],
+        MetaInfo {
+            affinity: [(UnitType::OpenCl, 2.0), (UnitType::Cpu, 1.0)]
+                .into_iter()
+                .collect(),
             // The target hash and the alphabet are all a unit needs.
-            16 + self.job.alphabet.len() as u64,
-            std::mem::size_of::<Md5Checkpoint>() as u64,
-        )
+            bytes_in: 16 + self.job.alphabet.len() as u64,
+            bytes_out: std::mem::size_of::<Md5Checkpoint>() as u64,
+            ..MetaInfo::default()
+        }
     }
 
     fn implementation_for(

@@ -169,13 +169,16 @@ impl Worker for PrimeFactoriser {
     type Output = Vec<(u64, u32)>;
 
     fn meta_info(&self) -> MetaInfo {
-        MetaInfo::new(
-            &[(UnitType::OpenCl, 1), (UnitType::Cpu, 1)],
+        MetaInfo {
+            affinity: [(UnitType::OpenCl, 1.0), (UnitType::Cpu, 1.0)]
+                .into_iter()
+                .collect(),
             // N is the only input.
-            8,
+            bytes_in: 8,
             // n, remainder, next divisor, count; the factor list is at most 64 pairs.
-            4 * 8 + 64 * 12,
-        )
+            bytes_out: 4 * 8 + 64 * 12,
+            ..MetaInfo::default()
+        }
     }
 
     fn implementation_for(

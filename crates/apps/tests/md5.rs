@@ -155,8 +155,8 @@ fn meta_info_matches_the_paper() {
     let w = Md5Cracker::new(job_without_answer(), config()).unwrap();
     use hetsched_worker::Worker;
     let m = w.meta_info();
-    assert_eq!(m.affinity(UnitType::OpenCl), 2);
-    assert_eq!(m.affinity(UnitType::Cpu), 1);
+    assert_eq!(m.affinity.get(UnitType::OpenCl), 2.0);
+    assert_eq!(m.affinity.get(UnitType::Cpu), 1.0);
 }
 
 #[test]

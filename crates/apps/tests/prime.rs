@@ -107,9 +107,9 @@ fn n_below_two_is_an_input_error() {
 #[test]
 fn meta_info_matches_the_paper() {
     let m = PrimeFactoriser::new(config()).unwrap().meta_info();
-    assert_eq!(m.affinity(UnitType::OpenCl), 1);
-    assert_eq!(m.affinity(UnitType::Cpu), 1);
-    assert_eq!(m.affinity(UnitType::Gpu), 0);
+    assert_eq!(m.affinity.get(UnitType::OpenCl), 1.0);
+    assert_eq!(m.affinity.get(UnitType::Cpu), 1.0);
+    assert_eq!(m.affinity.get(UnitType::Gpu), 0.0);
 }
 
 #[test]

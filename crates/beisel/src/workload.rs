@@ -21,7 +21,7 @@
 //! Checkpoint size: the paper's checkpoint "is copied to the newly allocated
 //! accelerator and copied back" at the end of a time slice, and its size "may be used to
 //! re-determine the scheduling granularity". A task's `bytes_out` is its checkpoint size
-//! (the same number the live workers send as `MetaInfo::checkpoint_bytes`), and the
+//! (the same number the live workers send as `MetaInfo::bytes_out`), and the
 //! `affinity` policy adds the time to copy it over the unit's link to the granularity.
 //! A GPU re-request costs [`GPU_CHECKPOINT_COST_NS`]; switching tasks on the GPU
 //! re-transfers the kernel and state, modelled as [`GPU_SWITCH_BYTES`] copied in.
@@ -96,8 +96,9 @@ fn secs_to_ns(s: f64) -> u64 {
 pub fn checkpoint_bytes(app: App) -> u64 {
     match app {
         App::Md5 => std::mem::size_of::<Md5Checkpoint>() as u64,
-        App::Prime => PrimeFactoriser::new(PrimeConfig::default())
-            .map_or(0, |w| w.meta_info().checkpoint_bytes),
+        App::Prime => {
+            PrimeFactoriser::new(PrimeConfig::default()).map_or(0, |w| w.meta_info().bytes_out)
+        }
     }
 }
 

@@ -1,9 +1,13 @@
 //! The C ABI over [`hetsched_live::client::Client`]; the header is `include/hetsched.h`.
+//!
+//! C cannot take the meta info type every client declares
+//! ([`hetsched_core::task::MetaInfo`]), so it has `#[repr(C)]` forms here, laid out as
+//! the header declares them; they become that type (`From`) before anything reads them,
+//! and the daemon checks them as it checks every client's.
 
+use hetsched_core::task::PerUnitType;
 use hetsched_live::client::Client;
-use hetsched_live::protocol::{
-    MetaInfo, Reply, Request, UnitInfo, Verdict, WireAffinity, WireCheckpoints,
-};
+use hetsched_live::protocol::{MetaInfo, Reply, Request, UnitInfo, Verdict};
 use hetsched_live::server::default_socket_path;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
@@ -11,6 +15,7 @@ use std::path::PathBuf;
 
 pub const MAX_CPUS: usize = 256;
 
+/// Affinity per unit type (`hetsched_affinity`).
 #[derive(Clone, Copy)]
 #[repr(C)]
 pub struct Affinity {
@@ -18,6 +23,12 @@ pub struct Affinity {
     pub gpu: f64,
     pub opencl: f64,
     pub coprocessor: f64,
+}
+
+impl From<Affinity> for hetsched_core::task::Affinity {
+    fn from(a: Affinity) -> Self {
+        PerUnitType([a.cpu, a.gpu, a.opencl, a.coprocessor])
+    }
 }
 
 /// A task's meta information (`hetsched_meta`).
@@ -160,28 +171,27 @@ pub unsafe extern "C" fn hetsched_alloc_meta(
 /// # Safety
 /// `m.kind` is NULL or a NUL-terminated string.
 unsafe fn meta_info(m: &Meta) -> MetaInfo {
-    let a = &m.affinity;
-    let cp = m.checkpoint_ns;
+    // Every field by name: a field added to `hetsched_meta` is passed on here.
+    let Meta {
+        kind,
+        affinity,
+        bytes_in,
+        bytes_out,
+        checkpoint_ns,
+        numa_home,
+        weight,
+    } = *m;
     MetaInfo {
         // SAFETY: per the caller's contract.
-        kind: unsafe { string(m.kind) }.unwrap_or_else(|| "task".into()),
-        affinity: WireAffinity {
-            cpu: a.cpu,
-            gpu: a.gpu,
-            opencl: a.opencl,
-            coprocessor: a.coprocessor,
-        },
-        memory_to_copy: m.bytes_in,
-        bytes_out: m.bytes_out,
-        checkpoint_ns: WireCheckpoints {
-            cpu: cp[0],
-            gpu: cp[1],
-            opencl: cp[2],
-            coprocessor: cp[3],
-        },
+        kind: unsafe { string(kind) }.unwrap_or_else(|| "task".into()),
+        affinity: affinity.into(),
+        bytes_in,
+        bytes_out,
+        // In `UnitType::ALL` order, as a `PerUnitType` holds them.
+        checkpoint_ns: PerUnitType(checkpoint_ns),
         // Any negative number: unknown.
-        numa_home: u32::try_from(m.numa_home).ok(),
-        weight: if m.weight == 0 { 1024 } else { m.weight },
+        numa_home: u32::try_from(numa_home).ok(),
+        weight: if weight == 0 { 1024 } else { weight },
         ..MetaInfo::default()
     }
 }
@@ -331,4 +341,125 @@ pub unsafe extern "C" fn hetsched_disconnect(c: *mut Client) {
 #[no_mangle]
 pub extern "C" fn hetsched_last_error() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hetsched_core::machine::{UnitGranularity, UnitType};
+    use hetsched_live::arbiter::Arbiter;
+    use hetsched_live::protocol::{ErrorCode, MAX_CHECKPOINT_NS};
+
+    fn c_meta(kind: *const c_char) -> Meta {
+        Meta {
+            kind,
+            affinity: Affinity {
+                cpu: 1.0,
+                gpu: 0.0,
+                opencl: 2.0,
+                coprocessor: 0.5,
+            },
+            bytes_in: 10,
+            bytes_out: 20,
+            checkpoint_ns: [1, 2, 3, 4],
+            numa_home: -1,
+            weight: 0,
+        }
+    }
+
+    /// A `hetsched_meta` becomes the meta info it describes: every field, C's "unknown"
+    /// and "the default" as the meta info says them, the intervals in the header's unit
+    /// type order.
+    #[test]
+    fn a_c_meta_becomes_the_meta_info_it_describes() {
+        let kind = CString::new("md5").unwrap();
+        // SAFETY: `kind` is a string.
+        let meta = unsafe { meta_info(&c_meta(kind.as_ptr())) };
+        let expected = MetaInfo {
+            kind: "md5".into(),
+            affinity: [
+                (UnitType::Cpu, 1.0),
+                (UnitType::OpenCl, 2.0),
+                (UnitType::CoProcessor, 0.5),
+            ]
+            .into_iter()
+            .collect(),
+            bytes_in: 10,
+            bytes_out: 20,
+            checkpoint_ns: [
+                (UnitType::Cpu, 1),
+                (UnitType::Gpu, 2),
+                (UnitType::OpenCl, 3),
+                (UnitType::CoProcessor, 4),
+            ]
+            .into_iter()
+            .collect(),
+            numa_home: None,
+            weight: 1024,
+            ..MetaInfo::default()
+        };
+        assert_eq!(meta, expected);
+        let m = Meta {
+            numa_home: 0,
+            weight: 7,
+            ..c_meta(std::ptr::null())
+        };
+        // SAFETY: a NULL kind.
+        let meta = unsafe { meta_info(&m) };
+        assert_eq!(
+            (meta.kind.as_str(), meta.numa_home, meta.weight),
+            ("task", Some(0), 7)
+        );
+    }
+
+    /// What is out of range in a `hetsched_meta` is refused by the daemon in the words it
+    /// refuses any client's meta info with, naming the field and the accepted range.
+    #[test]
+    fn out_of_range_c_meta_is_refused_as_any_clients() {
+        let mut m = hetsched_topology::machine_file::parse(
+            "name = \"one\"\n[[package]]\ncores = 1\n",
+            "test",
+        )
+        .unwrap();
+        m.derive_units(UnitGranularity::Pu);
+        let devices = hetsched_live::devices::described(&m);
+        let mut a = Arbiter::new(m, devices, hetsched_policies::build("fcfs", 0).unwrap());
+        let kind = CString::new("k").unwrap();
+        let long = Meta {
+            checkpoint_ns: [0, 0, MAX_CHECKPOINT_NS + 1, 0],
+            ..c_meta(kind.as_ptr())
+        };
+        let negative = Meta {
+            affinity: Affinity {
+                gpu: -1.0,
+                ..c_meta(kind.as_ptr()).affinity
+            },
+            ..c_meta(kind.as_ptr())
+        };
+        let nan = Meta {
+            affinity: Affinity {
+                opencl: f64::NAN,
+                ..c_meta(kind.as_ptr()).affinity
+            },
+            ..c_meta(kind.as_ptr())
+        };
+        let far = Meta {
+            numa_home: 7,
+            ..c_meta(kind.as_ptr())
+        };
+        for (m, words) in [
+            (
+                long,
+                "checkpoint_ns.opencl must be in [0, 86400000000000] (one day), not 86400000000001",
+            ),
+            (negative, "affinity for gpu must be a non-negative number"),
+            (nan, "affinity for opencl must be a non-negative number"),
+            (far, "numa_home 7 is not a NUMA node of this machine"),
+        ] {
+            // SAFETY: `kind` is a string.
+            let (code, message) = a.alloc(1, &unsafe { meta_info(&m) }).unwrap_err();
+            assert_eq!(code, ErrorCode::Malformed);
+            assert!(message.starts_with(words), "{message}");
+        }
+    }
 }

@@ -1,9 +1,11 @@
 //! `hetsched daemon` (the live runtime) and `hetsched client ...` (talk to one).
 
 use clap::{Args, Subcommand};
+use hetsched_core::machine::UnitType;
+use hetsched_core::task::Affinity;
 use hetsched_core::{Error, Result};
 use hetsched_live::client::Client;
-use hetsched_live::protocol::{MetaInfo, Reply, UnitChanges, WireAffinity};
+use hetsched_live::protocol::{MetaInfo, Reply, UnitChanges};
 use hetsched_live::{daemon, server};
 use std::path::PathBuf;
 
@@ -141,8 +143,8 @@ pub struct HoldArgs {
     ms: u64,
 }
 
-fn parse_affinity(spec: &str) -> Result<WireAffinity> {
-    let mut a = WireAffinity::default();
+fn parse_affinity(spec: &str) -> Result<Affinity> {
+    let mut a = Affinity::default();
     for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (k, v) = part
             .split_once('=')
@@ -150,17 +152,12 @@ fn parse_affinity(spec: &str) -> Result<WireAffinity> {
         let v: f64 = v
             .parse()
             .map_err(|_| Error::input(format!("--affinity: {v:?} is not a number")))?;
-        match k {
-            "cpu" => a.cpu = v,
-            "gpu" => a.gpu = v,
-            "opencl" => a.opencl = v,
-            "coprocessor" => a.coprocessor = v,
-            _ => {
-                return Err(Error::input(format!(
-                    "--affinity: unknown unit type {k:?} (cpu, gpu, opencl, coprocessor)"
-                )))
-            }
-        }
+        let kind = UnitType::parse(k).ok_or_else(|| {
+            Error::input(format!(
+                "--affinity: unknown unit type {k:?} (cpu, gpu, opencl, coprocessor)"
+            ))
+        })?;
+        a.set(kind, v);
     }
     Ok(a)
 }
@@ -255,7 +252,6 @@ pub fn client(args: ClientArgs) -> Result<()> {
             let meta = MetaInfo {
                 kind: "hold".into(),
                 affinity: parse_affinity(&h.affinity)?,
-                memory_to_copy: 0,
                 weight: 1024,
                 ..MetaInfo::default()
             };

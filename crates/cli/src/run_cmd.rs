@@ -4,7 +4,7 @@
 use clap::Args;
 use hetsched_core::machine::UnitType;
 use hetsched_core::{Error, Result};
-use hetsched_live::protocol::{self, MetaInfo, Request, WireAffinity};
+use hetsched_live::protocol::{self, MetaInfo, Request};
 use hetsched_live::run::{OnDaemonLoss, RunOptions};
 use hetsched_live::server;
 use hetsched_sig::signature::Signature;
@@ -55,15 +55,7 @@ fn unit_type(s: &str) -> std::result::Result<UnitType, String> {
 
 /// Runs the program and exits as it did (its code, or 128 + the signal that killed it).
 pub fn run(args: RunArgs) -> Result<()> {
-    let mut affinity = WireAffinity::default();
-    for kind in &args.types {
-        match kind {
-            UnitType::Cpu => affinity.cpu = 1.0,
-            UnitType::Gpu => affinity.gpu = 1.0,
-            UnitType::OpenCl => affinity.opencl = 1.0,
-            UnitType::CoProcessor => affinity.coprocessor = 1.0,
-        }
-    }
+    let affinity = args.types.iter().map(|&kind| (kind, 1.0)).collect();
     let kind = args.kind.unwrap_or_else(|| {
         Path::new(&args.command[0])
             .file_name()

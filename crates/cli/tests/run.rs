@@ -6,8 +6,9 @@ mod common;
 
 use common::daemon::Daemon;
 use common::{assert_input_error, wait_until};
+use hetsched_core::machine::UnitType;
 use hetsched_live::client::Client;
-use hetsched_live::protocol::{MetaInfo, Reply, UnitInfo, WireAffinity};
+use hetsched_live::protocol::{MetaInfo, Reply, UnitInfo};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::io::{BufRead, BufReader};
@@ -89,10 +90,7 @@ impl Drop for Program {
 fn meta() -> MetaInfo {
     MetaInfo {
         kind: "holder".into(),
-        affinity: WireAffinity {
-            cpu: 1.0,
-            ..Default::default()
-        },
+        affinity: [(UnitType::Cpu, 1.0)].into_iter().collect(),
         ..MetaInfo::default()
     }
 }

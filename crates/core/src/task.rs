@@ -27,6 +27,83 @@ impl<T: Copy> PerUnitType<T> {
     }
 }
 
+impl<T: Copy + Default> FromIterator<(UnitType, T)> for PerUnitType<T> {
+    /// The given values, the default (0) for the types not given.
+    fn from_iter<I: IntoIterator<Item = (UnitType, T)>>(values: I) -> Self {
+        let mut all = PerUnitType::default();
+        for (kind, value) in values {
+            all.set(kind, value);
+        }
+        all
+    }
+}
+
+impl<T: Copy + Default + PartialEq> PerUnitType<T> {
+    /// Whether every type's value is the default (0).
+    pub fn is_default(&self) -> bool {
+        *self == PerUnitType::default()
+    }
+}
+
+/// Serde forms of a [`PerUnitType`] as a map by unit type name, as applications write
+/// them (`{"cpu": 1, "opencl": 2}`): an absent type is 0 and an unknown name is refused.
+/// One module per field so that a malformed value's error names what was expected as
+/// it always has (`expected struct WireAffinity`).
+macro_rules! by_type_name {
+    ($(#[$doc:meta])* $module:ident, $name:ident) => {
+        $(#[$doc])*
+        pub mod $module {
+            use super::PerUnitType;
+            use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+            #[derive(Serialize, Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct $name<T> {
+                #[serde(default)]
+                cpu: T,
+                #[serde(default)]
+                gpu: T,
+                #[serde(default)]
+                opencl: T,
+                #[serde(default)]
+                coprocessor: T,
+            }
+
+            pub fn serialize<T: Serialize + Copy, S: Serializer>(
+                values: &PerUnitType<T>,
+                s: S,
+            ) -> Result<S::Ok, S::Error> {
+                let [cpu, gpu, opencl, coprocessor] = values.0;
+                $name {
+                    cpu,
+                    gpu,
+                    opencl,
+                    coprocessor,
+                }
+                .serialize(s)
+            }
+
+            pub fn deserialize<'de, T: Deserialize<'de> + Default, D: Deserializer<'de>>(
+                d: D,
+            ) -> Result<PerUnitType<T>, D::Error> {
+                let n = $name::<T>::deserialize(d)?;
+                Ok(PerUnitType([n.cpu, n.gpu, n.opencl, n.coprocessor]))
+            }
+        }
+    };
+}
+
+by_type_name!(
+    /// [`MetaInfo::affinity`]'s form.
+    affinity_by_name,
+    WireAffinity
+);
+by_type_name!(
+    /// [`MetaInfo::checkpoint_ns`]'s form.
+    checkpoints_by_name,
+    WireCheckpoints
+);
+
 /// Per-unit-type affinity: how well a task's implementation for a unit type performs
 /// (Beisel's meta info). 0 = no implementation for that type.
 pub type Affinity = PerUnitType<f64>;
@@ -37,6 +114,107 @@ impl Affinity {
     pub fn runs_on(&self, kind: UnitType) -> bool {
         self.get(kind) > 0.0
     }
+}
+
+/// A task's meta info as its application declares it (Beisel et al.'s `meta_info`),
+/// whatever the application speaks: this is the daemon protocol's `alloc` (its serde
+/// form is the wire's JSON), what a worker (`hetsched-worker`) declares, and what the
+/// C ABI's `hetsched_meta` and Python's `alloc` are turned into. The daemon checks it
+/// and makes a [`Task`] of it; the signature's form is the one crate that knows
+/// signatures' (`hetsched-live` carries a `hetsched_sig::Signature`), a worker declares
+/// none.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    bound(serialize = "Sig: Serialize", deserialize = "Sig: Deserialize<'de>")
+)]
+pub struct MetaInfo<Sig> {
+    /// Task type name (performance models learn per type), e.g. "md5".
+    pub kind: String,
+    #[serde(with = "affinity_by_name")]
+    pub affinity: Affinity,
+    /// Bytes copied to an accelerator when the task starts there.
+    #[serde(default, rename = "memory_to_copy")]
+    pub bytes_in: u64,
+    /// CFS-style weight, 1024 = nice 0.
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+    /// Bytes copied back from an accelerator when the task completes there (a worker's
+    /// checkpoint). (This and the next two are left out when unset, so that a daemon
+    /// older than them, which refuses unknown fields, still serves clients that do not
+    /// use them.)
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes_out: u64,
+    /// How long the task runs between checkpoints on each unit type, in ns (0: it
+    /// reaches none there).
+    #[serde(
+        default,
+        skip_serializing_if = "PerUnitType::is_default",
+        with = "checkpoints_by_name"
+    )]
+    pub checkpoint_ns: PerUnitType<u64>,
+    /// The NUMA node (OS index) holding the task's memory, one of the machine's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_home: Option<u32>,
+    /// The process that runs the task, when it is an unmodified program (`hetsched
+    /// run`): the daemon checks that it is the client's own, measures it for the
+    /// policy's ticks and `stats`, and its memory follows the task's NUMA node
+    /// (`memory_node` in the grant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The device the program drives, as its user named it (`hetsched run --device`):
+    /// an I/O device of the machine by its kernel name (`vda`) becomes the task's
+    /// [`io_device`](TaskClass::io_device), which placement policies read
+    /// (`io-affinity`); an accelerator name is carried, not used yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// The program's architectural signature (`hetsched signature`): the task's
+    /// [`signature`](TaskClass::signature) (the `signature` policy places by it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Sig>,
+}
+
+impl<Sig> Default for MetaInfo<Sig> {
+    fn default() -> Self {
+        MetaInfo {
+            kind: String::new(),
+            affinity: Affinity::default(),
+            bytes_in: 0,
+            weight: default_weight(),
+            bytes_out: 0,
+            checkpoint_ns: PerUnitType::default(),
+            numa_home: None,
+            pid: None,
+            device: None,
+            signature: None,
+        }
+    }
+}
+
+impl<Sig> MetaInfo<Sig> {
+    /// The same meta info with its signature in another form.
+    pub fn map_signature<T>(self, f: impl FnOnce(Sig) -> T) -> MetaInfo<T> {
+        MetaInfo {
+            kind: self.kind,
+            affinity: self.affinity,
+            bytes_in: self.bytes_in,
+            weight: self.weight,
+            bytes_out: self.bytes_out,
+            checkpoint_ns: self.checkpoint_ns,
+            numa_home: self.numa_home,
+            pid: self.pid,
+            device: self.device,
+            signature: self.signature.map(f),
+        }
+    }
+}
+
+fn default_weight() -> u32 {
+    1024
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A task's meta info: its own (id, arrival, memory home) and what it shares with the

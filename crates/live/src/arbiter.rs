@@ -43,7 +43,7 @@ use hetsched_core::machine::{Accelerator, Machine, Unit, UnitType};
 use hetsched_core::perf_model::PerfModels;
 use hetsched_core::policy::{CheckpointDecision, Policy, Sample, UnitId};
 use hetsched_core::record::{Event, Record};
-use hetsched_core::task::{Affinity, PerUnitType, Placement, QueueId, Task, TaskClass, TaskId};
+use hetsched_core::task::{PerUnitType, Placement, QueueId, Task, TaskClass, TaskId};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -355,42 +355,51 @@ impl Arbiter {
             st.awaiting = true;
             return Ok(self.effects());
         }
-        if meta.kind.len() > MAX_KIND {
+        // Every field by name: a field added to the meta info is used here, or said not
+        // to be. `pid` is never believed: `process` is what was found of it.
+        let MetaInfo {
+            kind,
+            affinity,
+            bytes_in,
+            weight,
+            bytes_out,
+            checkpoint_ns,
+            numa_home,
+            pid: _,
+            device,
+            signature,
+        } = meta;
+        if kind.len() > MAX_KIND {
             return Err((
                 ErrorCode::Malformed,
                 format!(
                     "task kind is {} bytes long (at most {MAX_KIND})",
-                    meta.kind.len()
+                    kind.len()
                 ),
             ));
         }
-        let mut affinity = Affinity::default();
-        for kind in UnitType::ALL {
-            let a = meta.affinity.get(kind);
+        for t in UnitType::ALL {
+            let a = affinity.get(t);
             if !(a.is_finite() && a >= 0.0) {
                 return Err((
                     ErrorCode::Malformed,
-                    format!("affinity for {kind} must be a non-negative number"),
+                    format!("affinity for {t} must be a non-negative number"),
                 ));
             }
-            affinity.set(kind, a);
         }
-        let mut checkpoint_ns = PerUnitType::<u64>::default();
-        for kind in UnitType::ALL {
-            let ns = meta.checkpoint_ns.get(kind);
+        for t in UnitType::ALL {
+            let ns = checkpoint_ns.get(t);
             if ns > MAX_CHECKPOINT_NS {
                 return Err((
                     ErrorCode::Malformed,
-                    format!("checkpoint_ns.{kind} must be in [0, {MAX_CHECKPOINT_NS}] (one day), not {ns}"),
+                    format!(
+                        "checkpoint_ns.{t} must be in [0, {MAX_CHECKPOINT_NS}] (one day), not {ns}"
+                    ),
                 ));
             }
-            checkpoint_ns.set(kind, ns);
         }
         let machine = self.core.machine();
-        if let Some(node) = meta
-            .numa_home
-            .filter(|&n| n == u32::MAX || machine.numa_node(n).is_none())
-        {
+        if let Some(node) = numa_home.filter(|&n| n == u32::MAX || machine.numa_node(n).is_none()) {
             let nodes: Vec<String> = machine
                 .numa_nodes
                 .iter()
@@ -412,25 +421,26 @@ impl Arbiter {
         self.next_task += 1;
         let named = process.is_some();
         let class = TaskClass {
-            kind: meta.kind.as_str().into(),
-            affinity,
-            bytes_in: meta.memory_to_copy,
-            bytes_out: meta.bytes_out,
-            checkpoint_ns,
-            weight: meta.weight.max(1),
+            kind: kind.as_str().into(),
+            affinity: *affinity,
+            bytes_in: *bytes_in,
+            bytes_out: *bytes_out,
+            checkpoint_ns: *checkpoint_ns,
+            weight: (*weight).max(1),
             // An I/O device the machine lists by that name (`hetsched run --device`).
-            io_device: meta.device.as_deref().and_then(|name| {
+            io_device: device.as_deref().and_then(|name| {
                 let devices = &self.core.machine().io_devices;
                 devices
                     .iter()
                     .position(|d| d.name == name)
                     .map(|i| i as u32)
             }),
-            signature: meta.signature.as_ref().map(|s| s.to_json().into()),
-            ..TaskClass::cpu()
+            signature: signature.as_ref().map(|s| s.to_json().into()),
+            // Accelerator-resident data is the simulator's alone.
+            device_home: None,
         };
         let mut task = Task::new(id, self.core.now(), Arc::new(class));
-        task.set_numa_home(meta.numa_home);
+        task.set_numa_home(*numa_home);
         self.live.state.insert(
             id,
             TaskState {
@@ -1072,7 +1082,6 @@ impl Host for Live {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::WireAffinity;
     use hetsched_core::machine::UnitGranularity;
     use hetsched_core::policy::{PickDecision, SubmitDecision};
     use hetsched_core::record::EventKind;
@@ -1102,12 +1111,9 @@ mod tests {
     fn meta_with(cpu: f64, opencl: f64) -> MetaInfo {
         MetaInfo {
             kind: "t".into(),
-            affinity: WireAffinity {
-                cpu,
-                opencl,
-                ..Default::default()
-            },
-            memory_to_copy: 0,
+            affinity: [(UnitType::Cpu, cpu), (UnitType::OpenCl, opencl)]
+                .into_iter()
+                .collect(),
             weight: 1024,
             ..MetaInfo::default()
         }
@@ -1143,11 +1149,7 @@ mod tests {
     fn meta() -> MetaInfo {
         MetaInfo {
             kind: "t".into(),
-            affinity: WireAffinity {
-                cpu: 1.0,
-                ..Default::default()
-            },
-            memory_to_copy: 0,
+            affinity: [(UnitType::Cpu, 1.0)].into_iter().collect(),
             weight: 1024,
             ..MetaInfo::default()
         }
@@ -1262,10 +1264,7 @@ mod tests {
             .spawn()
             .unwrap();
         let gpu_only = MetaInfo {
-            affinity: crate::protocol::WireAffinity {
-                gpu: 1.0,
-                ..Default::default()
-            },
+            affinity: [(UnitType::Gpu, 1.0)].into_iter().collect(),
             pid: Some(child.id()),
             ..meta()
         };
@@ -1471,10 +1470,7 @@ mod tests {
         a.free(1, true).unwrap();
         let declared = MetaInfo {
             bytes_out: 4096,
-            checkpoint_ns: crate::protocol::WireCheckpoints {
-                cpu: 3 * MS,
-                ..Default::default()
-            },
+            checkpoint_ns: [(UnitType::Cpu, 3 * MS)].into_iter().collect(),
             numa_home: a.core.machine().numa_nodes.first().map(|n| n.os_index),
             ..meta()
         };
@@ -1497,10 +1493,9 @@ mod tests {
     fn out_of_range_meta_info_is_refused_by_field() {
         let mut a = arbiter(1, "fcfs");
         let long = MetaInfo {
-            checkpoint_ns: crate::protocol::WireCheckpoints {
-                opencl: MAX_CHECKPOINT_NS + 1,
-                ..Default::default()
-            },
+            checkpoint_ns: [(UnitType::OpenCl, MAX_CHECKPOINT_NS + 1)]
+                .into_iter()
+                .collect(),
             ..meta()
         };
         let (code, message) = a.alloc(1, &long).unwrap_err();

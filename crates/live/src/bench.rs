@@ -17,9 +17,9 @@
 
 use crate::arbiter::Arbiter;
 use crate::client::{Client, Transport};
-use crate::protocol::{MetaInfo, Reply, Request, Verdict, WireAffinity};
+use crate::protocol::{MetaInfo, Reply, Request, Verdict};
 use crate::{devices, server};
-use hetsched_core::machine::UnitGranularity;
+use hetsched_core::machine::{UnitGranularity, UnitType};
 use hetsched_core::{Error, Result};
 use hetsched_worker::{pin_current_thread, CpuMask};
 use std::fmt;
@@ -448,10 +448,7 @@ fn throughput(socket: &std::path::Path, meta: &MetaInfo, clients: usize) -> Resu
 fn bench_meta() -> MetaInfo {
     MetaInfo {
         kind: "bench".into(),
-        affinity: WireAffinity {
-            cpu: 1.0,
-            ..Default::default()
-        },
+        affinity: [(UnitType::Cpu, 1.0)].into_iter().collect(),
         ..MetaInfo::default()
     }
 }

@@ -22,34 +22,58 @@
 //!
 //! A batch whose requests or replies do not all have a compact form travels as JSON.
 
-use crate::protocol::{
-    MetaInfo, Reply, Request, UnitInfo, Verdict, WireAffinity, WireCheckpoints, MAX_BATCH,
-};
+use crate::protocol::{MetaInfo, Reply, Request, UnitInfo, Verdict, MAX_BATCH};
 use hetsched_core::machine::UnitType;
+use hetsched_core::task::PerUnitType;
 
 /// The length-prefix bit that marks a compact frame.
 pub const COMPACT_BIT: u32 = 1 << 31;
+
+/// Whether `meta` has a compact form, and whether it is the one with extras (`B`):
+/// `None` when it carries a field the compact layouts do not hold (the optional fields
+/// of `hetsched run` tasks, and `u32::MAX`, which stands for "no NUMA home" there). The
+/// fields are named one by one, so that a field added to the meta info travels as JSON
+/// until it is given a place here.
+fn compact_form(meta: &MetaInfo) -> Option<bool> {
+    let MetaInfo {
+        kind: _,
+        affinity: _,
+        bytes_in: _,
+        weight: _,
+        bytes_out,
+        checkpoint_ns,
+        numa_home,
+        pid,
+        device,
+        signature,
+    } = meta;
+    let compact =
+        pid.is_none() && device.is_none() && signature.is_none() && *numa_home != Some(u32::MAX);
+    // Most tasks declare no extras: their frame stays short.
+    compact.then(|| *bytes_out != 0 || !checkpoint_ns.is_default() || numa_home.is_some())
+}
 
 /// Appends a compact frame for `request`, or returns false if it has no compact form.
 pub fn encode_request(request: &Request, out: &mut Vec<u8>) -> bool {
     let start = frame_start(out);
     match request {
-        // The optional fields of `hetsched run` tasks travel as JSON.
-        Request::Alloc { meta } if meta.is_compact() => {
-            // Most tasks declare no extras: their frame stays short.
-            let extras = meta.has_extras();
+        Request::Alloc { meta } => {
+            let Some(extras) = compact_form(meta) else {
+                out.truncate(start);
+                return false;
+            };
             out.push(if extras { b'B' } else { b'A' });
             out.extend_from_slice(&meta.weight.to_le_bytes());
-            out.extend_from_slice(&meta.memory_to_copy.to_le_bytes());
+            out.extend_from_slice(&meta.bytes_in.to_le_bytes());
             if extras {
                 out.extend_from_slice(&meta.bytes_out.to_le_bytes());
-                for kind in UnitType::ALL {
-                    out.extend_from_slice(&meta.checkpoint_ns.get(kind).to_le_bytes());
+                for ns in meta.checkpoint_ns.0 {
+                    out.extend_from_slice(&ns.to_le_bytes());
                 }
                 out.extend_from_slice(&meta.numa_home.unwrap_or(u32::MAX).to_le_bytes());
             }
-            for kind in UnitType::ALL {
-                out.extend_from_slice(&meta.affinity.get(kind).to_le_bytes());
+            for a in meta.affinity.0 {
+                out.extend_from_slice(&a.to_le_bytes());
             }
             out.extend_from_slice(meta.kind.as_bytes());
         }
@@ -250,31 +274,26 @@ pub fn decode_request(body: &[u8]) -> Result<Request, String> {
     match tag {
         b'A' | b'B' => {
             let weight = f.u32("alloc weight")?;
-            let memory_to_copy = f.u64("alloc memory_to_copy")?;
+            let bytes_in = f.u64("alloc memory_to_copy")?;
             let (mut bytes_out, mut checkpoint_ns, mut numa_home) =
-                (0, WireCheckpoints::default(), None);
+                (0, PerUnitType::default(), None);
             if tag == b'B' {
                 bytes_out = f.u64("alloc bytes_out")?;
-                checkpoint_ns = WireCheckpoints {
-                    cpu: f.u64("alloc checkpoint_ns")?,
-                    gpu: f.u64("alloc checkpoint_ns")?,
-                    opencl: f.u64("alloc checkpoint_ns")?,
-                    coprocessor: f.u64("alloc checkpoint_ns")?,
-                };
+                for ns in &mut checkpoint_ns.0 {
+                    *ns = f.u64("alloc checkpoint_ns")?;
+                }
                 numa_home = Some(f.u32("alloc numa_home")?).filter(|&n| n != u32::MAX);
             }
-            let affinity = WireAffinity {
-                cpu: f.f64("alloc affinity")?,
-                gpu: f.f64("alloc affinity")?,
-                opencl: f.f64("alloc affinity")?,
-                coprocessor: f.f64("alloc affinity")?,
-            };
+            let mut affinity = PerUnitType::default();
+            for a in &mut affinity.0 {
+                *a = f.f64("alloc affinity")?;
+            }
             let kind = f.text("alloc kind")?;
             Ok(Request::Alloc {
                 meta: MetaInfo {
                     kind,
                     affinity,
-                    memory_to_copy,
+                    bytes_in,
                     weight,
                     bytes_out,
                     checkpoint_ns,
@@ -391,11 +410,11 @@ mod tests {
                                numa_home in proptest::option::of(0u32..u32::MAX)) {
             let meta = MetaInfo {
                 kind,
-                affinity: WireAffinity { cpu: aff[0], gpu: aff[1], opencl: aff[2], coprocessor: aff[3] },
-                memory_to_copy: bytes,
+                affinity: PerUnitType(aff),
+                bytes_in: bytes,
                 weight,
                 bytes_out,
-                checkpoint_ns: WireCheckpoints { cpu: cps[0], gpu: cps[1], opencl: cps[2], coprocessor: cps[3] },
+                checkpoint_ns: PerUnitType(cps),
                 numa_home,
                 ..MetaInfo::default()
             };

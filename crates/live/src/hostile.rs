@@ -39,9 +39,9 @@
 
 use crate::arbiter::Arbiter;
 use crate::client::Client;
-use crate::protocol::{MetaInfo, Reply, Request, WireAffinity};
+use crate::protocol::{MetaInfo, Reply, Request};
 use crate::{devices, server};
-use hetsched_core::machine::UnitGranularity;
+use hetsched_core::machine::{UnitGranularity, UnitType};
 use hetsched_core::{Error, Result};
 use std::fmt;
 use std::io::{BufRead, Write};
@@ -196,10 +196,7 @@ impl fmt::Display for Report {
 fn meta(pid: Option<u32>) -> MetaInfo {
     MetaInfo {
         kind: "hostile".into(),
-        affinity: WireAffinity {
-            cpu: 1.0,
-            ..WireAffinity::default()
-        },
+        affinity: [(UnitType::Cpu, 1.0)].into_iter().collect(),
         weight: 1024,
         pid,
         ..MetaInfo::default()

@@ -31,144 +31,10 @@ pub const MAX_CHECKPOINT_NS: u64 = 86_400 * 1_000_000_000;
 /// Most requests one `batch` may carry (see `batch`).
 pub const MAX_BATCH: usize = 1024;
 
-/// Per-unit-type affinity as sent on the wire (0 or absent = no implementation).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WireAffinity {
-    #[serde(default)]
-    pub cpu: f64,
-    #[serde(default)]
-    pub gpu: f64,
-    #[serde(default)]
-    pub opencl: f64,
-    #[serde(default)]
-    pub coprocessor: f64,
-}
-
-impl WireAffinity {
-    pub fn get(&self, kind: UnitType) -> f64 {
-        match kind {
-            UnitType::Cpu => self.cpu,
-            UnitType::Gpu => self.gpu,
-            UnitType::OpenCl => self.opencl,
-            UnitType::CoProcessor => self.coprocessor,
-        }
-    }
-}
-
-/// Checkpoint interval per unit type as sent on the wire, in ns (0 or absent = the task
-/// reaches no checkpoint there).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WireCheckpoints {
-    #[serde(default)]
-    pub cpu: u64,
-    #[serde(default)]
-    pub gpu: u64,
-    #[serde(default)]
-    pub opencl: u64,
-    #[serde(default)]
-    pub coprocessor: u64,
-}
-
-impl WireCheckpoints {
-    pub fn get(&self, kind: UnitType) -> u64 {
-        match kind {
-            UnitType::Cpu => self.cpu,
-            UnitType::Gpu => self.gpu,
-            UnitType::OpenCl => self.opencl,
-            UnitType::CoProcessor => self.coprocessor,
-        }
-    }
-
-    pub fn is_none(&self) -> bool {
-        *self == WireCheckpoints::default()
-    }
-}
-
-/// A task's meta information (Beisel et al.'s `meta_info`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MetaInfo {
-    /// Task type name (performance models learn per type), e.g. "md5".
-    pub kind: String,
-    pub affinity: WireAffinity,
-    /// Bytes copied to an accelerator when the task starts there.
-    #[serde(default)]
-    pub memory_to_copy: u64,
-    /// CFS-style weight, 1024 = nice 0.
-    #[serde(default = "default_weight")]
-    pub weight: u32,
-    /// Bytes copied back from an accelerator when the task completes there. (This and
-    /// the next two are left out when unset, so that a daemon older than them, which
-    /// refuses unknown fields, still serves clients that do not use them.)
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub bytes_out: u64,
-    /// How long the task runs between checkpoints on each unit type, where it reaches
-    /// any (at most [`MAX_CHECKPOINT_NS`]).
-    #[serde(default, skip_serializing_if = "WireCheckpoints::is_none")]
-    pub checkpoint_ns: WireCheckpoints,
-    /// The NUMA node (OS index) holding the task's memory, one of the machine's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub numa_home: Option<u32>,
-    /// The process that runs the task, when it is an unmodified program (`hetsched
-    /// run`): the daemon checks that it is the client's own, its sampler measures it for
-    /// the policy's ticks and `stats` (`crate::sampler`), and its memory follows the
-    /// task's NUMA node (`memory_node` in the grant).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    /// The device the program drives, as its user named it (`hetsched run --device`):
-    /// an I/O device of the machine by its kernel name (`vda`) becomes the task's
-    /// `io_device`, which placement policies read (`io-affinity`); an accelerator name
-    /// is carried, not used yet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<String>,
-    /// The program's architectural signature (`hetsched signature`): the task's
-    /// `signature` (the `signature` policy places by it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signature: Option<Box<Signature>>,
-}
-
-impl Default for MetaInfo {
-    fn default() -> MetaInfo {
-        MetaInfo {
-            kind: String::new(),
-            affinity: WireAffinity::default(),
-            memory_to_copy: 0,
-            weight: default_weight(),
-            bytes_out: 0,
-            checkpoint_ns: WireCheckpoints::default(),
-            numa_home: None,
-            pid: None,
-            device: None,
-            signature: None,
-        }
-    }
-}
-
-impl MetaInfo {
-    /// Whether it carries nothing beyond what the compact encoding holds (`u32::MAX`
-    /// stands for "no NUMA home" there).
-    pub fn is_compact(&self) -> bool {
-        self.pid.is_none()
-            && self.device.is_none()
-            && self.signature.is_none()
-            && self.numa_home != Some(u32::MAX)
-    }
-
-    /// Whether it carries any of the fields the short compact `alloc` leaves out.
-    pub fn has_extras(&self) -> bool {
-        self.bytes_out != 0 || !self.checkpoint_ns.is_none() || self.numa_home.is_some()
-    }
-}
-
-fn default_weight() -> u32 {
-    1024
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
+/// A task's meta information as `alloc` carries it: the one meta info type, whose serde
+/// form is the wire's, with the program's signature (see
+/// [`hetsched_core::task::MetaInfo`]).
+pub type MetaInfo = hetsched_core::task::MetaInfo<Box<Signature>>;
 
 /// A unit as the daemon reports it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -450,6 +316,7 @@ pub fn decode_request(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hetsched_core::task::PerUnitType;
 
     #[test]
     fn frames_round_trip_and_split() {
@@ -475,6 +342,76 @@ mod tests {
             next_frame(&u32::MAX.to_le_bytes(), MAX_REPLY),
             Frame::TooLarge(!COMPACT_BIT as usize)
         );
+    }
+
+    /// The meta info's serde form is the wire's as it always was: the field names, the
+    /// unit types by name with every one written, the optional fields left out when
+    /// unset; and what it refuses, it refuses in the same words.
+    #[test]
+    fn meta_info_round_trips_in_its_wire_form() {
+        let short = r#"{"kind":"md5","affinity":{"cpu":1.0,"gpu":0.0,"opencl":2.0,"coprocessor":0.0},"memory_to_copy":64,"weight":1024}"#;
+        let meta: MetaInfo = serde_json::from_str(short).unwrap();
+        assert_eq!(
+            (meta.affinity, meta.bytes_in, meta.checkpoint_ns),
+            (PerUnitType([1.0, 0.0, 2.0, 0.0]), 64, PerUnitType([0; 4]))
+        );
+        assert_eq!(serde_json::to_string(&meta).unwrap(), short);
+        let full = r#"{"kind":"k","affinity":{"cpu":1.0,"gpu":0.0,"opencl":0.0,"coprocessor":0.5},"memory_to_copy":1,"weight":7,"bytes_out":2,"checkpoint_ns":{"cpu":0,"gpu":3,"opencl":0,"coprocessor":0},"numa_home":1,"pid":42,"device":"vda"}"#;
+        let meta: MetaInfo = serde_json::from_str(full).unwrap();
+        assert_eq!(
+            (
+                meta.checkpoint_ns.get(UnitType::Gpu),
+                meta.bytes_out,
+                meta.pid
+            ),
+            (3, 2, Some(42))
+        );
+        assert_eq!(serde_json::to_string(&meta).unwrap(), full);
+        // Absent unit types are 0, absent fields their defaults.
+        let meta: MetaInfo =
+            serde_json::from_str(r#"{"kind":"k","affinity":{"gpu":2},"checkpoint_ns":{}}"#)
+                .unwrap();
+        assert_eq!(
+            meta,
+            MetaInfo {
+                kind: "k".into(),
+                affinity: PerUnitType([0.0, 2.0, 0.0, 0.0]),
+                ..MetaInfo::default()
+            }
+        );
+        for (bad, words) in [
+            (
+                r#"{"kind":"k","affinity":{"fpga":1}}"#,
+                "unknown field `fpga`, expected one of `cpu`, `gpu`, `opencl`, `coprocessor`",
+            ),
+            (
+                r#"{"kind":"k","affinity":3}"#,
+                "invalid type: integer `3`, expected struct WireAffinity",
+            ),
+            (
+                r#"{"kind":"k","affinity":{},"checkpoint_ns":{"cpu":-1}}"#,
+                "invalid value: integer `-1`, expected u64",
+            ),
+            (
+                r#"{"kind":"k","affinity":{},"checkpoint_ns":"x"}"#,
+                "invalid type: string \"x\", expected struct WireCheckpoints",
+            ),
+            // The names the engine knows the fields by are not the wire's.
+            (
+                r#"{"kind":"k","affinity":{},"bytes_in":1}"#,
+                "unknown field `bytes_in`",
+            ),
+            (
+                r#"{"kind":"k","affinity":{},"io_device":0}"#,
+                "unknown field `io_device`",
+            ),
+            (r#"{"kind":"k"}"#, "missing field `affinity`"),
+        ] {
+            let err = serde_json::from_str::<MetaInfo>(bad)
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(words), "{bad}: {err}");
+        }
     }
 
     #[test]

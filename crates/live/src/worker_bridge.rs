@@ -2,7 +2,7 @@
 //! `alloc` / `rerequest` / `free` become requests to the daemon.
 
 use crate::client::Client;
-use crate::protocol::{MetaInfo, UnitInfo, Verdict, WireAffinity};
+use crate::protocol::{MetaInfo, UnitInfo, Verdict};
 use hetsched_core::machine::UnitType;
 use hetsched_core::{Error, Result};
 use hetsched_worker::{Grant, Rerequest, Scheduler};
@@ -46,19 +46,10 @@ impl DaemonScheduler {
 
 impl Scheduler for DaemonScheduler {
     fn alloc(&mut self, meta: &hetsched_worker::MetaInfo) -> Result<Grant> {
+        // A worker declares no signature.
         let wire = MetaInfo {
             kind: self.kind.clone(),
-            affinity: WireAffinity {
-                cpu: meta.affinity(UnitType::Cpu) as f64,
-                gpu: meta.affinity(UnitType::Gpu) as f64,
-                opencl: meta.affinity(UnitType::OpenCl) as f64,
-                coprocessor: meta.affinity(UnitType::CoProcessor) as f64,
-            },
-            memory_to_copy: meta.memory_to_copy,
-            // A worker's checkpoint comes back from the unit when it frees it.
-            bytes_out: meta.checkpoint_bytes,
-            weight: 1024,
-            ..MetaInfo::default()
+            ..meta.clone().map_signature(|none| match none {})
         };
         let unit = self.client.alloc(&wire)?;
         self.denied = false;

@@ -3,10 +3,10 @@
 //! whether a client waits in a queue (it sleeps in `futex`), the daemon sleeps between
 //! requests (the client rings), or the request travels on the socket.
 
-use hetsched_core::machine::UnitGranularity;
+use hetsched_core::machine::{UnitGranularity, UnitType};
 use hetsched_live::arbiter::Arbiter;
 use hetsched_live::client::{Client, Transport};
-use hetsched_live::protocol::{MetaInfo, Reply, WireAffinity};
+use hetsched_live::protocol::{MetaInfo, Reply};
 use hetsched_live::{devices, server};
 use hetsched_worker::{pin_current_thread, CpuMask};
 use std::path::{Path, PathBuf};
@@ -69,10 +69,7 @@ impl Daemon {
 fn meta() -> MetaInfo {
     MetaInfo {
         kind: "test".into(),
-        affinity: WireAffinity {
-            cpu: 1.0,
-            ..Default::default()
-        },
+        affinity: [(UnitType::Cpu, 1.0)].into_iter().collect(),
         weight: 1024,
         ..MetaInfo::default()
     }

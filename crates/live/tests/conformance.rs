@@ -16,7 +16,7 @@ use hetsched_core::machine::{Machine, UnitType};
 use hetsched_core::policy::{CheckpointDecision, PickDecision};
 use hetsched_core::record::{EventKind, Record};
 use hetsched_live::arbiter::{Arbiter, ManualClock};
-use hetsched_live::protocol::{MetaInfo, Verdict, WireAffinity};
+use hetsched_live::protocol::{MetaInfo, Verdict};
 use hetsched_policies::recording::{Call, Recording};
 use hetsched_sim::{machine_from_toml, Config, SimTask, Simulation};
 
@@ -76,13 +76,8 @@ fn script(seed: u64, n: u64, gpu: bool) -> Vec<SimTask> {
 fn meta(t: &SimTask) -> MetaInfo {
     MetaInfo {
         kind: t.kind.to_string(),
-        affinity: WireAffinity {
-            cpu: t.affinity.get(UnitType::Cpu),
-            gpu: t.affinity.get(UnitType::Gpu),
-            opencl: t.affinity.get(UnitType::OpenCl),
-            coprocessor: t.affinity.get(UnitType::CoProcessor),
-        },
-        memory_to_copy: t.bytes_in,
+        affinity: t.affinity,
+        bytes_in: t.bytes_in,
         weight: t.weight,
         ..MetaInfo::default()
     }

@@ -230,7 +230,7 @@ fn altering_an_accelerators_link_changes_where_dmda_places_work() {
     let (cpu, cl) = (units[0].id, units[1].id);
     assert_eq!(units[1].link_bandwidth_bytes_per_s, None);
     let big = MetaInfo {
-        memory_to_copy: 1 << 30,
+        bytes_in: 1 << 30,
         ..meta(1.0, 1.0)
     };
     // Calibration, as StarPU does it: with no model, the lowest id; then the unit whose

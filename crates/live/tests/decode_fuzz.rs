@@ -6,10 +6,10 @@
 //! `PROPTEST_CASES=100000 cargo test --release -p hetsched-live --test decode_fuzz`.
 
 use hetsched_core::machine::UnitType;
+use hetsched_core::task::PerUnitType;
 use hetsched_live::compact;
 use hetsched_live::protocol::{
-    decode_request, encode, next_frame, MetaInfo, NewUnit, Request, UnitChanges, WireAffinity,
-    WireCheckpoints, MAX_REQUEST,
+    decode_request, encode, next_frame, MetaInfo, NewUnit, Request, UnitChanges, MAX_REQUEST,
 };
 use hetsched_live::shm::{SharedPage, SLOT};
 use proptest::prelude::*;
@@ -36,25 +36,15 @@ fn meta() -> impl Strategy<Value = MetaInfo> {
             proptest::option::of(any::<u32>()),
         )),
     )
-        .prop_map(|(kind, a, memory_to_copy, weight, pid, device, extras)| {
+        .prop_map(|(kind, a, bytes_in, weight, pid, device, extras)| {
             let (bytes_out, cp, numa_home) = extras.unwrap_or_default();
             MetaInfo {
                 kind,
-                affinity: WireAffinity {
-                    cpu: a[0],
-                    gpu: a[1],
-                    opencl: a[2],
-                    coprocessor: a[3],
-                },
-                memory_to_copy,
+                affinity: PerUnitType(a),
+                bytes_in,
                 weight,
                 bytes_out,
-                checkpoint_ns: WireCheckpoints {
-                    cpu: cp[0],
-                    gpu: cp[1],
-                    opencl: cp[2],
-                    coprocessor: cp[3],
-                },
+                checkpoint_ns: PerUnitType(cp),
                 numa_home,
                 pid,
                 device,

@@ -2,43 +2,14 @@
 
 use hetsched_core::machine::UnitType;
 use hetsched_core::Result;
-use std::collections::BTreeMap;
 
-/// A worker's meta information (the paper's `meta_info`, Listing 1).
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct MetaInfo {
-    /// Type affinity per unit type: higher = better suited; 0 (or absent) = no
-    /// implementation for that type.
-    pub affinity: BTreeMap<UnitType, u32>,
-    /// Bytes to copy to a unit before it can start (input data).
-    pub memory_to_copy: u64,
-    /// Bytes of one checkpoint (copied to the unit at init and back at free).
-    pub checkpoint_bytes: u64,
-}
-
-impl MetaInfo {
-    /// Meta info with the given affinities and sizes.
-    pub fn new(affinity: &[(UnitType, u32)], memory_to_copy: u64, checkpoint_bytes: u64) -> Self {
-        MetaInfo {
-            affinity: affinity.iter().copied().collect(),
-            memory_to_copy,
-            checkpoint_bytes,
-        }
-    }
-
-    /// The affinity towards `unit` (0 = the worker cannot run there).
-    pub fn affinity(&self, unit: UnitType) -> u32 {
-        self.affinity.get(&unit).copied().unwrap_or(0)
-    }
-
-    /// The unit type with the highest affinity (ties: the first in [`UnitType::ALL`]).
-    pub fn preferred(&self) -> Option<UnitType> {
-        UnitType::ALL
-            .into_iter()
-            .filter(|&t| self.affinity(t) > 0)
-            .max_by_key(|&t| (self.affinity(t), std::cmp::Reverse(t)))
-    }
-}
+/// A worker's meta information (the paper's `meta_info`, Listing 1): the meta info every
+/// client declares ([`hetsched_core::task::MetaInfo`]), without a signature. What the
+/// paper's fields are there: its type affinities are `affinity` (0 = no implementation
+/// for that type), `memory_to_copy` is `bytes_in`, and the bytes of one checkpoint
+/// (copied to the unit at init and back at free) are `bytes_out`. The scheduler names
+/// the task's `kind`.
+pub type MetaInfo = hetsched_core::task::MetaInfo<std::convert::Infallible>;
 
 /// The compute unit a scheduler granted.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -56,7 +56,7 @@ fn drive<W: Worker, S: Scheduler + ?Sized>(
     loop {
         let grant = scheduler.alloc(&meta)?;
         let implementation = match worker.implementation_for(grant.kind) {
-            Some(i) if meta.affinity(grant.kind) > 0 => i,
+            Some(i) if meta.affinity.runs_on(grant.kind) => i,
             _ => {
                 scheduler.free()?;
                 return Err(Error::input(format!(

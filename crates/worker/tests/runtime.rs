@@ -79,11 +79,16 @@ impl Worker for Holder {
     type Checkpoint = SumCp;
     type Output = u64;
     fn meta_info(&self) -> MetaInfo {
-        MetaInfo::new(
-            &[(UnitType::Cpu, 1), (UnitType::OpenCl, self.opencl_affinity)],
-            0,
-            24,
-        )
+        MetaInfo {
+            affinity: [
+                (UnitType::Cpu, 1.0),
+                (UnitType::OpenCl, f64::from(self.opencl_affinity)),
+            ]
+            .into_iter()
+            .collect(),
+            bytes_out: 24,
+            ..MetaInfo::default()
+        }
     }
     fn implementation_for(&self, unit: UnitType) -> Option<&dyn Implementation<SumCp, u64>> {
         match unit {
@@ -184,13 +189,6 @@ fn migration_to_an_unregistered_unit_type_errors() {
         Fixed::new(Grant::cpu(0, Vec::new())).answer_at(1, Rerequest::Migrate(UnitType::Gpu));
     let err = run(&w, &mut s, SumCp::default()).unwrap_err();
     assert!(err.to_string().contains("no gpu unit"), "{err}");
-}
-
-#[test]
-fn meta_info_prefers_the_highest_affinity() {
-    let m = MetaInfo::new(&[(UnitType::OpenCl, 2), (UnitType::Cpu, 1)], 0, 8);
-    assert_eq!(m.preferred(), Some(UnitType::OpenCl));
-    assert_eq!(m.affinity(UnitType::Gpu), 0);
 }
 
 #[test]

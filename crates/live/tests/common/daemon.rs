@@ -5,8 +5,9 @@
 //! (`common/mod.rs`); `crates/cli/tests` (which includes this file) runs
 //! `hetsched daemon`.
 
+use hetsched_core::machine::UnitType;
 use hetsched_live::client::Client;
-use hetsched_live::protocol::{MetaInfo, UnitInfo, WireAffinity};
+use hetsched_live::protocol::{MetaInfo, UnitInfo};
 use hetsched_live::shm::SharedPage;
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -86,12 +87,9 @@ impl Drop for Daemon {
 pub fn meta(cpu: f64, opencl: f64) -> MetaInfo {
     MetaInfo {
         kind: "t".into(),
-        affinity: WireAffinity {
-            cpu,
-            opencl,
-            ..Default::default()
-        },
-        memory_to_copy: 0,
+        affinity: [(UnitType::Cpu, cpu), (UnitType::OpenCl, opencl)]
+            .into_iter()
+            .collect(),
         weight: 1024,
         ..MetaInfo::default()
     }
