@@ -749,6 +749,68 @@ mod tests {
         }
     }
 
+    /// The sampler asks whichever sources it is given: here `proc` on a real child and
+    /// `capacity` on a fake arm64 tree where CPU N has capacity 100 + N, so that each
+    /// sample's capacity is that of the CPU `proc` saw the child on. A tree where no
+    /// CPU's file holds a capacity leaves `capacity` out, and its samples without the
+    /// figure.
+    #[test]
+    fn the_sources_given_fill_the_sample_and_only_they() {
+        use crate::sources::{capacity::CPU_DIR, REGISTRY};
+        let open = |name: &str, root: &Root| {
+            (REGISTRY.iter().find(|r| r.name == name).unwrap().open)(root)
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let cpus = allowed_cpus();
+        for cpu in 0..=*cpus.iter().max().unwrap() {
+            let cpu_dir = root.join(format!("{CPU_DIR}/cpu{cpu}"));
+            std::fs::create_dir_all(&cpu_dir).unwrap();
+            std::fs::write(cpu_dir.join("cpu_capacity"), format!("{}\n", 100 + cpu)).unwrap();
+        }
+        let mut sampling = Sampling::start_with(
+            Duration::from_millis(5),
+            vec![open("proc", &Root::default()), open("capacity", &root)],
+        );
+        let names: Vec<_> = sampling.statuses().iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["proc", "capacity"]);
+        assert!(sampling
+            .statuses()
+            .iter()
+            .all(|(_, s)| *s == Status::Available));
+        assert_eq!(*sampling.pmu(), Pmu::Absent("no perf source".into()));
+        let child = busy_child();
+        sampling.track(1, named(&child), 0).unwrap();
+        let (_, span) = next_sample(&sampling, 1, None);
+        let (s, _) = next_sample(&sampling, 1, Some(span.at));
+        assert_eq!(
+            s.sources,
+            Sources::of(["proc", "capacity"]).unwrap(),
+            "{s:?}"
+        );
+        assert_eq!(s.cpu_capacity, Some(100 + s.cpu.unwrap()), "{s:?}");
+        assert_eq!((s.cpu_highest_perf, s.instructions), (None, None), "{s:?}");
+        drop(sampling);
+
+        for cpu in 0..=*cpus.iter().max().unwrap() {
+            let file = root.join(format!("{CPU_DIR}/cpu{cpu}/cpu_capacity"));
+            std::fs::write(file, "fast\n").unwrap();
+        }
+        let mut sampling = Sampling::start_with(
+            Duration::from_millis(5),
+            vec![open("proc", &Root::default()), open("capacity", &root)],
+        );
+        let Status::Absent(why) = &sampling.statuses()[1].1 else {
+            panic!("a bad file in the tree, yet capacity is available")
+        };
+        assert!(why.contains("cpu0/cpu_capacity: \"fast\""), "{why}");
+        sampling.track(1, named(&child), 0).unwrap();
+        let (_, span) = next_sample(&sampling, 1, None);
+        let (s, _) = next_sample(&sampling, 1, Some(span.at));
+        assert_eq!(s.sources, Sources::of(["proc"]).unwrap(), "{s:?}");
+        assert_eq!(s.cpu_capacity, None, "{s:?}");
+    }
+
     /// Thousands of threads cost the sampler a bounded pass: it reads at most
     /// THREADS_PER_PASS of them a pass, round robin, and says so.
     #[test]
