@@ -70,10 +70,11 @@ pub fn descriptors(fd_limit: usize) -> usize {
     (fd_limit / 8).min(MAX_PROCESSES + MAX_COUNTERS)
 }
 
-/// A process with more threads than this at its first pass gets no hardware counters.
+/// A process with more threads than this at its first pass gets no descriptors from
+/// the sources (no hardware counters).
 pub const MAX_COUNTED_THREADS: usize = 64;
 
-/// Hardware-counter descriptors open at once, over all processes.
+/// Descriptors the sources hold open at once (hardware counters), over all processes.
 pub const MAX_COUNTERS: usize = 3 * 1024;
 
 /// The sampling thread's nice value: what it measures can wait for whatever else runs.
