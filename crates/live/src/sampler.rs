@@ -186,11 +186,17 @@ impl Sampling {
     }
 
     /// [`start`](Self::start) with these sources (those available measure).
+    ///
+    /// Panics if a source's name is not one of `SOURCE_NAMES` (samples could not name
+    /// it), here rather than in the sampling thread.
     pub fn start_with(period: Duration, sources: Vec<Box<dyn SampleSource>>) -> Sampling {
         let statuses: Vec<_> = sources
             .iter()
             .map(|s| (s.name(), s.status().clone()))
             .collect();
+        if let Err(e) = Sources::of(statuses.iter().map(|(name, _)| name)) {
+            panic!("{e}: register the source in hetsched_core::policy::SOURCE_NAMES");
+        }
         let pmu = statuses
             .iter()
             .find(|(name, _)| *name == sources::perf::REGISTERED.name)
