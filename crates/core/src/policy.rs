@@ -78,7 +78,7 @@ pub enum TickAction {
 /// Both engines' ticks take their samples from the engine core
 /// (`engine_core::EngineCore::tick`), which fills the first four fields from what the
 /// engine itself knows — the simulator from its model, the live arbiter from the times
-/// it granted units — and no measurement source (`sources` all false). The live
+/// it granted units — and no measurement source (`sources` empty). The live
 /// runtime's sampler (`hetsched_live::sampler`) measures a running task's process and
 /// fills the optional fields (the simulator fills the three counters from a task's
 /// workload model, when it has them); a measurement no source on this machine provides is
@@ -93,7 +93,7 @@ pub struct Sample {
     /// Nanoseconds the unit was busy since the previous sample. From the engine core:
     /// the time a task held the unit — in the simulator its modelled run time, in the
     /// live arbiter the daemon's view of its grants (from grant to release), not CPU time
-    /// measured. From the sampler (`sources.proc`): the CPU time, user plus system, of
+    /// measured. From the sampler (source `proc`): the CPU time, user plus system, of
     /// the task's process and all its threads.
     pub busy_ns: u64,
     /// The span `busy_ns` and the counts below cover, in nanoseconds: in the engine's
@@ -127,42 +127,89 @@ pub struct Sample {
     /// Last-level-cache misses (hardware counter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llc_misses: Option<u64>,
+    /// The kernel's capacity of `cpu`, 1024 for its fastest CPUs (source `capacity`:
+    /// `cpu_capacity`, which arm64, arm and RISC-V kernels expose).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_capacity: Option<u32>,
+    /// The ACPI CPPC highest performance of `cpu` (source `capacity`:
+    /// `acpi_cppc/highest_perf`; AMD's preferred-core ranking): larger is faster, on an
+    /// abstract scale comparable only between the CPUs of one machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_highest_perf: Option<u32>,
     pub sources: Sources,
 }
 
-/// Which measurement sources filled a [`Sample`]; none for the simulator's model. In
-/// JSON, the list of their names: `["perf", "proc"]`, `["proc"]` or `[]`.
+/// The measurement sources a [`Sample`] may name, in the order its JSON lists them.
+/// Each is one of the live sampler's sources (`hetsched_live::sources::REGISTRY`, which
+/// a test holds to this list); the names live here because samples cross the wire and
+/// the simulator, where the sources themselves do not.
+pub const SOURCE_NAMES: &[&str] = &["perf", "proc", "capacity"];
+
+/// Which measurement sources filled a [`Sample`]; none for the simulator's model: a set
+/// of [`SOURCE_NAMES`], one bit each. In JSON, the list of their names: `["perf",
+/// "proc"]`, `["proc"]` or `[]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(into = "Vec<String>", try_from = "Vec<String>")]
-pub struct Sources {
-    /// Hardware counters through `perf_event_open`.
-    pub perf: bool,
-    /// The kernel's per-process accounting (CPU-time clock, `/proc`).
-    pub proc: bool,
+pub struct Sources(u32);
+
+impl Sources {
+    /// The set of `names`; an error for a name not in [`SOURCE_NAMES`].
+    pub fn of<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Result<Sources, String> {
+        let mut s = Sources::default();
+        for n in names {
+            s.insert(n.as_ref())?;
+        }
+        Ok(s)
+    }
+
+    /// Adds source `name`; an error, listing the known ones, for an unknown name.
+    pub fn insert(&mut self, name: &str) -> Result<(), String> {
+        let i = SOURCE_NAMES
+            .iter()
+            .position(|&n| n == name)
+            .ok_or_else(|| {
+                format!(
+                    "unknown sample source {name:?} ({})",
+                    SOURCE_NAMES.join(", ")
+                )
+            })?;
+        self.0 |= 1 << i;
+        Ok(())
+    }
+
+    /// Whether source `name` filled the sample (`false` for a name not in
+    /// [`SOURCE_NAMES`]).
+    pub fn contains(&self, name: &str) -> bool {
+        SOURCE_NAMES
+            .iter()
+            .position(|&n| n == name)
+            .is_some_and(|i| self.0 & (1 << i) != 0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0 == 0
+    }
+
+    /// The names in the set, in [`SOURCE_NAMES`]'s order.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        SOURCE_NAMES
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.0 & (1 << i) != 0)
+            .map(|(_, &n)| n)
+    }
 }
 
 impl From<Sources> for Vec<String> {
     fn from(s: Sources) -> Vec<String> {
-        [(s.perf, "perf"), (s.proc, "proc")]
-            .iter()
-            .filter(|(on, _)| *on)
-            .map(|(_, name)| name.to_string())
-            .collect()
+        s.names().map(str::to_string).collect()
     }
 }
 
 impl TryFrom<Vec<String>> for Sources {
     type Error = String;
     fn try_from(names: Vec<String>) -> Result<Sources, String> {
-        let mut s = Sources::default();
-        for n in names {
-            match n.as_str() {
-                "perf" => s.perf = true,
-                "proc" => s.proc = true,
-                other => return Err(format!("unknown sample source {other:?} (perf, proc)")),
-            }
-        }
-        Ok(s)
+        Sources::of(names)
     }
 }
 
@@ -379,5 +426,34 @@ pub trait Policy {
     /// nothing), and only then are they kept across runs.
     fn wants_models(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_serialize_as_their_names_in_registry_order() {
+        let s = Sources::of(["proc", "perf"]).unwrap();
+        assert_eq!(serde_json::to_string(&s).unwrap(), r#"["perf","proc"]"#);
+        assert_eq!(serde_json::to_string(&Sources::default()).unwrap(), "[]");
+        let back: Sources = serde_json::from_str(r#"["proc"]"#).unwrap();
+        assert!(back.contains("proc") && !back.contains("perf"));
+        assert!(!back.contains("no such source"));
+        for name in SOURCE_NAMES {
+            let one = Sources::of([name]).unwrap();
+            assert_eq!(one.names().collect::<Vec<_>>(), [*name]);
+        }
+    }
+
+    #[test]
+    fn an_unknown_source_is_refused_naming_the_known_ones() {
+        let e = serde_json::from_str::<Sources>(r#"["proc","pmu"]"#).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with(r#"unknown sample source "pmu" (perf, proc, capacity)"#),
+            "{e}"
+        );
     }
 }

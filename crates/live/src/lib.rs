@@ -17,5 +17,6 @@ pub mod run;
 pub mod sampler;
 pub mod server;
 pub mod shm;
+pub mod sources;
 pub mod trust;
 pub mod worker_bridge;

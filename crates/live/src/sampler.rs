@@ -22,46 +22,27 @@
 //! - a uid other than the daemon's has at most [`MAX_PROCESSES_PER_UID`] processes
 //!   measured at once, and all uids together [`MAX_PROCESSES`]; further tasks run
 //!   unmeasured (`stats` says so);
-//! - hardware counters (three descriptors per thread) only for a process of at most
-//!   [`MAX_COUNTED_THREADS`] threads, and at most [`MAX_COUNTERS`] descriptors in all.
+//! - descriptors a source opens per thread (hardware counters: three) only for a
+//!   process of at most [`MAX_COUNTED_THREADS`] threads, and at most [`MAX_COUNTERS`]
+//!   in all.
 //!
-//! Why two sources: policies that balance by behaviour (DI/DINO's LLC misses per
-//! instruction, cycles per instruction) need hardware counters, which exist only where
-//! the machine has a PMU that this user may read; everything else (CPU time, run-queue
-//! wait, context switches, where it ran) the kernel accounts for every process anyway.
-//! So the sampler probes the PMU once, reports the outcome as its [`Pmu`] status for the
-//! daemon to print once, and fills each sample from what exists: hardware counters from
-//! `perf_event_open` (source `perf`) and the kernel's per-process accounting (source
-//! `proc`). What no source measured stays `None`, never a zero that looks measured.
-//!
-//! - `proc`: CPU time (user + system) from the process's CPU-time clock
-//!   (`clock_getcpuclockid`: nanoseconds, all threads, ended ones included; the clock
-//!   `/proc/PID/stat`'s utime + stime come from, which round to 10 ms); run-queue wait
-//!   and times switched onto a CPU from each thread's `/proc/PID/task/TID/schedstat`,
-//!   and the CPU of the busiest thread read from its `stat`. A thread that ends between
-//!   two reads of it loses its wait and switches since the earlier one (its CPU time
-//!   stays).
-//! - `perf`: user-space instructions, cycles and LLC misses (the kernel's generic
-//!   `cache-misses` event, the last level on common PMUs), counting mode, one counter per
-//!   event and per thread alive at the process's first pass, with `inherit` so that the
-//!   threads and children they start later are counted too. A multiplexed counter is
-//!   scaled by enabled / running time; one that never ran on the PMU during a span is
-//!   `None`.
+//! What a pass reads of a process comes from the sources of `crate::sources`, each
+//! probed once when the sampler starts (the PMU's outcome, [`Pmu`], for the daemon to
+//! print once) and asked only where available: the kernel's accounting (`proc`),
+//! hardware counters (`perf`), and the capacity of the CPU a task ran on (`capacity`).
+//! What no source measured stays `None`, never a zero that looks measured.
 //!
 //! A process is read only between two looks at its pidfd that say it is alive, so a
 //! recycled pid is never read as the named process.
 
 use crate::client_process::{ClientProcess, ProcessKey};
 use crate::process::thread_ids;
+use crate::sources::{self, Gone, Measured, Process, Root, SampleSource, Status};
 use arc_swap::ArcSwap;
 use hetsched_core::policy::{Sample, Sources, UnitId};
 use hetsched_core::task::TaskId;
-use nix::time::{clock_getcpuclockid, clock_gettime, ClockId};
-use perf_event::events::Hardware;
-use perf_event::{Builder, Counter};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -89,10 +70,11 @@ pub fn descriptors(fd_limit: usize) -> usize {
     (fd_limit / 8).min(MAX_PROCESSES + MAX_COUNTERS)
 }
 
-/// A process with more threads than this at its first pass gets no hardware counters.
+/// A process with more threads than this at its first pass gets no descriptors from
+/// the sources (no hardware counters).
 pub const MAX_COUNTED_THREADS: usize = 64;
 
-/// Hardware-counter descriptors open at once, over all processes.
+/// Descriptors the sources hold open at once (hardware counters), over all processes.
 pub const MAX_COUNTERS: usize = 3 * 1024;
 
 /// The sampling thread's nice value: what it measures can wait for whatever else runs.
@@ -101,58 +83,22 @@ pub const SAMPLER_NICE: i32 = 10;
 /// The sampling thread's name.
 pub const THREAD_NAME: &str = "hetsched-sampler";
 
-/// Whether this machine's hardware counters can be read: probed once per [`Sampling`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Pmu {
-    Counting,
-    /// Why not (the `perf_event_open` error).
-    Absent(String),
-}
-
-impl fmt::Display for Pmu {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        match self {
-            Pmu::Counting => f.write_str("hardware counters: instructions, cycles, LLC misses"),
-            Pmu::Absent(why) => write!(
-                f,
-                "no hardware counters ({why}): samples carry CPU time, run delay, context \
-                 switches and CPU from /proc only"
-            ),
-        }
-    }
-}
-
-impl Pmu {
-    /// Probes the PMU (one `perf_event_open` on the calling thread).
-    pub fn probe() -> Pmu {
-        match Builder::new(EVENTS[0]).observe_self().build() {
-            Ok(_) => Pmu::Counting,
-            Err(e) => Pmu::Absent(format!("perf_event_open(instructions): {e}")),
-        }
-    }
-}
-
-/// The hardware events, in the order of the sample's `instructions`, `cycles` and
-/// `llc_misses`.
-const EVENTS: [Hardware; 3] = [
-    Hardware::INSTRUCTIONS,
-    Hardware::CPU_CYCLES,
-    Hardware::CACHE_MISSES,
-];
+pub use crate::sources::perf::Pmu;
 
 /// What a process did over one pass of the sampler: the measured part of a [`Sample`].
 #[derive(Clone, Copy, Debug)]
 pub struct Span {
     pub busy_ns: u64,
-    pub run_delay_ns: u64,
-    pub context_switches: u64,
+    pub run_delay_ns: Option<u64>,
+    pub context_switches: Option<u64>,
     pub cpu: Option<u32>,
     pub instructions: Option<u64>,
     pub cycles: Option<u64>,
     pub llc_misses: Option<u64>,
-    /// The counters were read (the `perf` source).
-    pub counted: bool,
+    pub cpu_capacity: Option<u32>,
+    pub cpu_highest_perf: Option<u32>,
+    /// The sources that filled it.
+    pub sources: Sources,
     /// Nanoseconds from the previous pass's reading to this one's.
     pub interval_ns: u64,
     /// When this pass read it.
@@ -179,6 +125,8 @@ pub struct SamplerStats {
 /// constant time; see the module documentation.
 pub struct Sampling {
     pmu: Pmu,
+    /// Every source's name and probe outcome.
+    statuses: Vec<(&'static str, Status)>,
     shared: Arc<Shared>,
     thread: Option<std::thread::JoinHandle<()>>,
     tasks: FxHashMap<TaskId, ProcessKey>,
@@ -231,12 +179,35 @@ fn lock(shared: &Shared) -> MutexGuard<'_, State> {
 
 impl Sampling {
     /// Starts the sampling thread, passing every `period` (the policy's tick interval)
-    /// where its rest allows; probes the PMU first.
+    /// where its rest allows, with every registered source on this machine (each
+    /// probed first).
     pub fn start(period: Duration) -> Sampling {
-        let pmu = Pmu::probe();
+        Sampling::start_with(period, sources::open_all(&Root::default()))
+    }
+
+    /// [`start`](Self::start) with these sources (those available measure).
+    ///
+    /// Panics if a source's name is not one of `SOURCE_NAMES` (samples could not name
+    /// it), here rather than in the sampling thread.
+    pub fn start_with(period: Duration, sources: Vec<Box<dyn SampleSource>>) -> Sampling {
+        let statuses: Vec<_> = sources
+            .iter()
+            .map(|s| (s.name(), s.status().clone()))
+            .collect();
+        if let Err(e) = Sources::of(statuses.iter().map(|(name, _)| name)) {
+            panic!("{e}: register the source in hetsched_core::policy::SOURCE_NAMES");
+        }
+        let pmu = statuses
+            .iter()
+            .find(|(name, _)| *name == sources::perf::REGISTERED.name)
+            .map_or(Pmu::Absent("no perf source".into()), |(_, s)| Pmu::of(s));
+        let sources: Vec<_> = sources
+            .into_iter()
+            .filter(|s| *s.status() == Status::Available)
+            .collect();
         let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum;
         let budget = descriptors(limit.map_or(usize::MAX, |n| n as usize));
-        let max_counters = (budget / 2).min(MAX_COUNTERS);
+        let max_descriptors = (budget / 2).min(MAX_COUNTERS);
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
@@ -244,7 +215,6 @@ impl Sampling {
         });
         let thread = {
             let shared = shared.clone();
-            let counting = pmu == Pmu::Counting;
             std::thread::Builder::new()
                 .name(THREAD_NAME.into())
                 .spawn(move || {
@@ -253,12 +223,13 @@ impl Sampling {
                         Some(rustix::thread::gettid()),
                         SAMPLER_NICE,
                     );
-                    Passes::new(counting, max_counters).run(&shared, period)
+                    Passes::new(sources, max_descriptors).run(&shared, period)
                 })
                 .expect("starting the sampling thread")
         };
         Sampling {
             pmu,
+            statuses,
             shared,
             thread: Some(thread),
             tasks: FxHashMap::default(),
@@ -274,6 +245,11 @@ impl Sampling {
     /// The PMU probe's outcome, for the daemon to report once.
     pub fn pmu(&self) -> &Pmu {
         &self.pmu
+    }
+
+    /// Each source's name and what its probe found.
+    pub fn statuses(&self) -> &[(&'static str, Status)] {
+        &self.statuses
     }
 
     /// Measures `process` for `task`, a task of a client of uid `uid`; why not, when
@@ -370,16 +346,15 @@ impl Sampling {
             busy_ns: span.busy_ns,
             interval_ns: span.interval_ns,
             memory_bound: None,
-            run_delay_ns: Some(span.run_delay_ns),
-            context_switches: Some(span.context_switches),
+            run_delay_ns: span.run_delay_ns,
+            context_switches: span.context_switches,
             cpu: span.cpu,
             instructions: span.instructions,
             cycles: span.cycles,
             llc_misses: span.llc_misses,
-            sources: Sources {
-                proc: true,
-                perf: span.counted,
-            },
+            cpu_capacity: span.cpu_capacity,
+            cpu_highest_perf: span.cpu_highest_perf,
+            sources: span.sources,
         };
         Some((sample, span.at.elapsed()))
     }
@@ -407,45 +382,41 @@ impl Drop for Sampling {
     }
 }
 
-/// The sampling thread's state: the processes it measures.
+/// The sampling thread's state: the processes it measures, and the sources available.
 struct Passes {
-    counting: bool,
+    sources: Vec<Box<dyn SampleSource>>,
     tracked: FxHashMap<ProcessKey, Tracked>,
     /// Each process's thread list, kept while it is measured and for [`RELIST_EVERY`]
     /// after, so that a client that allocates and frees in a loop does not make the
     /// sampler list its threads again each time.
     lists: FxHashMap<ProcessKey, ThreadList>,
-    /// Counter descriptors open, and the most that may be (see [`MAX_COUNTERS`]).
-    counters_open: usize,
-    max_counters: usize,
+    /// Descriptors the sources hold open, and the most they may (see [`MAX_COUNTERS`]).
+    descriptors_open: usize,
+    max_descriptors: usize,
 }
 
 struct Tracked {
     process: ClientProcess,
     /// The uid of the client that named it, which must still own it.
     client_uid: u32,
-    /// Set at the first pass: the CPU-time clock and the counters.
-    clock: Option<ClockId>,
-    counters: Option<Counters>,
-    /// The previous pass's cumulative figures.
-    cpu_ns: u64,
-    counts: Option<[Reading; EVENTS.len()]>,
+    /// Set at the first pass: each source that measures it (by index into
+    /// `Passes::sources`), with what it keeps.
+    measured: Option<Vec<(usize, Box<dyn Measured>)>>,
+    /// When the previous pass read it.
     at: Instant,
-    /// Each thread's `schedstat` when last read.
-    threads: FxHashMap<i32, ThreadStat>,
     /// Where the next pass starts in the sorted thread list.
     cursor: usize,
     ended: bool,
 }
 
 impl Passes {
-    fn new(counting: bool, max_counters: usize) -> Passes {
+    fn new(sources: Vec<Box<dyn SampleSource>>, max_descriptors: usize) -> Passes {
         Passes {
-            counting,
+            sources,
             tracked: FxHashMap::default(),
             lists: FxHashMap::default(),
-            counters_open: 0,
-            max_counters,
+            descriptors_open: 0,
+            max_descriptors,
         }
     }
 
@@ -475,7 +446,7 @@ impl Passes {
             };
             for (key, c) in commands {
                 if let Some(t) = self.tracked.remove(&key) {
-                    self.counters_open -= t.counters.as_ref().map_or(0, |c| c.open.len());
+                    self.descriptors_open -= t.descriptors();
                 }
                 if let Some((p, uid)) = c {
                     self.tracked.insert(key, Tracked::new(p, uid));
@@ -484,9 +455,9 @@ impl Passes {
             let start = Instant::now();
             let mut spans = FxHashMap::default();
             for (key, t) in &mut self.tracked {
-                let counters = (&mut self.counters_open, self.max_counters);
+                let descriptors = (&mut self.descriptors_open, self.max_descriptors);
                 let list = self.lists.entry(*key).or_default();
-                if let Some(span) = t.pass(self.counting, counters, list) {
+                if let Some(span) = t.pass(&self.sources, descriptors, list) {
                     spans.insert(*key, span);
                 }
             }
@@ -513,15 +484,17 @@ impl Tracked {
         Tracked {
             process,
             client_uid,
-            clock: None,
-            counters: None,
-            cpu_ns: 0,
-            counts: None,
+            measured: None,
             at: Instant::now(),
-            threads: FxHashMap::default(),
             cursor: 0,
             ended: false,
         }
+    }
+
+    /// The descriptors its sources hold.
+    fn descriptors(&self) -> usize {
+        let measured = self.measured.iter().flatten();
+        measured.map(|(_, m)| m.descriptors()).sum()
     }
 
     /// One pass: reads the process and returns what it did since the previous pass
@@ -529,11 +502,11 @@ impl Tracked {
     /// ended).
     fn pass(
         &mut self,
-        counting: bool,
-        counters: (&mut usize, usize),
+        sources: &[Box<dyn SampleSource>],
+        descriptors: (&mut usize, usize),
         list: &mut ThreadList,
     ) -> Option<Span> {
-        let (counters_open, max_counters) = counters;
+        let (descriptors_open, max_descriptors) = descriptors;
         // Ended, or no longer the client's (it ran a set-user-ID program): not read
         // again.
         let status = self.process.status(self.client_uid);
@@ -542,22 +515,9 @@ impl Tracked {
             return None;
         };
         let pid = self.process.pid();
-        let first = self.clock.is_none();
-        if first {
-            let raw = nix::unistd::Pid::from_raw(pid as i32);
-            self.clock = Some(clock_getcpuclockid(raw).ok()?);
-        }
         let at = Instant::now();
-        let cpu_ns = cpu_ns(self.clock?)?;
         list.refresh(pid, threads)?;
         let tids = &list.tids;
-        if first && counting && tids.len() <= MAX_COUNTED_THREADS {
-            let want = tids.len() * EVENTS.len();
-            if *counters_open + want <= max_counters {
-                self.counters = Counters::open(tids);
-                *counters_open += self.counters.as_ref().map_or(0, |c| c.open.len());
-            }
-        }
         // This pass's window of the thread list, from where the last one stopped.
         let n = tids.len().min(THREADS_PER_PASS);
         let from = if tids.is_empty() {
@@ -565,62 +525,68 @@ impl Tracked {
         } else {
             self.cursor % tids.len()
         };
-        let window = tids.iter().cycle().skip(from).take(n);
-        let (mut delay_ns, mut switches, mut busiest) = (0, 0, (0, None));
-        let mut read = 0;
-        for &tid in window {
-            let Some(now) = thread_stat(pid, tid) else {
-                continue;
-            };
-            let d = now.since(self.threads.get(&tid));
-            self.threads.insert(tid, now);
-            read += 1;
-            delay_ns += d.delay_ns;
-            switches += d.switches;
-            if d.run_ns >= busiest.0 {
-                busiest = (d.run_ns, d.cpu);
+        let window: Vec<i32> = tids.iter().cycle().skip(from).take(n).copied().collect();
+        self.cursor = from + n;
+        let mut process = Process {
+            pid,
+            tids,
+            window: &window,
+            descriptors: 0,
+        };
+        let first = self.measured.is_none();
+        if first {
+            let mut measured: Vec<(usize, Box<dyn Measured>)> = Vec::new();
+            for (i, source) in sources.iter().enumerate() {
+                process.descriptors = if tids.len() <= MAX_COUNTED_THREADS {
+                    max_descriptors.saturating_sub(*descriptors_open)
+                } else {
+                    0
+                };
+                match source.start(&process) {
+                    Ok(Some(m)) => {
+                        *descriptors_open += m.descriptors();
+                        measured.push((i, m));
+                    }
+                    Ok(None) => {}
+                    Err(Gone) => {
+                        let held: usize = measured.iter().map(|(_, m)| m.descriptors()).sum();
+                        *descriptors_open -= held;
+                        return None;
+                    }
+                }
+            }
+            self.measured = Some(measured);
+        }
+        let mut span = Span {
+            busy_ns: 0,
+            run_delay_ns: None,
+            context_switches: None,
+            cpu: None,
+            instructions: None,
+            cycles: None,
+            llc_misses: None,
+            cpu_capacity: None,
+            cpu_highest_perf: None,
+            sources: Sources::default(),
+            interval_ns: at.duration_since(self.at).as_nanos() as u64,
+            at,
+            threads: threads as u32,
+            threads_read: 0,
+        };
+        for (i, m) in self.measured.iter_mut().flatten() {
+            if m.read(&process, &mut span).ok()? {
+                let name = sources[*i].name();
+                span.sources
+                    .insert(name)
+                    .expect("a registered source's name");
             }
         }
-        self.cursor = from + n;
-        if self.threads.len() > tids.len() {
-            self.threads
-                .retain(|tid, _| tids.binary_search(tid).is_ok());
-        }
-        let counts = self.counters.as_mut().and_then(Counters::read);
         // Read between two looks that say it is alive: all of it is this process's.
         if !self.process.alive() {
             self.ended = true;
             return None;
         }
-        let span = Span {
-            busy_ns: cpu_ns.saturating_sub(self.cpu_ns),
-            run_delay_ns: delay_ns,
-            context_switches: switches,
-            cpu: busiest.1,
-            instructions: None,
-            cycles: None,
-            llc_misses: None,
-            counted: false,
-            interval_ns: at.duration_since(self.at).as_nanos() as u64,
-            at,
-            threads: threads as u32,
-            threads_read: read,
-        };
-        let span = match (&self.counts, &counts) {
-            (Some(then), Some(now)) => {
-                let [instructions, cycles, llc_misses] =
-                    std::array::from_fn(|i| scaled(&then[i], &now[i]));
-                Span {
-                    instructions,
-                    cycles,
-                    llc_misses,
-                    counted: true,
-                    ..span
-                }
-            }
-            _ => span,
-        };
-        (self.cpu_ns, self.counts, self.at) = (cpu_ns, counts, at);
+        self.at = at;
         (!first).then_some(span)
     }
 }
@@ -660,124 +626,6 @@ impl ThreadList {
     }
 }
 
-fn cpu_ns(clock: ClockId) -> Option<u64> {
-    let ts = clock_gettime(clock).ok()?;
-    Some(ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
-}
-
-/// One thread's `schedstat` (cumulative) and the CPU it last ran on.
-#[derive(Clone, Copy, Default)]
-struct ThreadStat {
-    run_ns: u64,
-    delay_ns: u64,
-    switches: u64,
-    cpu: Option<u32>,
-}
-
-impl ThreadStat {
-    /// The counts since `then`, this thread id's previous stat; counts below `then`'s
-    /// are a new thread that reuses the id, counted from zero.
-    fn since(&self, then: Option<&ThreadStat>) -> ThreadStat {
-        let then = match then {
-            Some(t)
-                if t.run_ns <= self.run_ns
-                    && t.delay_ns <= self.delay_ns
-                    && t.switches <= self.switches =>
-            {
-                *t
-            }
-            _ => ThreadStat::default(),
-        };
-        ThreadStat {
-            run_ns: self.run_ns - then.run_ns,
-            delay_ns: self.delay_ns - then.delay_ns,
-            switches: self.switches - then.switches,
-            cpu: self.cpu,
-        }
-    }
-}
-
-/// Thread `tid`'s `schedstat` and CPU; `None` if it ended while being read.
-fn thread_stat(pid: u32, tid: i32) -> Option<ThreadStat> {
-    let read = |file| std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/{file}"));
-    let schedstat = read("schedstat").ok()?;
-    let mut fields = schedstat.split_ascii_whitespace().map(str::parse::<u64>);
-    let (Some(Ok(run_ns)), Some(Ok(delay_ns)), Some(Ok(switches))) =
-        (fields.next(), fields.next(), fields.next())
-    else {
-        return None;
-    };
-    // `stat` field 39: the processor it last ran on.
-    let cpu = read("stat")
-        .ok()
-        .and_then(|stat| crate::process::stat_field(&stat, 39));
-    Some(ThreadStat {
-        run_ns,
-        delay_ns,
-        switches,
-        cpu,
-    })
-}
-
-struct Counters {
-    /// `EVENTS.len()` counters per thread, event `i` at `k * EVENTS.len() + i`.
-    open: Vec<Counter>,
-}
-
-/// One event's cumulative count and times, summed over the threads' counters.
-#[derive(Clone, Copy, Default)]
-struct Reading {
-    count: u64,
-    enabled_ns: u64,
-    running_ns: u64,
-}
-
-impl Counters {
-    /// Counters for every thread in `tids`, or none if any fails to open (a limit on
-    /// open files): a partial count would look complete.
-    fn open(tids: &[i32]) -> Option<Counters> {
-        let mut open = Vec::new();
-        for &tid in tids {
-            for event in EVENTS {
-                let counter = Builder::new(event)
-                    .observe_pid(tid)
-                    .inherit(true)
-                    .enabled(true)
-                    .build()
-                    .ok()?;
-                open.push(counter);
-            }
-        }
-        Some(Counters { open })
-    }
-
-    fn read(&mut self) -> Option<[Reading; EVENTS.len()]> {
-        let mut sum = [Reading::default(); EVENTS.len()];
-        for (k, counter) in self.open.iter_mut().enumerate() {
-            let data = counter.read_full().ok()?;
-            let r = &mut sum[k % EVENTS.len()];
-            r.count += data.count();
-            r.enabled_ns += data.time_enabled()?.as_nanos() as u64;
-            r.running_ns += data.time_running()?.as_nanos() as u64;
-        }
-        Some(sum)
-    }
-}
-
-/// The count between two readings, scaled up if the counter shared the PMU (`None` if
-/// it was enabled but never on the PMU: nothing was measured).
-fn scaled(then: &Reading, now: &Reading) -> Option<u64> {
-    let count = now.count.saturating_sub(then.count);
-    let enabled = now.enabled_ns.saturating_sub(then.enabled_ns);
-    let running = now.running_ns.saturating_sub(then.running_ns);
-    match (enabled, running) {
-        // The task did not run: it truly executed nothing.
-        (0, _) => Some(0),
-        (_, 0) => None,
-        _ => Some((count as u128 * enabled as u128 / running as u128) as u64),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -797,10 +645,11 @@ mod tests {
 
     /// What every sample must say on this machine, PMU or not.
     fn assert_honest(sampling: &Sampling, s: &Sample) {
-        assert!(s.sources.proc);
-        assert_eq!(s.sources.perf, *sampling.pmu() == Pmu::Counting, "{s:?}");
+        let perf = s.sources.contains("perf");
+        assert!(s.sources.contains("proc"));
+        assert_eq!(perf, *sampling.pmu() == Pmu::Counting, "{s:?}");
         let counters = [s.instructions, s.cycles, s.llc_misses];
-        if !s.sources.perf {
+        if !perf {
             assert_eq!(counters, [None; 3], "no perf source, yet counters: {s:?}");
         }
         assert!(
@@ -810,18 +659,32 @@ mod tests {
         assert!(allowed_cpus().contains(&s.cpu.unwrap()), "{s:?}");
         assert_eq!(s.memory_bound, None);
         assert!(s.interval_ns > 0, "{s:?}");
+        // The CPU's capacity exactly when the kernel describes it, as it does.
+        let described = crate::sources::capacity::read_cpu(&Root::default(), s.cpu.unwrap())
+            .unwrap_or_default();
+        assert_eq!(
+            (s.cpu_capacity, s.cpu_highest_perf),
+            (described.capacity, described.highest_perf),
+            "{s:?}"
+        );
+        assert_eq!(
+            s.sources.contains("capacity"),
+            described != Default::default(),
+            "{s:?}"
+        );
         // In JSON, the sources by name and an absent measurement absent (not 0, not null).
         let json = serde_json::to_value(s).unwrap();
-        let perf = serde_json::json!("perf");
-        assert_eq!(
-            json["sources"].as_array().unwrap().contains(&perf),
-            s.sources.perf
-        );
-        assert!(json["sources"]
-            .as_array()
-            .unwrap()
-            .contains(&serde_json::json!("proc")));
+        let named = |name: &str| {
+            json["sources"]
+                .as_array()
+                .unwrap()
+                .contains(&serde_json::json!(name))
+        };
+        assert_eq!(named("perf"), perf);
+        assert!(named("proc"));
+        assert_eq!(named("capacity"), s.sources.contains("capacity"));
         assert_eq!(json.get("instructions").is_none(), s.instructions.is_none());
+        assert_eq!(json.get("cpu_capacity").is_none(), s.cpu_capacity.is_none());
         assert!(json.get("memory_bound").is_none());
     }
 
@@ -888,9 +751,71 @@ mod tests {
         let (s, _) = next_sample(sampling, 7, Some(span.at));
         assert_honest(sampling, &s);
         assert_eq!((s.busy_ns, s.context_switches), (0, Some(0)), "{s:?}");
-        if s.sources.perf {
+        if s.sources.contains("perf") {
             assert_eq!(s.instructions, Some(0));
         }
+    }
+
+    /// The sampler asks whichever sources it is given: here `proc` on a real child and
+    /// `capacity` on a fake arm64 tree where CPU N has capacity 100 + N, so that each
+    /// sample's capacity is that of the CPU `proc` saw the child on. A tree where no
+    /// CPU's file holds a capacity leaves `capacity` out, and its samples without the
+    /// figure.
+    #[test]
+    fn the_sources_given_fill_the_sample_and_only_they() {
+        use crate::sources::{capacity::CPU_DIR, REGISTRY};
+        let open = |name: &str, root: &Root| {
+            (REGISTRY.iter().find(|r| r.name == name).unwrap().open)(root)
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let cpus = allowed_cpus();
+        for cpu in 0..=*cpus.iter().max().unwrap() {
+            let cpu_dir = root.join(format!("{CPU_DIR}/cpu{cpu}"));
+            std::fs::create_dir_all(&cpu_dir).unwrap();
+            std::fs::write(cpu_dir.join("cpu_capacity"), format!("{}\n", 100 + cpu)).unwrap();
+        }
+        let mut sampling = Sampling::start_with(
+            Duration::from_millis(5),
+            vec![open("proc", &Root::default()), open("capacity", &root)],
+        );
+        let names: Vec<_> = sampling.statuses().iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["proc", "capacity"]);
+        assert!(sampling
+            .statuses()
+            .iter()
+            .all(|(_, s)| *s == Status::Available));
+        assert_eq!(*sampling.pmu(), Pmu::Absent("no perf source".into()));
+        let child = busy_child();
+        sampling.track(1, named(&child), 0).unwrap();
+        let (_, span) = next_sample(&sampling, 1, None);
+        let (s, _) = next_sample(&sampling, 1, Some(span.at));
+        assert_eq!(
+            s.sources,
+            Sources::of(["proc", "capacity"]).unwrap(),
+            "{s:?}"
+        );
+        assert_eq!(s.cpu_capacity, Some(100 + s.cpu.unwrap()), "{s:?}");
+        assert_eq!((s.cpu_highest_perf, s.instructions), (None, None), "{s:?}");
+        drop(sampling);
+
+        for cpu in 0..=*cpus.iter().max().unwrap() {
+            let file = root.join(format!("{CPU_DIR}/cpu{cpu}/cpu_capacity"));
+            std::fs::write(file, "fast\n").unwrap();
+        }
+        let mut sampling = Sampling::start_with(
+            Duration::from_millis(5),
+            vec![open("proc", &Root::default()), open("capacity", &root)],
+        );
+        let Status::Absent(why) = &sampling.statuses()[1].1 else {
+            panic!("a bad file in the tree, yet capacity is available")
+        };
+        assert!(why.contains("cpu0/cpu_capacity: \"fast\""), "{why}");
+        sampling.track(1, named(&child), 0).unwrap();
+        let (_, span) = next_sample(&sampling, 1, None);
+        let (s, _) = next_sample(&sampling, 1, Some(span.at));
+        assert_eq!(s.sources, Sources::of(["proc"]).unwrap(), "{s:?}");
+        assert_eq!(s.cpu_capacity, None, "{s:?}");
     }
 
     /// Thousands of threads cost the sampler a bounded pass: it reads at most

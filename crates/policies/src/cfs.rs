@@ -211,7 +211,7 @@ impl Cfs {
             // A measured sample covers the sampler's pass over the process (live, see
             // `Sample::interval_ns`); the engine's own the balance period, as Linux's
             // utilisation is per tick.
-            let span = if s.sources.proc && s.interval_ns > 0 {
+            let span = if s.sources.contains("proc") && s.interval_ns > 0 {
                 s.interval_ns
             } else {
                 period
