@@ -1,5 +1,5 @@
-# Type stubs of the Rust extension module (crates/py). Results cross as JSON text, tables
-# as columns of bytes (crates/py/src/columns.rs).
+# Type stubs of the Rust extension module (crates/bindings/py). Results cross as JSON text, tables
+# as columns of bytes (crates/bindings/py/src/columns.rs).
 import pathlib
 from typing import Any, Optional
 

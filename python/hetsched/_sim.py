@@ -120,7 +120,7 @@ def _flat_metrics(m: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _column(dtype: str, data: bytes, mask: Optional[bytes], categories: Optional[List[str]]):
-    """A column the extension made (crates/py/src/columns.rs): little-endian values read
+    """A column the extension made (crates/bindings/py/src/columns.rs): little-endian values read
     in place, a missing-value mask, or category codes."""
     import numpy as np
     import pandas as pd

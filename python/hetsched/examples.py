@@ -1,5 +1,5 @@
 """Example policies written in Python: twins of two of hetsched's built-in Rust policies
-(``crates/policies/src/fcfs.rs`` and ``ws.rs``). They make the same decisions as the
+(``crates/framework/policies/src/fcfs.rs`` and ``ws.rs``). They make the same decisions as the
 Rust ones, which ``python/tests/test_policies.py`` checks on the example scenarios.
 """
 

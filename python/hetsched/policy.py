@@ -1,7 +1,7 @@
 """The base class of policies written in Python.
 
 The simulator's engine calls a policy's methods in the same situations as a Rust
-policy's (see ``crates/core/src/policy.rs``): ``submit`` once per arriving task,
+policy's (see ``crates/framework/core/src/policy.rs``): ``submit`` once per arriving task,
 ``pick`` when a unit is idle and may have work, ``time_slice`` before a CPU run,
 ``checkpoint`` at a slice end or accelerator checkpoint, ``complete`` once per finished
 task, ``tick`` every ``tick_interval_ns``. Each gets a read-only :class:`hetsched.View`

@@ -12,7 +12,7 @@ HAND = str(SCENARIOS / "hand.toml")
 
 
 def test_hand_computed_fcfs():
-    # The numbers of scenarios/hand.toml's comment (crates/sim/tests/hand_computed.rs).
+    # The numbers of scenarios/hand.toml's comment (crates/framework/sim/tests/hand_computed.rs).
     r = hetsched.simulate(HAND, policy="fcfs", tasks=True, events=True)
     assert r.metrics["makespan_s"] == pytest.approx(3.0)
     assert list(r.tasks["turnaround_s"]) == pytest.approx([2.0, 2.0, 2.5])

@@ -1,0 +1,416 @@
+//! Shim et al.'s evaluation as a [`Reproduction`]: the paper's figures beside ours, each
+//! claim judged once from our results, and the assumptions the chip makes.
+//!
+//! Why here: the claims are judged from [`BenchResult`]s by [`claims`], which the claim
+//! tests (`tests/claims.rs`) call at test scale and `hetsched reproduce` calls through
+//! [`reproduce`]; both therefore read the same verdicts.
+
+use crate::experiment::{self, summarise, BenchResult, Options, Summary};
+use crate::kernels::Benchmark;
+use crate::{Chip, Scheme};
+use hetsched_core::Result;
+use hetsched_study::{Baseline, Claim, Figure, Reproduction, Table, Verdict};
+use hetsched_util::files::OutDir;
+use std::path::PathBuf;
+
+const PAPER: &str = "shim";
+const HYBRID3: Scheme = Scheme::Hybrid { theta: 3 };
+
+/// The paper's numbers (Section IV-C/D), as transcribed.
+pub mod paper {
+    pub use crate::experiment::paper::*;
+    /// Radix: remote-only core-miss rate, hybrid θ = 3 core-miss rate, and its migration
+    /// rate ("less than 0.01 %").
+    pub const RADIX: (f64, f64, f64) = (0.43, 0.079, 0.0001);
+    /// Best benchmark's speed-up over remote-only at θ = 3 ("up to 2.3X").
+    pub const BEST_SPEEDUP: f64 = 2.3;
+    /// Relative reduction of the core-miss rate at θ = 3 ("38 % improvement").
+    pub const CORE_MISS_REDUCTION: f64 = 0.38;
+}
+
+/// A rate in per cent: one decimal, or under 0.1 % its first significant digit (the
+/// paper's "< 0.01 %" must not print as "< 0.0 %").
+fn pct(x: f64) -> String {
+    let v = 100.0 * x;
+    let decimals = if v > 0.0 && v < 0.1 {
+        (-v.log10().floor()) as usize
+    } else {
+        1
+    };
+    format!("{v:.decimals$} %")
+}
+
+#[cfg(test)]
+#[test]
+fn small_rates_keep_a_significant_digit() {
+    assert_eq!(pct(0.0001), "0.01 %");
+    assert_eq!(pct(0.000032), "0.003 %");
+    assert_eq!(pct(0.079), "7.9 %");
+    assert_eq!(pct(0.0), "0.0 %");
+    assert_eq!(pct(0.001), "0.1 %");
+}
+
+fn get(sums: &[Summary], scheme: Scheme) -> Summary {
+    *sums
+        .iter()
+        .find(|m| m.scheme == scheme)
+        .expect("every scheme is summarised")
+}
+
+/// A claim with its fields; `explanation` is kept only where the verdict is not Holds.
+#[allow(clippy::too_many_arguments)]
+fn claim(
+    id: &'static str,
+    source: &'static str,
+    statement: &str,
+    paper_value: String,
+    ours: String,
+    tolerance: &str,
+    verdict: Verdict,
+    explanation: &str,
+) -> Claim {
+    Claim::new(PAPER, id, source, statement)
+        .measured(&paper_value, ours, tolerance)
+        .judged(verdict, explanation)
+}
+
+const WHY_BASELINE: &str =
+    "Our kernels trace only their data (no stack or spill traffic, which Pin records) at \
+     sizes where each of 64 threads owns a few 4 KB pages, and several kernels mostly read \
+     other threads' data. Controlled variants (docs/nuca.md): caches and placement are \
+     not the cause; radix at SPLASH-2's 1 M keys misses 42.8 % (paper 43 %); one stack \
+     access per traced access in bursts of 16 gives 25.9 % → 17.5 % and gains of \
+     13 / 17 / 16 % at θ = 2 / 3 / 5, the paper's means.";
+
+/// Judges every claim of the paper from results of the 16 benchmarks (any scale).
+pub fn claims(results: &[BenchResult]) -> Vec<Claim> {
+    let sums = summarise(results);
+    let remote = get(&sums, Scheme::RemoteOnly);
+    let [h2, h3, h5] = [2, 3, 5].map(|theta| get(&sums, Scheme::Hybrid { theta }));
+    let reduction = 1.0 - h3.core_miss / remote.core_miss;
+    let (best_name, best) = results
+        .iter()
+        .map(|r| (r.name.as_str(), 1.0 / r.normalised_latency(HYBRID3)))
+        .fold(("", 0.0), |a, b| if b.1 > a.1 { b } else { a });
+    let (worst_name, worst) = results
+        .iter()
+        .map(|r| (r.name.as_str(), r.normalised_latency(HYBRID3)))
+        .fold(("", 0.0), |a, b| if b.1 > a.1 { b } else { a });
+    let slower = results
+        .iter()
+        .filter(|r| r.normalised_latency(HYBRID3) > 1.0)
+        .count();
+    let mut out = vec![
+        claim(
+            "core-miss-remote-only",
+            "§IV-C, Fig. 4",
+            "29 % of memory accesses are core misses under remote-access-only NUCA (mean)",
+            pct(paper::CORE_MISS_REMOTE),
+            pct(remote.core_miss),
+            "holds if ours is within ±5 points",
+            if (remote.core_miss - paper::CORE_MISS_REMOTE).abs() <= 0.05 {
+                Verdict::Holds
+            } else {
+                Verdict::DoesNotHold
+            },
+            WHY_BASELINE,
+        ),
+        claim(
+            "core-miss-reduction",
+            "§IV-C, Fig. 4",
+            "the migration predictor (θ = 3) lowers the core-miss rate to 18 %, a 38 % improvement in data locality",
+            format!("{} → {} (−38 %)", pct(paper::CORE_MISS_REMOTE), pct(paper::CORE_MISS_HYBRID3)),
+            format!("{} → {} (−{:.0} %)", pct(remote.core_miss), pct(h3.core_miss), 100.0 * reduction),
+            "holds if the relative reduction is within ±10 points of 38 %",
+            Verdict::graded(reduction > 0.0, (reduction - paper::CORE_MISS_REDUCTION).abs() <= 0.10),
+            "The direction holds; the relative size differs at this scale.",
+        ),
+        claim(
+            "migration-rate",
+            "§IV-C, Fig. 6",
+            "the average migration rate is only 3 %, far fewer migrations than the core misses they remove",
+            pct(paper::MIGRATION_RATE_HYBRID3),
+            format!(
+                "{} (core misses removed: {:.1} points)",
+                pct(h3.migration),
+                100.0 * (remote.core_miss - h3.core_miss)
+            ),
+            "holds if ours is within ±2 points of 3 %; partly if migrations are fewer than the core misses removed",
+            Verdict::graded(
+                h3.migration < remote.core_miss - h3.core_miss,
+                (h3.migration - paper::MIGRATION_RATE_HYBRID3).abs() <= 0.02,
+            ),
+            "A few kernels (raytrace, dht, ocean_non_contiguous) have many runs of ≥ 3 accesses \
+             to one remote core and migrate on 10–50 % of their accesses; with a higher \
+             baseline core-miss rate (claim core-miss-remote-only) there are more runs to migrate for.",
+        ),
+        claim(
+            "mean-gain-theta3",
+            "§IV-C, Fig. 5",
+            "the hybrid (θ = 3) performs 18 % better than remote-only on average (geometric mean of memory latency)",
+            pct(0.18),
+            pct(h3.gain),
+            "holds if ours is within ±5 points; partly if the gain is positive",
+            Verdict::graded(h3.gain > 0.0, (h3.gain - 0.18).abs() <= 0.05),
+            "Our gain is larger because our baseline misses more (claim core-miss-remote-only): \
+             more long runs of remote accesses for a migration to replace. With bursty stack \
+             traffic added (docs/nuca.md, controlled variants) the gain is 17.3 %.",
+        ),
+        claim(
+            "best-speedup",
+            "§IV-C, Fig. 5",
+            "the best benchmark is 2.3× faster than remote-only",
+            format!("{:.1}×", paper::BEST_SPEEDUP),
+            format!("{best:.2}× ({best_name})"),
+            "holds if ours is within ±0.5×; partly if some benchmark gains ≥ 1.5×",
+            Verdict::graded(best >= 1.5, (best - paper::BEST_SPEEDUP).abs() <= 0.5),
+            "At the default sizes water gains 4.7×: it reads every molecule's position from its owner (98 % core misses \
+             remote-only) in long runs, which migration turns into local accesses.",
+        ),
+        claim(
+            "never-worse",
+            "§IV-C, Fig. 5",
+            "thread migration performance is no worse than the baseline NUCA on any benchmark",
+            "worst ≤ 1.000× of remote-only latency".into(),
+            format!("worst {worst:.3}× ({worst_name}); {slower} of {} slower", results.len()),
+            "holds if no benchmark's latency ratio exceeds 1.005; partly if none exceeds 1.05",
+            Verdict::graded(worst <= 1.05, worst <= 1.005),
+            "At the default sizes raytrace (1.039×) and ocean_contiguous (1.012×) are slower \
+             (tiny test sizes differ). Raytrace: every ray starts at the BVH root, homed on one core, so all 64 threads \
+             migrate there and evict each other from its single guest context (90 % of the \
+             migrations are single-access); ocean_contiguous: the global error word (a run of 3 \
+             on core 0) makes all threads migrate to core 0 once per iteration. The predictor is \
+             the paper's; its text gives no mechanism (guest-context contention, destination \
+             awareness) that would avoid this. See docs/nuca.md, \"Where the hybrid loses\".",
+        ),
+        claim(
+            "theta3-best",
+            "§IV-D, Fig. 8",
+            "θ = 3 performs best of θ = 2, 3, 5 (13 %, 18 %, 15 % better than remote-only)",
+            "13 % / 18 % / 15 %".into(),
+            format!("{} / {} / {}", pct(h2.gain), pct(h3.gain), pct(h5.gain)),
+            "holds if θ = 3's gain exceeds both others'",
+            if h3.gain > h2.gain && h3.gain > h5.gain {
+                Verdict::Holds
+            } else {
+                Verdict::DoesNotHold
+            },
+            "At this scale another threshold wins: the runs of accesses to one core are \
+             shorter or longer than in the full-size kernels.",
+        ),
+        claim(
+            "theta2-more-migrations",
+            "§IV-D, Fig. 7",
+            "θ = 2 has almost the same core-miss rate as θ = 3 but more migrations, hence performs worse",
+            "same core-miss rate, more migrations".into(),
+            format!(
+                "core misses {} vs {}; migrations {} vs {}",
+                pct(h2.core_miss),
+                pct(h3.core_miss),
+                pct(h2.migration),
+                pct(h3.migration)
+            ),
+            "holds if the core-miss rates differ by ≤ 2 points and θ = 2 migrates more",
+            Verdict::graded(
+                h2.migration > h3.migration,
+                (h2.core_miss - h3.core_miss).abs() <= 0.02,
+            ),
+            "θ = 2 migrates more, as in the paper, but also removes visibly more core misses.",
+        ),
+    ];
+    if let Some(radix) = results.iter().find(|r| r.name == Benchmark::Radix.name()) {
+        let (base, hyb) = (radix.of(Scheme::RemoteOnly), radix.of(HYBRID3));
+        let (p_base, p_hyb, p_mig) = paper::RADIX;
+        out.push(claim(
+            "radix-few-migrations",
+            "§IV-C, Fig. 6",
+            "radix: core misses fall from 43 % to 7.9 % with less than 0.01 % migrations (5.4× fewer core misses)",
+            format!("{} → {}, < {}", pct(p_base), pct(p_hyb), pct(p_mig)),
+            format!(
+                "{} → {}, {} migrations",
+                pct(base.core_miss_rate()),
+                pct(hyb.core_miss_rate()),
+                pct(hyb.migration_rate())
+            ),
+            "holds if both core-miss rates are within ±5 points and migrations < 0.1 %; partly if the hybrid removes ≥ half the core misses",
+            Verdict::graded(
+                hyb.core_miss_rate() <= 0.5 * base.core_miss_rate(),
+                (base.core_miss_rate() - p_base).abs() <= 0.05
+                    && (hyb.core_miss_rate() - p_hyb).abs() <= 0.05
+                    && hyb.migration_rate() < 0.001,
+            ),
+            "At the default size our radix (2^17 keys, 64 threads: 2 048 keys and a 1024-bucket histogram per \
+             thread) reads the histograms of all lower-numbered threads and scatters into \
+             every other partition, in runs shorter than SPLASH-2's at its 2^18-key input.",
+        ));
+    }
+    out
+}
+
+/// The paper's Figures 4–8 beside ours (images relative to the output folder).
+pub fn figures(results: &[BenchResult]) -> Vec<Figure> {
+    let images = PathBuf::from;
+    let sums = summarise(results);
+    let per_bench = |f: &dyn Fn(&BenchResult) -> Vec<String>| -> Vec<Vec<String>> {
+        results
+            .iter()
+            .map(|r| {
+                let mut row = vec![r.name.clone()];
+                row.extend(f(r));
+                row
+            })
+            .collect()
+    };
+    let mean_row = |name: &str, f: &dyn Fn(Scheme) -> String, schemes: &[Scheme]| {
+        let mut row = vec![name.to_string()];
+        row.extend(schemes.iter().map(|&s| f(s)));
+        row
+    };
+    let both = [Scheme::RemoteOnly, HYBRID3];
+    let mut fig4 = per_bench(&|r| both.map(|s| pct(r.of(s).core_miss_rate())).to_vec());
+    fig4.push(mean_row("mean", &|s| pct(get(&sums, s).core_miss), &both));
+    let mut fig5 = per_bench(&|r| vec![format!("{:.3}", r.normalised_latency(HYBRID3))]);
+    fig5.push(vec![
+        "geometric mean".into(),
+        format!("{:.3}", get(&sums, HYBRID3).latency_ratio),
+    ]);
+    let mut fig6 = per_bench(&|r| {
+        let h = r.of(HYBRID3);
+        vec![pct(h.remote_rate()), pct(h.migration_rate())]
+    });
+    fig6.push(vec![
+        "mean".into(),
+        pct(get(&sums, HYBRID3).remote),
+        pct(get(&sums, HYBRID3).migration),
+    ]);
+    let thetas = [2, 3, 5].map(|theta| get(&sums, Scheme::Hybrid { theta }));
+    let theta_rows = |f: &dyn Fn(&Summary) -> Vec<String>| -> Vec<Vec<String>> {
+        thetas
+            .iter()
+            .map(|m| {
+                let mut row = vec![m.scheme.name()];
+                row.extend(f(m));
+                row
+            })
+            .collect()
+    };
+    vec![
+        Figure {
+            paper: PAPER,
+            id: "fig4",
+            title: "Core-miss rate, remote-only vs hybrid θ = 3".into(),
+            images: vec![images("fig4_core_miss.png")],
+            paper_numbers: Table::new(
+                &["benchmark", "remote-only", "hybrid θ=3"],
+                vec![
+                    vec!["radix".into(), "43 %".into(), "7.9 %".into()],
+                    vec!["mean".into(), "29 %".into(), "18 %".into()],
+                ],
+            ),
+            ours: Table::new(&["benchmark", "remote-only", "hybrid θ=3"], fig4),
+            note: "The paper gives per-benchmark values only as bars (radix in the text).".into(),
+        },
+        Figure {
+            paper: PAPER,
+            id: "fig5",
+            title: "Average memory latency of the hybrid (θ = 3) normalised to remote-only".into(),
+            images: vec![images("fig5_latency.png")],
+            paper_numbers: Table::new(
+                &["benchmark", "hybrid / remote-only"],
+                vec![
+                    vec!["best".into(), "1 / 2.3 = 0.435".into()],
+                    vec!["worst".into(), "≤ 1.000".into()],
+                    vec![
+                        "geometric mean (18 % better)".into(),
+                        "1 / 1.18 = 0.847".into(),
+                    ],
+                ],
+            ),
+            ours: Table::new(&["benchmark", "hybrid / remote-only"], fig5),
+            note: "The paper names neither its best nor its worst benchmark.".into(),
+        },
+        Figure {
+            paper: PAPER,
+            id: "fig6",
+            title: "Core misses handled by remote accesses and by migrations (θ = 3)".into(),
+            images: vec![images("fig6_breakdown.png")],
+            paper_numbers: Table::new(
+                &["benchmark", "remote accesses", "migrations"],
+                vec![
+                    vec!["radix".into(), "≈ 7.9 %".into(), "< 0.01 %".into()],
+                    vec!["mean".into(), "≈ 15 %".into(), "3 %".into()],
+                ],
+            ),
+            ours: Table::new(&["benchmark", "remote accesses", "migrations"], fig6),
+            note:
+                "The paper's mean remote-access rate is its 18 % core misses less 3 % migrations."
+                    .into(),
+        },
+        Figure {
+            paper: PAPER,
+            id: "fig7-8",
+            title: "Depth threshold θ = 2, 3, 5: core misses, migrations and gain".into(),
+            images: vec![
+                images("fig7_theta_breakdown.png"),
+                images("fig8_theta_latency.png"),
+            ],
+            paper_numbers: Table::new(
+                &["θ", "core-miss rate", "migration rate", "gain"],
+                vec![
+                    vec![
+                        "2".into(),
+                        "≈ θ = 3's".into(),
+                        "> θ = 3's".into(),
+                        "13 %".into(),
+                    ],
+                    vec!["3".into(), "18 %".into(), "3 %".into(), "18 %".into()],
+                    vec!["5".into(), "".into(), "< θ = 3's".into(), "15 %".into()],
+                ],
+            ),
+            ours: Table::new(
+                &["θ", "core-miss rate", "migration rate", "gain"],
+                theta_rows(&|m| vec![pct(m.core_miss), pct(m.migration), pct(m.gain)]),
+            ),
+            note: "Gain = 1 / (geometric mean of latency ratios) − 1, the paper's \"x % better\"."
+                .into(),
+        },
+    ]
+}
+
+/// Runs the evaluation (the paper's Table I chip, 64 threads, the default sizes; with
+/// `quick`, the tiny test sizes on 16 cores), writes the five PNGs and the text/CSV
+/// tables under `out`, and returns the paper's figures beside ours, the judged claims
+/// and the chip's assumptions.
+pub fn reproduce(out: &OutDir, quick: bool) -> Result<Reproduction> {
+    let base = Chip::shim_64();
+    let chip = if quick { base.with_cores(16)? } else { base };
+    let threads = chip.cores as usize;
+    let results = Benchmark::ALL
+        .iter()
+        .map(|&b| {
+            let size = if quick {
+                b.tiny_size()
+            } else {
+                b.default_size()
+            };
+            experiment::run_benchmark(&chip, b, threads, size, Options::default(), None)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    crate::plot::figures(&results, out)?;
+    experiment::write(out, "shim-theta.txt", &experiment::report(&results))?;
+    experiment::write(out, "shim-theta.csv", &experiment::csv(&results))?;
+    Ok(Reproduction {
+        paper: PAPER,
+        reference: "Shim, Lis, Khan, Devadas: Judicious Thread Migration When Accessing \
+                    Distributed Shared Caches (CAOS 2012)"
+            .into(),
+        commands: vec!["hetsched experiment shim-theta".into()],
+        baseline: Baseline {
+            paper: "standard NUCA, every core miss served by a remote access (no thread migration), on the same chip".into(),
+            ours: "the simulator's `remote-only` scheme on the paper's Table I chip; no operating-system scheduler takes part, so no Linux version applies".into(),
+        },
+        figures: figures(&results),
+        claims: claims(&results),
+        assumptions: crate::chip::assumptions(),
+    })
+}

@@ -1,0 +1,208 @@
+//! §4 as one [`Reproduction`]: the three experiments and the frequency-range projection,
+//! each claim judged with the tolerance the claim tests (`tests/claims.rs`) pin, the
+//! bar chart beside the paper's numbers.
+
+use crate::experiments::{run_all, table, Options, Outcome};
+use hetsched_core::Result;
+use hetsched_study::{Baseline, Claim, Figure, Reproduction, Table, Verdict};
+use hetsched_util::files::OutDir;
+
+/// Start orders per configuration in a quick run (the full run: the default 16).
+pub const QUICK_SEEDS: u64 = 8;
+
+/// The options of a run: the defaults, or [`QUICK_SEEDS`] start orders.
+pub fn options(quick: bool) -> Options {
+    Options {
+        seeds: if quick {
+            QUICK_SEEDS
+        } else {
+            Options::default().seeds
+        },
+        ..Options::default()
+    }
+}
+
+/// Runs §4 with `opts` and writes its outputs into `out` (`shelepov.txt`, the table it
+/// returns, and `shelepov.png`): what `hetsched experiment shelepov` and the report share.
+pub fn run_into(out: &OutDir, opts: &Options) -> Result<(Vec<Outcome>, String)> {
+    let outcomes = run_all(opts)?;
+    let text = table(&outcomes);
+    out.write("shelepov.txt", &text)?;
+    crate::plot::bars(out, "shelepov.png", &outcomes)?;
+    Ok((outcomes, text))
+}
+
+/// Runs §4 into `out` (`shelepov.txt`, `shelepov.png`) and judges its claims.
+pub fn reproduce(out: &OutDir, quick: bool) -> Result<Reproduction> {
+    let opts = options(quick);
+    let (outcomes, _) = run_into(out, &opts)?;
+    let header =
+        |what: &str| -> Vec<String> { vec!["configuration".into(), "program".into(), what.into()] };
+    let (mut paper_rows, mut our_rows) = (Vec::new(), Vec::new());
+    for o in &outcomes {
+        for p in &o.programs {
+            if let Some(v) = p.paper_pct {
+                paper_rows.push(vec![o.setup.name.into(), p.name.into(), format!("{v:+.1}")]);
+            }
+            our_rows.push(vec![
+                o.setup.name.into(),
+                p.name.into(),
+                format!("{:+.1}", p.change_pct),
+                format!("{:+.1}", p.change_vs_eevdf_pct),
+            ]);
+        }
+        paper_rows.push(vec![
+            o.setup.name.into(),
+            "aggregate".into(),
+            o.setup.paper.says.into(),
+        ]);
+        our_rows.push(vec![
+            o.setup.name.into(),
+            "aggregate".into(),
+            format!("{:+.1}", o.aggregate_pct),
+            format!("{:+.1}", o.aggregate_vs_eevdf_pct),
+        ]);
+    }
+    Ok(Reproduction {
+        paper: "shelepov",
+        reference: "Shelepov, Fedorova: Scheduling on Heterogeneous Multicore Processors Using Architectural Signatures, WIOSCA 2008".into(),
+        commands: vec!["hetsched experiment shelepov --seeds 16".into()],
+        baseline: Baseline {
+            paper: "Linux 2.6.18's default scheduler (the O(1) scheduler, 100 ms time slices for nice-0 programs), on the same machine and programs".into(),
+            ours: format!("`{}` (CFS with a 100 ms slice for each of the two programs sharing a core), on which every claim is judged; beside it `{}` (Linux since 6.6 at its defaults, as it schedules today), signature's change against which is the figure's \"vs eevdf\" column", crate::experiments::BASELINE, crate::experiments::EEVDF),
+        },
+        figures: vec![Figure {
+            paper: "shelepov",
+            id: "s4",
+            title: "§4 (Figs. 5–7): change in completion time under the signature scheduler vs the default scheduler, per program and aggregate".into(),
+            images: vec!["shelepov.png".into()],
+            paper_numbers: Table { header: header("change [%]"), rows: paper_rows },
+            ours: Table {
+                header: [header("change [%]"), vec!["vs eevdf [%]".into()]].concat(),
+                rows: our_rows,
+            },
+            note: format!(
+                "Ours: {} start orders per configuration and policy, {} simulated seconds per run; the paper gives per-program numbers only for §4.1 in its text. \"vs eevdf\": signature against `{}` (Linux 6.6+ at its defaults), shown beside the default scheduler, not judged.",
+                opts.seeds, opts.horizon_s, crate::experiments::EEVDF
+            ),
+        }],
+        claims: claims(&outcomes),
+        assumptions: crate::experiments::assumptions(),
+    })
+}
+
+fn setup<'a>(outcomes: &'a [Outcome], name: &str) -> Option<&'a Outcome> {
+    outcomes.iter().find(|o| o.setup.name == name)
+}
+
+fn claim(id: &'static str, source: &'static str, statement: &str, paper_value: &str) -> Claim {
+    Claim {
+        paper_value: paper_value.into(),
+        ..Claim::new("shelepov", id, source, statement)
+    }
+}
+
+/// An aggregate within `tol` points of the paper's `paper` %, in its direction.
+fn aggregate(c: &mut Claim, o: Option<&Outcome>, paper: f64, tol: f64) {
+    let ours = o.map_or(f64::NAN, |o| o.aggregate_pct);
+    c.ours = format!("{ours:+.1} %");
+    c.tolerance = format!("holds if within ±{tol} points of {paper:+.1} % (partly: same sign)");
+    c.verdict = Verdict::graded(ours.signum() == paper.signum(), (ours - paper).abs() <= tol);
+}
+
+/// §4's claims, judged.
+pub fn claims(outcomes: &[Outcome]) -> Vec<Claim> {
+    let het = setup(outcomes, "heterogeneous");
+    let mut out = Vec::new();
+
+    let mut c = claim(
+        "s4.1-per-program-changes",
+        "§4.1",
+        "highly sensitive programs (eon, crafty) gain on the fast cores, insensitive ones (mcf, equake) lose on the slow ones",
+        "eon −19.4 %, crafty −19.9 %, mcf +15.6 %, equake +12.3 %",
+    );
+    let mut signs = true;
+    let mut close = true;
+    let mut ours = Vec::new();
+    if let Some(h) = het {
+        for &(program, paper) in h.setup.paper.programs {
+            let v = h
+                .programs
+                .iter()
+                .find(|p| p.name == program)
+                .map_or(f64::NAN, |p| p.change_pct);
+            signs &= v.signum() == paper.signum();
+            close &= (v - paper).abs() <= 6.0;
+            ours.push(format!("{program} {v:+.1} %"));
+        }
+    }
+    c.ours = ours.join(", ");
+    c.tolerance =
+        "holds if every program has the paper's sign and is within ±6 points (partly: signs only)"
+            .into();
+    c.verdict = Verdict::graded(het.is_some() && signs, close);
+    out.push(c);
+
+    let mut c = claim(
+        "s4.1-heterogeneous-aggregate",
+        "§4.1",
+        "on two 2 GHz and two 3 GHz cores the aggregate completion time falls",
+        "−4.3 %",
+    );
+    aggregate(&mut c, het, -4.3, 3.0);
+    out.push(c);
+
+    let mut c = claim(
+        "s4.2-balanced-aggregate",
+        "§4.2",
+        "with one core at each of 2.0, 2.33, 2.67, 3.0 GHz and eight different programs the aggregate falls",
+        "−2.7 %",
+    );
+    aggregate(&mut c, setup(outcomes, "balanced"), -2.7, 1.5);
+    out.push(c);
+
+    let mut c = claim(
+        "s4.3-uniform-barely-changes",
+        "§4.3",
+        "with programs of one class the scheduler is unlikely to seriously hurt performance",
+        "+0.4 %",
+    );
+    let u = setup(outcomes, "uniform").map_or(f64::NAN, |o| o.aggregate_pct);
+    c.ours = format!("{u:+.1} %");
+    c.tolerance = "holds if within ±2 % (no serious harm)".into();
+    c.verdict = if u.abs() <= 2.0 {
+        Verdict::Holds
+    } else {
+        Verdict::DoesNotHold
+    };
+    out.push(c);
+
+    let base = het.map_or(f64::NAN, |o| o.aggregate_pct);
+    let ratio = |name| setup(outcomes, name).map_or(f64::NAN, |o| o.aggregate_pct) / base;
+    for (id, setup_name, statement, paper_value, tolerance, range) in [
+        (
+            "s4.1-projection-1.5-ghz-almost-doubles",
+            "projection 1.5-3 GHz",
+            "with cores of 1.5 and 3 GHz the decrease could almost double",
+            "almost 2× the 2–3 GHz decrease",
+            "holds if 1.5× to 2.5× (partly: more than 1×)",
+            1.5..=2.5,
+        ),
+        (
+            "s4.1-projection-1.0-ghz-more-than-triples",
+            "projection 1.0-3 GHz",
+            "with cores of 1.0 and 3 GHz the decrease could more than triple",
+            "more than 3× the 2–3 GHz decrease",
+            "holds if more than 3× (partly: more than 1×)",
+            3.0..=f64::INFINITY,
+        ),
+    ] {
+        let mut c = claim(id, "§4.1", statement, paper_value);
+        let r = ratio(setup_name);
+        c.ours = format!("{r:.2}× the 2–3 GHz decrease");
+        c.tolerance = tolerance.into();
+        c.verdict = Verdict::graded(r > 1.0, range.contains(&r));
+        out.push(c);
+    }
+    out
+}
