@@ -21,7 +21,8 @@ use crate::protocol::{MetaInfo, Reply, Request, Verdict};
 use crate::{devices, server};
 use hetsched_core::machine::{UnitGranularity, UnitType};
 use hetsched_core::{Error, Result};
-use hetsched_worker::{pin_current_thread, CpuMask};
+use hetsched_util::host::pin_current_thread;
+use hetsched_worker::CpuMask;
 use std::fmt;
 use std::time::Instant;
 

@@ -409,7 +409,7 @@ mod tests {
         let cpus = hetsched_worker::CpuMask::current().unwrap().cpus();
         for cpu in [cpus[0], cpus[cpus.len() - 1]] {
             let on = std::thread::spawn(move || {
-                hetsched_worker::pin_current_thread(&[cpu]).unwrap();
+                hetsched_util::host::pin_current_thread(&[cpu]).unwrap();
                 this_cpu()
             });
             assert_eq!(on.join().unwrap(), cpu as u32);

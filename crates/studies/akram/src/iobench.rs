@@ -594,7 +594,7 @@ fn instance(shared: &Shared, index: u32) -> Result<InstanceRun> {
     let opts = shared.opts;
     let p = shared.prepared;
     if let Some(cpus) = &p.cpus {
-        hetsched_worker::pin_current_thread(cpus)?;
+        hetsched_util::host::pin_current_thread(cpus)?;
     }
     let file = open_direct(opts)?;
     let block = opts.block as usize;
@@ -692,7 +692,7 @@ fn instance(shared: &Shared, index: u32) -> Result<InstanceRun> {
 fn stress(shared: &Shared) -> Result<f64> {
     let p = shared.prepared;
     if let Some(cpus) = &p.cpus {
-        hetsched_worker::pin_current_thread(cpus)?;
+        hetsched_util::host::pin_current_thread(cpus)?;
     }
     const BYTES: usize = 64 << 20;
     let node = p.placement.mem_node.filter(|_| p.placement.applied);

@@ -50,7 +50,7 @@ pub fn pingpong(cpus: [usize; 2], samples: usize) -> Result<Vec<u64>> {
     let mut times = vec![0u64; samples];
     std::thread::scope(|s| -> Result<()> {
         let echo = s.spawn(|| -> Result<()> {
-            crate::pin::pin_current_thread(cpus[1])?;
+            hetsched_util::host::pin_current_thread(&[cpus[1]])?;
             for i in 0..samples as u64 {
                 while flag.load(Ordering::Acquire) != 2 * i + 1 {
                     std::hint::spin_loop();
@@ -59,7 +59,7 @@ pub fn pingpong(cpus: [usize; 2], samples: usize) -> Result<Vec<u64>> {
             }
             Ok(())
         });
-        let pinned = crate::pin::pin_current_thread(cpus[0]);
+        let pinned = hetsched_util::host::pin_current_thread(&[cpus[0]]);
         for (i, t) in times.iter_mut().enumerate() {
             let i = i as u64;
             let start = Instant::now();
@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn a_tiny_run_counts_every_operation() {
-        let cpus = crate::pin::allowed_cpus();
+        let cpus = hetsched_util::host::allowed_cpus();
         let b = delegation(
             [cpus[0], *cpus.last().unwrap()],
             200,

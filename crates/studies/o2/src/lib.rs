@@ -22,7 +22,6 @@ pub mod live;
 mod mailbox;
 pub mod on_async;
 pub mod packing;
-pub mod pin;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod rebalance;

@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn a_short_sweep_point_is_exact_and_counts_lookups() {
-        let cpus = crate::pin::allowed_cpus();
+        let cpus = hetsched_util::host::allowed_cpus();
         let cpus = vec![cpus[0], *cpus.last().unwrap()];
         let cfg = LiveConfig {
             capacity: CacheCapacity::uniform(2, 64 << 10, 0),

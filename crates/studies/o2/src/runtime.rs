@@ -12,11 +12,11 @@ use crate::async_mailbox::{AsyncMail, ASYNC_SLOTS};
 use crate::capacity::CacheCapacity;
 use crate::clock::{ticks, Clock};
 use crate::mailbox::{call_op, Answer, Env, Served, Slot};
-use crate::pin::pin_current_thread;
 use crate::rebalance::{CostSource, Policy, Rebalancer, Step};
 use crate::stats::{Counters, Snapshot};
 use crossbeam_utils::CachePadded;
 use hetsched_core::{Error, Result};
+use hetsched_util::host::pin_current_thread;
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
@@ -273,7 +273,7 @@ impl<T: Sync> Runtime<T> {
     where
         F: Fn(&Worker<'_, T>) -> R,
     {
-        let pinned = pin_current_thread(self.config.cpus[index]);
+        let pinned = pin_current_thread(&[self.config.cpus[index]]);
         let w = Worker {
             rt: self,
             run: state,

@@ -101,7 +101,7 @@ impl CacheArgs {
     /// The CPUs, checked against the ones this process may use.
     fn cpus(&self) -> Result<Vec<usize>> {
         let cpus = parse_cpus(&self.cpus).map_err(|e| Error::input(format!("--cpus: {e}")))?;
-        let allowed = crate::pin::allowed_cpus();
+        let allowed = hetsched_util::host::allowed_cpus();
         if cpus.is_empty() {
             return Err(Error::input("--cpus: at least one CPU is needed"));
         }

@@ -13,7 +13,7 @@ use std::task::Context;
 use std::time::{Duration, Instant};
 
 fn runtime(dirs: usize, per_dir: usize, workers: usize) -> Runtime<Directory> {
-    let cpus = hetsched_o2::pin::allowed_cpus();
+    let cpus = hetsched_util::host::allowed_cpus();
     let cpus: Vec<usize> = (0..workers).map(|i| cpus[i % cpus.len()]).collect();
     let mut rt = Runtime::new(Config {
         cpus,

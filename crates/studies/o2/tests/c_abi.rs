@@ -41,7 +41,7 @@ fn c_program_delegates_to_owner_cpus() {
         .status()
         .expect("cc runs");
     assert!(status.success(), "C program failed to compile/link");
-    let cpus = hetsched_o2::pin::allowed_cpus();
+    let cpus = hetsched_util::host::allowed_cpus();
     let (a, b) = (cpus[0], *cpus.last().unwrap());
     let out = Command::new(&prog)
         .args([a.to_string(), b.to_string()])

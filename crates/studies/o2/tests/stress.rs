@@ -13,7 +13,7 @@ fn runtime(
     workers: usize,
     rebalance: bool,
 ) -> Runtime<hetsched_o2::fatfs::Directory> {
-    let cpus = hetsched_o2::pin::allowed_cpus();
+    let cpus = hetsched_util::host::allowed_cpus();
     let cpus: Vec<usize> = (0..workers).map(|i| cpus[i % cpus.len()]).collect();
     let fs = FileSystem::new(dirs, per_dir, 42);
     let mut rt = Runtime::new(Config {

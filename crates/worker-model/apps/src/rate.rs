@@ -3,7 +3,8 @@
 
 use hetsched_core::machine::UnitType;
 use hetsched_core::{Error, Result};
-use hetsched_worker::{pin_current_thread, CpuMask, Grant, Step, Worker};
+use hetsched_util::host::pin_current_thread;
+use hetsched_worker::{CpuMask, Grant, Step, Worker};
 use std::time::{Duration, Instant};
 
 /// Work done in a measured interval.

@@ -1,8 +1,8 @@
-//! Pinning the worker thread to granted PUs, and putting its own mask back afterwards
-//! (`hetsched_util::host` does the system calls).
+//! Putting a worker thread's own CPU mask back after it ran pinned to granted PUs
+//! (`hetsched_util::host` does the system calls and the pinning).
 
 use hetsched_core::Result;
-pub use hetsched_util::host::pin_current_thread;
+use hetsched_util::host::pin_current_thread;
 
 /// A saved CPU affinity mask of the calling thread.
 #[derive(Clone, Debug)]

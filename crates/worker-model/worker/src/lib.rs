@@ -13,7 +13,7 @@ mod model;
 mod runtime;
 mod scheduler;
 
-pub use affinity::{pin_current_thread, CpuMask};
+pub use affinity::CpuMask;
 pub use model::{Grant, Implementation, MetaInfo, Step, UnitState, Worker};
 pub use runtime::{run, RunReport, Segment};
 pub use scheduler::{Fixed, Rerequest, Scheduler};

@@ -1,11 +1,12 @@
 //! The delegate-thread lifecycle (Figure 2): alloc → init → main* → re-request →
 //! (free → alloc → init)* → done.
 
-use crate::affinity::{pin_current_thread, CpuMask};
+use crate::affinity::CpuMask;
 use crate::model::{Grant, Step, Worker};
 use crate::scheduler::{Rerequest, Scheduler};
 use hetsched_core::machine::UnitType;
 use hetsched_core::{Error, Result};
+use hetsched_util::host::pin_current_thread;
 
 /// One stay on one granted unit.
 #[derive(Clone, Debug, PartialEq, Eq)]
