@@ -211,7 +211,7 @@ pub fn simulate<'py>(
         .override_end(max_time_s, max_events, str::to_string)
         .map_err(py_err)?;
     let (name, object) = if let Ok(spec) = policy.extract::<String>() {
-        hetsched_policies::build(&spec, scenario.seed)
+        hetsched_policies::check(&spec)
             .map_err(|e| py_err(Error::input(format!("policy {spec:?}: {e}"))))?;
         (spec, None)
     } else {

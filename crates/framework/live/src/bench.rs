@@ -159,7 +159,7 @@ pub fn run(args: &Options) -> Result<Report> {
     let dir = tempfile::tempdir().map_err(Error::runtime)?;
     let socket = dir.path().join("bench.sock");
     // Policies are not Send: the daemon is built on its own thread.
-    hetsched_policies::build(&args.policy, 0)?;
+    hetsched_policies::check(&args.policy)?;
     let unpinned = CpuMask::current()?;
     let cpus = unpinned.cpus();
     let (tx, rx) = std::sync::mpsc::channel();

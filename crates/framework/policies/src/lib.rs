@@ -156,6 +156,13 @@ pub fn build(spec: &str, seed: u64) -> Result<Box<dyn Policy>> {
     Ok(build_typed(spec, seed)?.boxed())
 }
 
+/// Checks a spec as [`build`] reads it (the name, every parameter and its range), for a
+/// front that refuses bad input before it starts anything: the builder is the one reader
+/// of a spec's parameters, so checking builds the policy (empty: cheap) and drops it.
+pub fn check(spec: &str) -> Result<()> {
+    build_typed(spec, 0).map(drop)
+}
+
 /// Builds a policy from its spec, its type known ([`Built`]).
 pub fn build_typed(spec: &str, seed: u64) -> Result<Built> {
     let (name, mut p) = Params::parse(spec)?;
@@ -179,6 +186,16 @@ mod tests {
             for spec in r.test_specs {
                 assert_eq!(build(spec, 0).unwrap().name(), *spec);
             }
+        }
+    }
+
+    #[test]
+    fn check_refuses_what_build_refuses_in_the_same_words() {
+        for spec in test_specs() {
+            assert!(check(spec).is_ok(), "{spec}");
+        }
+        for bad in ["lottery", "cfs:latency=3", "cfs:latency_ms=-1", "random:seed=x"] {
+            assert_eq!(check(bad).unwrap_err().to_string(), err(bad));
         }
     }
 

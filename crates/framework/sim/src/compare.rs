@@ -63,7 +63,7 @@ impl Compare {
             )));
         }
         for p in &policies {
-            hetsched_policies::build(p, scenario.seed)
+            hetsched_policies::check(p)
                 .map_err(|e| Error::input(format!("--policy {p:?}: {e}")))?;
         }
         let out = match out {

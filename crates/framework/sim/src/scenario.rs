@@ -336,7 +336,7 @@ impl Scenario {
         let machine = hetsched_topology::load(&spec, file.units.unwrap_or_default())
             .map_err(|e| bad("machine".into(), e.to_string()))?;
         for (i, p) in file.policies.iter().enumerate() {
-            hetsched_policies::build(p, file.seed)
+            hetsched_policies::check(p)
                 .map_err(|e| bad(format!("policies[{i}]"), e.to_string()))?;
         }
         let field = |key: &str| format!("{origin}: {key}");

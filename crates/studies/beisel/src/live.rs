@@ -62,7 +62,7 @@ fn run_policy(args: &LiveOptions, policy: &str, socket: &Path) -> Result<(Vec<Ou
     let mut found = devices::opencl_devices();
     found.extend(devices::cuda_devices());
     let index = devices::attach(&mut machine, &found);
-    hetsched_policies::build(policy, 0)?;
+    hetsched_policies::check(policy)?;
     let (tx, rx) = std::sync::mpsc::channel();
     let (spec, path) = (policy.to_string(), socket.to_path_buf());
     let daemon = std::thread::spawn(move || -> Result<Option<Record>> {

@@ -183,8 +183,7 @@ fn simulate(args: Simulate) -> Result<()> {
     let scenario = hetsched_sim::scenario::Scenario::load(&args.scenario)?;
     scenario.check_limits()?;
     let spec = args.policy.as_str();
-    hetsched_policies::build(spec, scenario.seed)
-        .map_err(|e| Error::input(format!("--policy {spec:?}: {e}")))?;
+    hetsched_policies::check(spec).map_err(|e| Error::input(format!("--policy {spec:?}: {e}")))?;
     let work = tempfile::Builder::new()
         .prefix("hetsched-bench-simulate-")
         .tempdir()
