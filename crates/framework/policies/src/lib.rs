@@ -194,7 +194,12 @@ mod tests {
         for spec in test_specs() {
             assert!(check(spec).is_ok(), "{spec}");
         }
-        for bad in ["lottery", "cfs:latency=3", "cfs:latency_ms=-1", "random:seed=x"] {
+        for bad in [
+            "lottery",
+            "cfs:latency=3",
+            "cfs:latency_ms=-1",
+            "random:seed=x",
+        ] {
             assert_eq!(check(bad).unwrap_err().to_string(), err(bad));
         }
     }

@@ -141,6 +141,21 @@ pub struct LiveRun {
     pub transport: String,
 }
 
+impl LiveRun {
+    /// What a lackey trace through the pipe produced.
+    fn lackey(run: valgrind::TracedRun) -> LiveRun {
+        LiveRun {
+            status: run.status,
+            bytes: run.parsed.bytes,
+            transport: format!(
+                "{} lackey lines ({:.1} MB of text) through the pipe",
+                run.parsed.lines,
+                run.parsed.bytes as f64 / 1e6
+            ),
+        }
+    }
+}
+
 /// Run `program args…` under `source`, analysing into `analyzer`; `progress` gets the
 /// data accesses seen so far, now and then. `quiet` discards the program's stdout.
 pub fn trace_live(
@@ -174,15 +189,7 @@ pub fn trace_live(
                 progress,
             };
             let run = valgrind::trace_lackey(program, args, quiet, &mut counting)?;
-            Ok(LiveRun {
-                status: run.status,
-                bytes: run.parsed.bytes,
-                transport: format!(
-                    "{} lackey lines ({:.1} MB of text) through the pipe",
-                    run.parsed.lines,
-                    run.parsed.bytes as f64 / 1e6
-                ),
-            })
+            Ok(LiveRun::lackey(run))
         }
     }
 }
@@ -206,15 +213,7 @@ pub fn profile(
     let mut w = binary::Writer::new(file);
     let run = valgrind::trace_lackey(program, args, quiet, &mut Tee(analyzer, &mut w))?;
     w.finish().at(&path)?.finish()?;
-    Ok(LiveRun {
-        status: run.status,
-        bytes: run.parsed.bytes,
-        transport: format!(
-            "{} lackey lines ({:.1} MB of text) through the pipe",
-            run.parsed.lines,
-            run.parsed.bytes as f64 / 1e6
-        ),
-    })
+    Ok(LiveRun::lackey(run))
 }
 
 /// `signature convert`: the lackey trace at `input` (streamed, so of any size; a FIFO
