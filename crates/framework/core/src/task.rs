@@ -47,8 +47,9 @@ impl<T: Copy + Default + PartialEq> PerUnitType<T> {
 
 /// Serde forms of a [`PerUnitType`] as a map by unit type name, as applications write
 /// them (`{"cpu": 1, "opencl": 2}`): an absent type is 0 and an unknown name is refused.
-/// One module per field so that a malformed value's error names what was expected as
-/// it always has (`expected struct WireAffinity`).
+/// One module per field so that a malformed value's error names what was expected in the
+/// words clients and tests match (`expected struct WireAffinity`): the struct exists
+/// only for that name.
 macro_rules! by_type_name {
     ($(#[$doc:meta])* $module:ident, $name:ident) => {
         $(#[$doc])*

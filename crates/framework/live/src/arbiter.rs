@@ -300,14 +300,14 @@ impl Arbiter {
     /// Measure the processes of tasks that name one (CPU time and `/proc` accounting;
     /// hardware counters where the machine has a PMU), on a thread of their own that
     /// passes at the policy's tick interval where it can (see `sampler`): their samples
-    /// feed the policy's ticks and `stats`. Returns what the sampler found of the PMU,
-    /// for the daemon to say once.
+    /// feed the policy's ticks and `stats`. Returns what the samples can hold here
+    /// (which sources measure, and why the others do not), for the daemon to say once.
     pub fn measure_processes(&mut self) -> String {
         let period = self.policy.tick_interval().unwrap_or(STATS_PERIOD_NS);
         let sampling = Sampling::start(std::time::Duration::from_nanos(period.max(MIN_PERIOD_NS)));
-        let pmu = sampling.pmu().to_string();
+        let said = sampling.describe();
         self.live.processes = Some(sampling);
-        pmu
+        said
     }
 
     fn served(r: Result<(), ContractError>) {

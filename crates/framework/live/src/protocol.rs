@@ -344,9 +344,10 @@ mod tests {
         );
     }
 
-    /// The meta info's serde form is the wire's as it always was: the field names, the
-    /// unit types by name with every one written, the optional fields left out when
-    /// unset; and what it refuses, it refuses in the same words.
+    /// The meta info's serde form is the wire's that clients of every version speak: the
+    /// field names, the unit types by name with every one written, the optional fields
+    /// left out when unset; and what it refuses, it refuses in the words clients and
+    /// tests match.
     #[test]
     fn meta_info_round_trips_in_its_wire_form() {
         let short = r#"{"kind":"md5","affinity":{"cpu":1.0,"gpu":0.0,"opencl":2.0,"coprocessor":0.0},"memory_to_copy":64,"weight":1024}"#;

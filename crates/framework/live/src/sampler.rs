@@ -27,7 +27,7 @@
 //!   in all.
 //!
 //! What a pass reads of a process comes from the sources of `crate::sources`, each
-//! probed once when the sampler starts (the PMU's outcome, [`Pmu`], for the daemon to
+//! probed once when the sampler starts (what it found, [`Sampling::describe`], for the daemon to
 //! print once) and asked only where available: the kernel's accounting (`proc`),
 //! hardware counters (`perf`), and the capacity of the CPU a task ran on (`capacity`).
 //! What no source measured stays `None`, never a zero that looks measured.
@@ -39,7 +39,7 @@ use crate::client_process::{ClientProcess, ProcessKey};
 use crate::process::thread_ids;
 use crate::sources::{self, Gone, Measured, Process, Root, SampleSource, Status};
 use arc_swap::ArcSwap;
-use hetsched_core::policy::{Sample, Sources, UnitId};
+use hetsched_core::policy::{Sample, Sources, UnitId, SOURCE_NAMES};
 use hetsched_core::task::TaskId;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
@@ -83,8 +83,6 @@ pub const SAMPLER_NICE: i32 = 10;
 /// The sampling thread's name.
 pub const THREAD_NAME: &str = "hetsched-sampler";
 
-pub use crate::sources::perf::Pmu;
-
 /// What a process did over one pass of the sampler: the measured part of a [`Sample`].
 #[derive(Clone, Copy, Debug)]
 pub struct Span {
@@ -124,7 +122,6 @@ pub struct SamplerStats {
 /// The daemon's side of the sampling thread: what the arbiter calls, each call in
 /// constant time; see the module documentation.
 pub struct Sampling {
-    pmu: Pmu,
     /// Every source's name and probe outcome.
     statuses: Vec<(&'static str, Status)>,
     shared: Arc<Shared>,
@@ -189,7 +186,11 @@ impl Sampling {
     ///
     /// Panics if a source's name is not one of `SOURCE_NAMES` (samples could not name
     /// it), here rather than in the sampling thread.
-    pub fn start_with(period: Duration, sources: Vec<Box<dyn SampleSource>>) -> Sampling {
+    pub fn start_with(period: Duration, mut sources: Vec<Box<dyn SampleSource>>) -> Sampling {
+        // In the registry's order, whatever the caller's: a source may read what one
+        // before it filled in the same pass (`capacity` reads `proc`'s CPU).
+        let position = |name: &str| SOURCE_NAMES.iter().position(|&n| n == name);
+        sources.sort_by_key(|s| position(s.name()));
         let statuses: Vec<_> = sources
             .iter()
             .map(|s| (s.name(), s.status().clone()))
@@ -197,10 +198,6 @@ impl Sampling {
         if let Err(e) = Sources::of(statuses.iter().map(|(name, _)| name)) {
             panic!("{e}: register the source in hetsched_core::policy::SOURCE_NAMES");
         }
-        let pmu = statuses
-            .iter()
-            .find(|(name, _)| *name == sources::perf::REGISTERED.name)
-            .map_or(Pmu::Absent("no perf source".into()), |(_, s)| Pmu::of(s));
         let sources: Vec<_> = sources
             .into_iter()
             .filter(|s| *s.status() == Status::Available)
@@ -228,7 +225,6 @@ impl Sampling {
                 .expect("starting the sampling thread")
         };
         Sampling {
-            pmu,
             statuses,
             shared,
             thread: Some(thread),
@@ -242,14 +238,38 @@ impl Sampling {
         }
     }
 
-    /// The PMU probe's outcome, for the daemon to report once.
-    pub fn pmu(&self) -> &Pmu {
-        &self.pmu
-    }
-
     /// Each source's name and what its probe found.
     pub fn statuses(&self) -> &[(&'static str, Status)] {
         &self.statuses
+    }
+
+    /// Whether source `name` was given and measures (its probe found what it needs).
+    pub fn measures(&self, name: &str) -> bool {
+        self.statuses
+            .iter()
+            .any(|(n, s)| *n == name && *s == Status::Available)
+    }
+
+    /// What the samples can hold on this machine, for the daemon to say once: the
+    /// sources that measure, then each that does not and why (`from proc, capacity;
+    /// perf not available: perf_event_open(instructions): ...`).
+    pub fn describe(&self) -> String {
+        let on: Vec<&str> = self
+            .statuses
+            .iter()
+            .filter(|(_, s)| *s == Status::Available)
+            .map(|(n, _)| *n)
+            .collect();
+        let mut text = match on.is_empty() {
+            true => "from no source".to_string(),
+            false => format!("from {}", on.join(", ")),
+        };
+        for (name, status) in &self.statuses {
+            if let Status::Absent(_) = status {
+                text += &format!("; {name} {status}");
+            }
+        }
+        text
     }
 
     /// Measures `process` for `task`, a task of a client of uid `uid`; why not, when
@@ -647,7 +667,7 @@ mod tests {
     fn assert_honest(sampling: &Sampling, s: &Sample) {
         let perf = s.sources.contains("perf");
         assert!(s.sources.contains("proc"));
-        assert_eq!(perf, *sampling.pmu() == Pmu::Counting, "{s:?}");
+        assert_eq!(perf, sampling.measures("perf"), "{s:?}");
         let counters = [s.instructions, s.cycles, s.llc_misses];
         if !perf {
             assert_eq!(counters, [None; 3], "no perf source, yet counters: {s:?}");
@@ -710,13 +730,16 @@ mod tests {
     #[test]
     fn a_busy_child_accumulates_cpu_time_from_honest_sources() {
         let sampling = &mut Sampling::start(Duration::from_millis(5));
-        if let Pmu::Absent(why) = sampling.pmu() {
-            assert!(why.starts_with("perf_event_open(instructions): "), "{why}");
-            assert!(sampling
-                .pmu()
-                .to_string()
-                .starts_with("no hardware counters"));
+        if !sampling.measures("perf") {
+            assert!(
+                sampling
+                    .describe()
+                    .contains("; perf not available: perf_event_open(instructions): "),
+                "{}",
+                sampling.describe()
+            );
         }
+        assert!(sampling.describe().starts_with("from proc"));
         let child = busy_child();
         sampling.track(7, named(&child), 0).unwrap();
         assert!(sampling.tracks(7));
@@ -733,7 +756,7 @@ mod tests {
             busy_ns >= 200_000_000
         });
         assert!(samples > 1, "CPU time must accumulate over several samples");
-        if sampling.pmu() == &Pmu::Counting {
+        if sampling.measures("perf") {
             assert!(instructions > 0);
         }
         let stats = sampling.stats();
@@ -785,7 +808,8 @@ mod tests {
             .statuses()
             .iter()
             .all(|(_, s)| *s == Status::Available));
-        assert_eq!(*sampling.pmu(), Pmu::Absent("no perf source".into()));
+        assert!(!sampling.measures("perf"));
+        assert_eq!(sampling.describe(), "from proc, capacity");
         let child = busy_child();
         sampling.track(1, named(&child), 0).unwrap();
         let (_, span) = next_sample(&sampling, 1, None);

@@ -10,8 +10,6 @@ use std::path::Path;
 
 pub struct DaemonScheduler {
     client: Client,
-    /// Task type name sent with each allocation (performance models learn per type).
-    kind: String,
     /// The daemon told the task to give its unit up since the last grant: the next
     /// `free` is not the end of the task.
     denied: bool,
@@ -19,12 +17,13 @@ pub struct DaemonScheduler {
 }
 
 impl DaemonScheduler {
-    pub fn connect(socket: &Path, kind: &str) -> Result<DaemonScheduler> {
-        let mut client = Client::connect(socket, kind)?;
+    /// Connects to the daemon at `socket` as the client `name` (as the daemon's log and
+    /// `stats` show it); the tasks' kinds are what the worker declares.
+    pub fn connect(socket: &Path, name: &str) -> Result<DaemonScheduler> {
+        let mut client = Client::connect(socket, name)?;
         let units = client.list_units()?;
         Ok(DaemonScheduler {
             client,
-            kind: kind.to_string(),
             denied: false,
             units,
         })
@@ -46,11 +45,8 @@ impl DaemonScheduler {
 
 impl Scheduler for DaemonScheduler {
     fn alloc(&mut self, meta: &hetsched_worker::MetaInfo) -> Result<Grant> {
-        // A worker declares no signature.
-        let wire = MetaInfo {
-            kind: self.kind.clone(),
-            ..meta.clone().map_signature(|none| match none {})
-        };
+        // The worker's meta info as it declares it (a worker declares no signature).
+        let wire: MetaInfo = meta.clone().map_signature(|none| match none {});
         let unit = self.client.alloc(&wire)?;
         self.denied = false;
         Ok(Grant {

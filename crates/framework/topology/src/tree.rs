@@ -1,7 +1,7 @@
 //! The machine as the indented tree `hetsched topology` prints: packages, their NUMA
 //! nodes, shared and private caches, cores with their kind and capacity, CPU kinds,
-//! distances, links, accelerators, I/O devices and the units a policy sees. Here rather
-//! than in the CLI so that every front (the CLI, Python) prints a machine the same way.
+//! distances, links, accelerators, I/O devices and the units a policy sees. Beside the
+//! machine sources rather than in the CLI: rendering a machine is no command's logic.
 
 use hetsched_core::cpu_list;
 use hetsched_core::machine::{CacheKind, Machine, UnitType};

@@ -184,6 +184,7 @@ impl Worker for Md5Cracker {
 
     fn meta_info(&self) -> MetaInfo {
         MetaInfo {
+            kind: "md5".into(),
             affinity: [(UnitType::OpenCl, 2.0), (UnitType::Cpu, 1.0)]
                 .into_iter()
                 .collect(),

@@ -170,6 +170,7 @@ impl Worker for PrimeFactoriser {
 
     fn meta_info(&self) -> MetaInfo {
         MetaInfo {
+            kind: "prime".into(),
             affinity: [(UnitType::OpenCl, 1.0), (UnitType::Cpu, 1.0)]
                 .into_iter()
                 .collect(),

@@ -25,7 +25,6 @@ pub mod proc;
 
 use crate::sampler::Span;
 use std::fmt;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// A registered source: its name (as samples and policies spell it) and how to open it.
@@ -133,35 +132,11 @@ impl Root {
 pub const MAX_FILE: u64 = 4096;
 
 /// Reads a small kernel attribute file without trusting it: a regular file only (a FIFO
-/// or a device would block or never end; opened non-blocking so that even the open
-/// cannot wait for a writer), at most [`MAX_FILE`] bytes. Errors name the file.
+/// or a device would block or never end: refused without opening it for a writer), at
+/// most [`MAX_FILE`] bytes. Errors name the file.
 pub fn read_small(path: &Path) -> Result<String, String> {
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let shown = path.display();
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| format!("{shown}: {e}"))?;
-    let kind = file
-        .metadata()
-        .map_err(|e| format!("{shown}: {e}"))?
-        .file_type();
-    if !kind.is_file() {
-        let what = if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_dir() {
-            "a directory"
-        } else {
-            "not a regular file"
-        };
-        return Err(format!("{shown}: {what}, not a kernel attribute file"));
-    }
-    let mut text = String::new();
-    file.take(MAX_FILE)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("{shown}: {e}"))?;
-    Ok(text)
+    hetsched_util::files::read_text(path, "a kernel attribute file", MAX_FILE)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Source `perf`: hardware counters, which policies that balance by behaviour need
 //! (DI/DINO's LLC misses per instruction, cycles per instruction) and which exist only
-//! where the machine has a PMU that this user may read, hence its probe ([`Pmu`]).
+//! where the machine has a PMU that this user may read, hence its probe ([`probe`]).
 //!
 //! User-space instructions, cycles and LLC misses (the kernel's generic `cache-misses`
 //! event, the last level on common PMUs), counting mode, one counter per event and per
@@ -15,65 +15,20 @@ use super::{Gone, Measured, Process, SampleSource, Status};
 use crate::sampler::Span;
 use perf_event::events::Hardware;
 use perf_event::{Builder, Counter};
-use serde::Serialize;
-use std::fmt;
 
 /// The registry's entry for this source.
 pub const REGISTERED: super::Registered = super::Registered {
     name: "perf",
     about: "hardware counters (instructions, cycles, LLC misses) through perf_event_open",
-    open: |_| {
-        let pmu = Pmu::probe();
-        Box::new(Perf {
-            status: pmu.status(),
-        })
-    },
+    open: |_| Box::new(Perf { status: probe() }),
 };
 
-/// Whether this machine's hardware counters can be read: probed once per sampler.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Pmu {
-    Counting,
-    /// Why not (the `perf_event_open` error).
-    Absent(String),
-}
-
-impl fmt::Display for Pmu {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        match self {
-            Pmu::Counting => f.write_str("hardware counters: instructions, cycles, LLC misses"),
-            Pmu::Absent(why) => write!(
-                f,
-                "no hardware counters ({why}): samples carry CPU time, run delay, context \
-                 switches and CPU from /proc only"
-            ),
-        }
-    }
-}
-
-impl Pmu {
-    /// Probes the PMU (one `perf_event_open` on the calling thread).
-    pub fn probe() -> Pmu {
-        match Builder::new(EVENTS[0]).observe_self().build() {
-            Ok(_) => Pmu::Counting,
-            Err(e) => Pmu::Absent(format!("perf_event_open(instructions): {e}")),
-        }
-    }
-
-    /// The outcome of the `perf` source's probe, from its status.
-    pub fn of(status: &Status) -> Pmu {
-        match status {
-            Status::Available => Pmu::Counting,
-            Status::Absent(why) => Pmu::Absent(why.clone()),
-        }
-    }
-
-    fn status(&self) -> Status {
-        match self {
-            Pmu::Counting => Status::Available,
-            Pmu::Absent(why) => Status::Absent(why.clone()),
-        }
+/// Whether this machine's hardware counters can be read (one `perf_event_open` on the
+/// calling thread), probed once per sampler.
+pub fn probe() -> Status {
+    match Builder::new(EVENTS[0]).observe_self().build() {
+        Ok(_) => Status::Available,
+        Err(e) => Status::Absent(format!("perf_event_open(instructions): {e}")),
     }
 }
 
