@@ -2,8 +2,9 @@
 //! OpenCL and CUDA devices, or a description whose units become virtual ones), the
 //! policy, the performance models it keeps, the socket served until SIGINT/SIGTERM, and
 //! what it leaves at exit (the models written back, the trace with its metrics and the
-//! run record's invariants). What a user should read as it starts goes through `say`,
-//! one line at a time, and what it left is returned ([`Ended`]), for the front to print.
+//! run record's invariants). What a user should read goes through `say`, one line at a
+//! time, as it happens; the trace's table and invariants are returned ([`Ended`]), for
+//! the front to print as it prints tables.
 
 use crate::arbiter::Arbiter;
 use crate::{devices, server};
@@ -46,10 +47,6 @@ pub struct Options {
 
 /// What a daemon left when it stopped.
 pub struct Ended {
-    /// The performance models' file, written back.
-    pub models: Option<PathBuf>,
-    /// Clients dropped or refused over the run.
-    pub dropped: u64,
     /// With [`Options::trace`]: the trace written.
     pub trace: Option<TraceWritten>,
 }
@@ -63,7 +60,8 @@ pub struct TraceWritten {
     pub invariants: std::result::Result<(), String>,
 }
 
-/// Serves `o` until SIGINT or SIGTERM, saying through `say` what it starts with.
+/// Serves `o` until SIGINT or SIGTERM, saying through `say` what it starts with and
+/// what it keeps.
 pub fn serve(o: Options, say: &mut dyn FnMut(String)) -> Result<Ended> {
     // Before the OpenCL driver starts its threads: they inherit the blocked signals.
     let signals = server::StopSignals::block()?;
@@ -114,13 +112,16 @@ pub fn serve(o: Options, say: &mut dyn FnMut(String)) -> Result<Ended> {
         path.display()
     ));
     daemon.run()?;
-    let mut ended = Ended {
-        models: None,
-        dropped: daemon.dropped(),
-        trace: None,
-    };
+    let mut ended = Ended { trace: None };
     if let Some(dir) = &models {
-        ended.models = Some(daemon.arbiter().models().save(dir, &machine_name)?);
+        let file = daemon.arbiter().models().save(dir, &machine_name)?;
+        say(format!("performance models kept in {}", file.display()));
+    }
+    if daemon.dropped() > 0 {
+        say(format!(
+            "{} clients dropped or refused in all",
+            daemon.dropped()
+        ));
     }
     if let (Some(mut file), Some(record)) = (trace_file, daemon.arbiter().record()) {
         let json = trace::trace(std::slice::from_ref(&record));

@@ -64,18 +64,6 @@ pub fn daemon(args: DaemonArgs) -> Result<()> {
         },
     };
     let ended = daemon::serve(options, &mut |line| eprintln!("hetsched daemon: {line}"))?;
-    if let Some(file) = ended.models {
-        eprintln!(
-            "hetsched daemon: performance models kept in {}",
-            file.display()
-        );
-    }
-    if ended.dropped > 0 {
-        eprintln!(
-            "hetsched daemon: {} clients dropped or refused in all",
-            ended.dropped
-        );
-    }
     if let Some(t) = ended.trace {
         eprint!("{}", t.table);
         match t.invariants {
