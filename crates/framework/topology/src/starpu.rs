@@ -4,29 +4,33 @@
 //! `$STARPU_HOME/.starpu/sampling`; Debian's `starpu-examples` ships the directories of
 //! INRIA's machines in `/usr/share/starpu/perfmodels/sampling`). For a host it holds:
 //!
-//! - `bus/<host>.config`: the number of CPUs, CUDA, OpenCL (and MIC, MPI) devices, one
-//!   per line;
+//! - `bus/<host>.config`: the number of CPUs, NUMA nodes (written since StarPU 1.3;
+//!   one before), CUDA, OpenCL, MIC and MPI devices, one a line, each named by its
+//!   comment;
 //! - `bus/<host>.bandwidth` and `bus/<host>.latency`: square matrices over StarPU's
-//!   memory nodes (node 0 is host RAM, then the CUDA devices, then the OpenCL ones,
-//!   then the MIC ones; `nan` where no node is), in MB/s (10^6 bytes/s) and µs. Row =
-//!   from, column = to: StarPU writes the header `# to 0  to 1 ...` over the columns,
-//!   and its SimGrid platform files of the same calibration name row 0, column 1 the
-//!   link `RAM-CUDA0` and row 1, column 0 `CUDA0-RAM`.
+//!   memory nodes (the NUMA nodes of host RAM, then the CUDA devices, then the OpenCL
+//!   ones, then the MIC ones; `nan` where no node is), in MB/s (10^6 bytes/s) and µs.
+//!   Row = from, column = to: StarPU writes the header `# to 0  to 1 ...` over the
+//!   columns, and its SimGrid platform files of the same calibration name row 0,
+//!   column 1 the link `RAM-CUDA0` (host to device) and row 1, column 0 `CUDA0-RAM`.
 //! - `bus/<host>.affinity` (per device, the CPUs nearest it) and the SimGrid platform
 //!   files: not read.
 //! - `codelets/45/<symbol>.<host>`: a codelet's history-based model, format version 45
 //!   (the one StarPU 1.3 writes and reads, and the one Debian ships).
 //!
 //! The machine, named `starpu:<host>`, has the CPUs as one package of single-PU cores,
-//! all of capacity 1024, on one NUMA node of unknown memory; each device is an
-//! accelerator (`cuda<i>` of type `gpu`, `opencl<i>`, `mic<i>` of type `coprocessor`)
-//! whose host link is what the matrices say between RAM and it: as hetsched's link has
-//! one bandwidth and one latency for both directions, the bandwidth is the harmonic
-//! mean of the two directions and the latency their mean, so that copying a given
-//! number of bytes in and the same number out costs what the two directions' figures
-//! make it. Dropped: the bandwidths and latencies between devices (a machine has no
-//! links between accelerators), the affinity, the devices' memory (only in the
-//! platform files) and their speeds (the models say them).
+//! all of capacity 1024, on one NUMA node of unknown memory (StarPU does not record
+//! which CPUs a NUMA node holds, so several become one); each device is an accelerator
+//! (`cuda<i>` of type `gpu`, `opencl<i>`, `mic<i>` of type `coprocessor`) whose host
+//! link is what the matrices say between RAM (the NUMA node with the fastest link to
+//! it) and it: as hetsched's link has one bandwidth and one latency for both
+//! directions, the bandwidth is the harmonic mean of the two directions and the
+//! latency their mean, so that copying a given number of bytes in and the same number
+//! out costs what the two directions' figures make it. Dropped: the bandwidths and
+//! latencies between devices and between NUMA nodes (a machine has no links between
+//! accelerators), the affinity, the devices' memory (only in the platform files) and
+//! their speeds (the models say them). MPI devices are not imported (a calibration
+//! with any is refused).
 //!
 //! A codelet file becomes the models of the kernel `<symbol>`. StarPU keeps a history
 //! per worker (`cuda0`, `cuda1`, ...) and footprint; hetsched keys a model by unit type
@@ -405,50 +409,73 @@ fn integer<T: std::str::FromStr>(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     pub cpus: u32,
+    /// Memory nodes of host RAM (StarPU 1.3 writes their number; before, one).
+    pub numa: u32,
     pub cuda: u32,
     pub opencl: u32,
     pub mic: u32,
 }
 
-/// Parses a `.config`: the numbers of CPUs, CUDA, OpenCL devices, then optionally MIC
-/// and MPI devices, one a line.
+/// Parses a `.config`: one count a line, each named by its comment (`12 # Number of
+/// CPUs`): CPUs, CUDA and OpenCL devices, and, where the StarPU version writes them,
+/// NUMA nodes (StarPU 1.3), MIC and MPI devices.
 pub fn parse_config(text: &str, origin: &str) -> Result<Config> {
-    let mut lines = Lines::new(text, origin);
-    let cpus = lines.count("the number of CPUs", 1, MAX_CPUS)?;
-    let cuda = lines.count("the number of CUDA devices", 0, MAX_DEVICES)?;
-    let opencl = lines.count("the number of OpenCL devices", 0, MAX_DEVICES)?;
-    let mut mic = 0;
-    let optional = [
-        ("the number of MIC devices", MAX_DEVICES),
-        ("the number of MPI devices (not imported)", 0),
+    const FIELDS: [(&str, &str, u32, u32); 6] = [
+        ("cpus", "the number of CPUs", 1, MAX_CPUS),
+        ("numa", "the number of NUMA nodes", 1, MAX_DEVICES),
+        ("cuda", "the number of CUDA devices", 0, MAX_DEVICES),
+        ("opencl", "the number of OpenCL devices", 0, MAX_DEVICES),
+        ("mic", "the number of MIC devices", 0, MAX_DEVICES),
+        ("mpi", "the number of MPI devices (not imported)", 0, 0),
     ];
-    for (k, (what, hi)) in optional.into_iter().enumerate() {
-        let Some((n, line)) = lines.next_opt() else {
-            break;
+    let mut lines = Lines::new(text, origin);
+    let mut values: [Option<u32>; 6] = [None; 6];
+    while let Some((n, line)) = lines.next_opt() {
+        let label = line
+            .split_once('#')
+            .map_or(String::new(), |(_, l)| l.to_ascii_lowercase());
+        let Some(k) = FIELDS
+            .iter()
+            .position(|(key, ..)| label.split_whitespace().any(|w| w == *key))
+        else {
+            return Err(lines.err(
+                n,
+                format!(
+                    "{:?}: expected a count and its comment, `N # Number of X` with X CPUs, \
+                     NUMA nodes, CUDA, OpenCL, MIC or MPI devices",
+                    line.trim()
+                ),
+            ));
         };
-        let v = lines.count_in(n, line, what, 0, hi)?;
-        if k == 0 {
-            mic = v;
+        let (_, what, lo, hi) = FIELDS[k];
+        if values[k].is_some() {
+            return Err(lines.err(n, format!("{what} twice")));
+        }
+        values[k] = Some(lines.count_in(n, line, what, lo, hi)?);
+    }
+    for k in [0, 2, 3] {
+        if values[k].is_none() {
+            return Err(Error::input(format!(
+                "{origin}: no line gives {} (`N # Number of ...`)",
+                FIELDS[k].1
+            )));
         }
     }
-    if let Some(n) = lines.more() {
-        return Err(lines.err(
-            n,
-            "more lines than the numbers of CPUs, CUDA, OpenCL, MIC and MPI devices",
-        ));
-    }
-    if cuda + opencl + mic > MAX_DEVICES {
+    let [cpus, numa, cuda, opencl, mic, _] = values;
+    let config = Config {
+        cpus: cpus.unwrap_or(1),
+        numa: numa.unwrap_or(1),
+        cuda: cuda.unwrap_or(0),
+        opencl: opencl.unwrap_or(0),
+        mic: mic.unwrap_or(0),
+    };
+    let devices = config.cuda + config.opencl + config.mic;
+    if devices > MAX_DEVICES {
         return Err(Error::input(format!(
-            "{origin}: {} devices, at most {MAX_DEVICES}",
-            cuda + opencl + mic
+            "{origin}: {devices} devices, at most {MAX_DEVICES}"
         )));
     }
-    Ok(Config {
-        cpus,
-        cuda,
-        opencl,
-        mic,
-    })
+    Ok(config)
 }
 
 /// A bus matrix: `values[from][to]` (`None` for `nan`), and each row's line.
@@ -524,18 +551,24 @@ fn build(
     source: &str,
 ) -> Result<Machine> {
     let devices = config.cuda + config.opencl + config.mic;
-    let nodes = devices as usize + 1;
+    let rams = config.numa as usize;
+    let nodes = devices as usize + rams;
     for (m, origin) in [(bandwidth, bw_origin), (latency, lat_origin)] {
         if m.values.len() < nodes {
             return Err(Error::input(format!(
                 "{origin}: a {0}×{0} matrix, expected one over at least {nodes} memory nodes \
-                 (RAM and the {devices} devices of the .config)",
+                 (the {rams} NUMA nodes and the {devices} devices of the .config)",
                 m.values.len()
             )));
         }
     }
-    // The figure between RAM and node `d`, each way.
-    let link = |m: &Matrix, origin: &str, d: usize, positive: bool| -> Result<(f64, f64)> {
+    // The figure between RAM node `r` and device node `d`, each way.
+    let link = |m: &Matrix,
+                origin: &str,
+                r: usize,
+                d: usize,
+                positive: bool|
+     -> Result<(f64, f64)> {
         let get = |from: usize, to: usize| {
             match m.values[from][to] {
             Some(v) if !positive || v > 0.0 => Ok(v),
@@ -547,7 +580,7 @@ fn build(
             ))),
         }
         };
-        Ok((get(0, d)?, get(d, 0)?))
+        Ok((get(r, d)?, get(d, r)?))
     };
     let cpus: Vec<u32> = (0..config.cpus).collect();
     let mut m = Machine {
@@ -587,13 +620,22 @@ fn build(
         (UnitType::OpenCl, "opencl", config.opencl),
         (UnitType::CoProcessor, "mic", config.mic),
     ];
-    let mut node = 1;
+    let mut node = rams;
     for (kind, prefix, count) in kinds {
         for i in 0..count {
-            let (bw_in, bw_out) = link(bandwidth, bw_origin, node, true)?;
-            let (lat_in, lat_out) = link(latency, lat_origin, node, false)?;
-            // MB/s to bytes/s; the harmonic mean of the two directions.
-            let bw = 2.0 / (1.0 / bw_in + 1.0 / bw_out) * 1e6;
+            // The NUMA node with the fastest link to the device (the first of equals).
+            let mut best: Option<(f64, usize)> = None;
+            for r in 0..rams {
+                let (bw_in, bw_out) = link(bandwidth, bw_origin, r, node, true)?;
+                // The harmonic mean of the two directions, MB/s.
+                let bw = 2.0 / (1.0 / bw_in + 1.0 / bw_out);
+                if best.is_none_or(|(b, _)| bw > b) {
+                    best = Some((bw, r));
+                }
+            }
+            let (bw, r) = best.expect("a machine has a NUMA node");
+            let (lat_in, lat_out) = link(latency, lat_origin, r, node, false)?;
+            let bw = bw * 1e6;
             m.accelerators.push(Accelerator {
                 kind,
                 name: format!("{prefix}{i}"),

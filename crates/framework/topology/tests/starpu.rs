@@ -283,6 +283,37 @@ fn the_fixture_loads() {
     assert_eq!(h.samples(), 3916);
 }
 
+/// What StarPU 1.3.10 writes for a 2-CPU machine: a line for the NUMA nodes.
+const CONFIG_1_3: &str = "# Current configuration\n2 # Number of CPUs\n2 # Number of NUMA nodes\n1 # Number of CUDA devices\n0 # Number of OpenCL devices\n0 # Number of MIC devices\n0 # Number of MPI devices\n";
+
+#[test]
+fn a_starpu_1_3_calibration_has_numa_nodes_first_and_a_device_links_to_the_nearest() {
+    let dir = fixture();
+    let s = dir.path().join("sampling");
+    std::fs::write(s.join("bus/h.config"), CONFIG_1_3).unwrap();
+    // Nodes 0 and 1: RAM; node 2: cuda0, nearer node 1 (7000/7200 MB/s, 9/10 µs).
+    let bw = "# to 0\tto 1\tto 2\n0\t9000\t5000\n9000\t0\t7000\n5200\t7200\t0\n";
+    let lat = "# to 0\tto 1\tto 2\n0\t1\t20\n1\t0\t9\n21\t10\t0\n";
+    std::fs::write(s.join("bus/h.bandwidth"), bw).unwrap();
+    std::fs::write(s.join("bus/h.latency"), lat).unwrap();
+    let (m, _) = load(&format!("{}:h", s.display())).unwrap();
+    assert_eq!(
+        (m.pus.len(), m.numa_nodes.len(), m.accelerators.len()),
+        (2, 1, 1)
+    );
+    let a = &m.accelerators[0];
+    assert!(close(
+        a.link_bandwidth_bytes_per_s.unwrap(),
+        2.0 / (1.0 / 7000e6 + 1.0 / 7200e6)
+    ));
+    assert!(close(a.link_latency_s.unwrap(), 9.5e-6));
+    // Its matrices must then cover 3 nodes.
+    std::fs::write(s.join("bus/h.bandwidth"), BANDWIDTH).unwrap();
+    std::fs::write(s.join("bus/h.latency"), LATENCY).unwrap();
+    let m = refused(dir.path());
+    assert!(m.contains("h.bandwidth:2: row 0, column 2: nan, expected a number > 0 (memory node 2 is a device of the .config)"), "{m}");
+}
+
 #[test]
 fn a_malformed_model_file_is_one_line_naming_the_file_and_line() {
     let cases: &[(&str, &str, &str)] = &[
@@ -353,7 +384,11 @@ fn a_malformed_bus_file_is_one_line_naming_the_file_and_line() {
         ("bus/h.config", "2 # Number of CPUs", "nan # Number of CPUs", "h.config:2: the number of CPUs: \"nan\""),
         ("bus/h.config", "1 # Number of CUDA", "4294967296 # Number of CUDA", "h.config:3: the number of CUDA devices: \"4294967296\", expected an integer in [0, 1024]"),
         ("bus/h.config", "0 # Number of MIC devices\n", "0 # Number of MIC devices\n1 # MPI\n", "h.config:6: the number of MPI devices (not imported): \"1\", expected an integer in [0, 0]"),
-        ("bus/h.config", "0 # Number of OpenCL devices\n0 # Number of MIC devices\n", "", "h.config:3: the file ends here, expected the number of OpenCL devices"),
+        ("bus/h.config", "0 # Number of OpenCL devices\n", "", "h.config: no line gives the number of OpenCL devices"),
+        ("bus/h.config", "0 # Number of OpenCL devices\n", "0\n", "h.config:4: \"0\": expected a count and its comment, `N # Number of X`"),
+        ("bus/h.config", "0 # Number of OpenCL devices\n", "0 # Number of CUDA devices\n", "h.config:4: the number of CUDA devices twice"),
+        ("bus/h.config", "0 # Number of OpenCL devices\n", "0 # Number of GPUs\n", "h.config:4: \"0 # Number of GPUs\": expected"),
+        ("bus/h.config", "# Current configuration\n", "# Current configuration\n2000 # Number of NUMA nodes\n", "h.config:2: the number of NUMA nodes: \"2000\", expected an integer in [1, 1024]"),
     ];
     for (file, from, to, want) in cases {
         let dir = fixture();
