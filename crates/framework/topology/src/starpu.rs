@@ -775,10 +775,11 @@ pub fn parse_codelet(
             } else {
                 format!("{symbol}:impl{imp}")
             };
-            let mut seen = Vec::new();
+            let mut seen = std::collections::HashSet::new();
             for e in 0..entries {
                 let what = i(&format!("history entry {e} of {entries}"));
-                // hash size [flops] mean dev sum sum2 n (flops: since format 45).
+                // hash size [flops] mean dev sum sum2 n (StarPU's reader also takes a line
+                // without the flops, as older StarPUs wrote it).
                 let (n, f) = lines.fields(&what, &[7, 8])?;
                 let field = |name: &str| format!("{what}: {name}");
                 let hash = f[0];
@@ -821,10 +822,9 @@ pub fn parse_codelet(
                         ),
                     ));
                 }
-                if seen.contains(&footprint) {
+                if !seen.insert(footprint) {
                     return Err(lines.err(n, format!("{}: {hash} twice", field("hash"))));
                 }
-                seen.push(footprint);
                 let Some(unit_type) = unit_type else { continue };
                 let history = History::from_stats(samples as u64, mean * 1e-6, dev * 1e-6)
                     .expect("checked: n >= 1, mean and dev finite and >= 0");

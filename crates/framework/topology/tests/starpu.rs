@@ -370,6 +370,44 @@ fn a_malformed_model_file_is_one_line_naming_the_file_and_line() {
 }
 
 #[test]
+fn a_history_of_many_entries_loads_in_one_pass() {
+    // 200,000 entries (12 MB, under the 16 MiB cap): read in linear time.
+    let dir = fixture();
+    let path = dir.path().join("sampling/codelets/45/k.h");
+    let entries = 200_000u32;
+    let mut text = MODEL.replacen("entries\n1\n", &format!("entries\n{entries}\n"), 1);
+    let at = text.find("24c84a50\t11059200").unwrap();
+    let rows: String = (0..entries)
+        .map(|i| {
+            format!("{i:08x}\t1024\t1.0e+06\t1.000000e+02\t1.000000e+00\t1.0e+04\t1.0e+06\t3\n")
+        })
+        .collect();
+    let end = at + text[at..].find('\n').unwrap() + 1;
+    text.replace_range(at..end, &rows);
+    std::fs::write(&path, text).unwrap();
+    let start = Instant::now();
+    let (_, models) = load(&format!("{}:h", dir.path().join("sampling").display())).unwrap();
+    assert!(start.elapsed() < Duration::from_secs(60));
+    assert_eq!(
+        models
+            .iter()
+            .filter(|(_, a, _)| a.unit_type == UnitType::Cpu)
+            .count(),
+        entries as usize
+    );
+    // One footprint twice: refused.
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replacen("00000001\t", "00000000\t", 1);
+    std::fs::write(&path, text).unwrap();
+    let m = refused(dir.path());
+    assert!(
+        m.contains("history entry 1 of 200000: hash: 00000000 twice"),
+        "{m}"
+    );
+}
+
+#[test]
 fn a_malformed_bus_file_is_one_line_naming_the_file_and_line() {
     let cases: &[(&str, &str, &str, &str)] = &[
         ("bus/h.bandwidth", "6500.0\t0.0\tnan\n", "6500.0\t0.0\n", "h.bandwidth:3: row 1: 2 columns, expected 3"),
