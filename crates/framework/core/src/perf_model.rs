@@ -77,6 +77,41 @@ impl History {
         self.recent.push_back(seconds);
     }
 
+    /// A history known only by its statistics, as another tool kept it: `samples` runs
+    /// of mean `mean` and population deviation `dev` (the root of the mean squared
+    /// deviation from the mean, StarPU's `deviation`), no recent runs. Exact: the same
+    /// state as adding runs with those statistics. `None` unless `samples` ≥ 1 and
+    /// `mean` and `dev` are finite and ≥ 0.
+    pub fn from_stats(samples: u64, mean: f64, dev: f64) -> Option<History> {
+        let m2 = dev * dev * samples as f64;
+        (samples >= 1 && mean.is_finite() && mean >= 0.0 && dev.is_finite() && dev >= 0.0)
+            .then_some(History {
+                samples,
+                mean,
+                m2,
+                recent: VecDeque::new(),
+            })
+    }
+
+    /// Adds the runs of `other` (Chan et al.'s pairwise combination: exact, the same
+    /// counts, mean and squared deviations as adding both histories' runs to one). The
+    /// recent runs are this history's then `other`'s, the last [`RECENT`] kept.
+    pub fn pool(&mut self, other: &History) {
+        if other.samples == 0 {
+            return;
+        }
+        let n = self.samples + other.samples;
+        let delta = other.mean - self.mean;
+        let (na, nb) = (self.samples as f64, other.samples as f64);
+        self.mean += delta * nb / n as f64;
+        self.m2 += other.m2 + delta * delta * na * nb / n as f64;
+        self.samples = n;
+        self.recent.extend(other.recent.iter().copied());
+        while self.recent.len() > RECENT {
+            self.recent.pop_front();
+        }
+    }
+
     pub fn samples(&self) -> u64 {
         self.samples
     }
@@ -145,8 +180,27 @@ impl PerfModels {
         }
     }
 
+    /// Adds `history` to `kernel`'s model on `arch` (pooled with what is there).
+    pub fn pool(&mut self, kernel: &str, arch: Arch, history: &History) {
+        match self.kernels.get_mut(kernel) {
+            Some(m) => m.entry(arch).or_default().pool(history),
+            None => {
+                let mut m = FxHashMap::default();
+                m.insert(arch, history.clone());
+                self.kernels.insert(kernel.into(), m);
+            }
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.kernels.is_empty()
+    }
+
+    /// The kernels with a model, sorted.
+    pub fn kernels(&self) -> Vec<&str> {
+        let mut k: Vec<&str> = self.kernels.keys().map(|k| &**k).collect();
+        k.sort_unstable();
+        k
     }
 
     /// Every model, sorted by kernel then arch.
@@ -364,6 +418,32 @@ mod tests {
         }
         assert_eq!(h.recent().len(), RECENT);
         assert!(h.recent().iter().all(|&x| x == 1.0));
+    }
+
+    #[test]
+    fn a_history_from_statistics_or_pooled_equals_the_one_of_the_runs() {
+        let runs = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
+        let mut all = History::default();
+        runs.iter().for_each(|&x| all.add(x));
+        // Population deviation of that set: 2.
+        let h = History::from_stats(8, 5.0, 2.0).unwrap();
+        assert_eq!((h.samples(), h.mean()), (8, 5.0));
+        assert!((h.dev() - all.dev()).abs() < 1e-12);
+        assert!(h.recent().is_empty());
+        let (mut a, mut b) = (History::default(), History::default());
+        runs[..3].iter().for_each(|&x| a.add(x));
+        runs[3..].iter().for_each(|&x| b.add(x));
+        a.pool(&b);
+        assert_eq!(a.samples(), 8);
+        assert!((a.mean() - all.mean()).abs() < 1e-12);
+        assert!((a.dev() - all.dev()).abs() < 1e-12);
+        assert_eq!(a.recent(), all.recent());
+        let mut empty = History::default();
+        empty.pool(&h);
+        assert_eq!(empty, h);
+        for (n, mean, dev) in [(0, 1.0, 0.0), (1, -1.0, 0.0), (1, 1.0, f64::NAN)] {
+            assert!(History::from_stats(n, mean, dev).is_none());
+        }
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! - `PATH.tar.bz2` or a directory: a dumped sysfs tree, loaded by hwloc with
 //!   `HWLOC_FSROOT` and the x86 backend disabled (`env:` lines of `PATH.test` honoured);
 //! - `PATH.toml`: hetsched's own machine file (schema in `docs/machines.md`);
-//! - a preset name (`hetsched machines` lists them).
+//! - a preset name (`hetsched machines` lists them);
+//! - `starpu:HOST` or `starpu:DIR:HOST`: a StarPU calibration ([`starpu`]).
 //!
 //! A file is read only if it is a regular file of at most [`machine_file::limits::MAX_FILE_BYTES`], and reaches
 //! libhwloc only in a forked child process ([`hwloc::load`]): hwloc 2.9 crashes or hangs
@@ -16,6 +17,7 @@ pub mod hwloc_xml;
 mod isolate;
 pub mod machine_file;
 pub mod presets;
+pub mod starpu;
 pub mod sysfs_dump;
 pub mod tree;
 
@@ -32,6 +34,7 @@ pub enum Source {
     SysfsArchive(PathBuf),
     SysfsDir(PathBuf),
     Toml(PathBuf),
+    Starpu(starpu::Sampling),
 }
 
 impl Source {
@@ -39,6 +42,9 @@ impl Source {
     pub fn parse(spec: &str) -> Result<Source> {
         if spec == "live" {
             return Ok(Source::Live);
+        }
+        if let Some(rest) = spec.strip_prefix("starpu:") {
+            return Ok(Source::Starpu(starpu::Sampling::parse(rest)?));
         }
         if let Some(p) = presets::find(spec) {
             return Ok(Source::Preset(p.name));
@@ -51,7 +57,7 @@ impl Source {
             } else {
                 let names: Vec<&str> = presets::PRESETS.iter().map(|p| p.name).collect();
                 format!(
-                    "unknown machine {spec:?}: not \"live\", a preset ({}) or an existing path",
+                    "unknown machine {spec:?}: not \"live\", a preset ({}), starpu:HOST or an existing path",
                     names.join(", ")
                 )
             }));
@@ -104,6 +110,7 @@ pub fn load_source(source: &Source) -> Result<Machine> {
             machine_file::parse(p.toml, &format!("preset {name}"))
         }
         Source::Toml(path) => machine_file::parse(&read(path)?, &path.display().to_string()),
+        Source::Starpu(sampling) => sampling.machine(),
         Source::Xml(path) => {
             hwloc_xml::check(path, &read(path)?)?;
             let origin = path.display().to_string();

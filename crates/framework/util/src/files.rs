@@ -106,8 +106,19 @@ fn open_regular(path: &Path, what: &str, extra: OFlags) -> Result<(File, u64)> {
 /// scenario"). A FIFO, a device or a directory is refused without blocking; a larger
 /// file is refused naming the cap.
 pub fn read(path: &Path, what: &str, cap: u64) -> Result<Vec<u8>> {
+    read_opened(path, what, cap, open(path, what)?)
+}
+
+/// [`read_text`], but a symbolic link at `path` itself is refused rather than followed:
+/// for the files of a directory hetsched was pointed at, which should hold no links out
+/// of it.
+pub fn read_text_nofollow(path: &Path, what: &str, cap: u64) -> Result<String> {
+    let data = read_opened(path, what, cap, open_nofollow(path, what)?)?;
+    utf8(path, what, data)
+}
+
+fn read_opened(path: &Path, what: &str, cap: u64, (file, size): (File, u64)) -> Result<Vec<u8>> {
     let shown = path.display();
-    let (file, size) = open(path, what)?;
     let too_big = |n: u64| {
         Error::input(format!(
             "{shown}: {n} bytes; {what} may have at most {}",
@@ -130,7 +141,11 @@ pub fn read(path: &Path, what: &str, cap: u64) -> Result<Vec<u8>> {
 
 /// [`read`], as UTF-8 text.
 pub fn read_text(path: &Path, what: &str, cap: u64) -> Result<String> {
-    String::from_utf8(read(path, what, cap)?).map_err(|e| {
+    utf8(path, what, read(path, what, cap)?)
+}
+
+fn utf8(path: &Path, what: &str, data: Vec<u8>) -> Result<String> {
+    String::from_utf8(data).map_err(|e| {
         Error::input(format!(
             "{}: {what} must be UTF-8 text (invalid byte at offset {})",
             path.display(),

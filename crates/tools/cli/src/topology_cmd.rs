@@ -3,12 +3,13 @@
 use clap::{Args, ValueEnum};
 use hetsched_core::machine::UnitGranularity;
 use hetsched_core::{Error, Result};
-use hetsched_topology::presets;
+use hetsched_topology::{presets, starpu};
 
 #[derive(Args)]
 pub struct TopologyArgs {
     /// Machine: `live`, a preset name, an hwloc XML file, a sysfs dump (.tar.bz2 or
-    /// directory), or a TOML machine file.
+    /// directory), a TOML machine file, or a StarPU calibration (`starpu:HOST`,
+    /// `starpu:DIR:HOST`).
     #[arg(long, default_value = "live")]
     pub machine: String,
     /// Print JSON (schema: docs/machine-model.md) instead of a tree.
@@ -50,6 +51,31 @@ pub fn machines() -> Result<()> {
     for p in presets::PRESETS {
         println!("{:<10} {:<45} {}", p.name, p.paper, presets::description(p));
     }
-    println!("\nAlso: `live` (this machine, through hwloc), an hwloc XML file, a sysfs dump (.tar.bz2 or directory), a .toml machine file.");
+    let (dirs, found) = starpu::installed();
+    let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    if found.is_empty() {
+        println!(
+            "\nNo StarPU calibration found (looked in {}; Debian's are in the package starpu-examples).",
+            searched.join(", ")
+        );
+    } else {
+        println!(
+            "\n{:<24} {:>5} {:>5} {:>7} {:>7}  directory",
+            "StarPU calibration", "CPUs", "CUDA", "OpenCL", "models"
+        );
+        for f in &found {
+            let spec = format!("starpu:{}", f.sampling.host);
+            let dir = f.sampling.dir.display();
+            match &f.config {
+                Ok(c) => println!(
+                    "{spec:<24} {:>5} {:>5} {:>7} {:>7}  {dir}",
+                    c.cpus, c.cuda, c.opencl, f.models
+                ),
+                Err(e) => println!("{spec:<24} unreadable: {e}"),
+            }
+        }
+        println!("(looked in {})", searched.join(", "));
+    }
+    println!("\nAlso: `live` (this machine, through hwloc), an hwloc XML file, a sysfs dump (.tar.bz2 or directory), a .toml machine file, starpu:DIR:HOST (a StarPU sampling directory).");
     Ok(())
 }

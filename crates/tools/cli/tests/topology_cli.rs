@@ -190,3 +190,55 @@ numa_node = 0
     assert_eq!(caps, vec![1024, 1024, 512, 512, 3072]);
     assert_eq!(v["units"][4]["type"], "opencl");
 }
+
+#[test]
+fn starpu_calibrations_are_machines_and_listed() {
+    let debian = std::path::Path::new("/usr/share/starpu/perfmodels/sampling");
+    let list = |model_dir: &std::path::Path| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hetsched"))
+            .arg("machines")
+            .env("STARPU_PERF_MODEL_DIR", model_dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let empty = tempfile::tempdir().unwrap();
+    let text = list(empty.path());
+    assert!(
+        text.contains(&format!("{}, {}", empty.path().display(), debian.display())),
+        "{text}"
+    );
+    if !debian.join("bus/idgraf.config").exists() {
+        println!("skipped the rest: {} is not installed", debian.display());
+        assert!(
+            text.contains("No StarPU calibration found (looked in "),
+            "{text}"
+        );
+        return;
+    }
+    let idgraf = text
+        .lines()
+        .find(|l| l.starts_with("starpu:idgraf "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let fields: Vec<&str> = idgraf.split_whitespace().collect();
+    assert_eq!(
+        fields[..5],
+        ["starpu:idgraf", "12", "8", "0", "40"],
+        "{idgraf}"
+    );
+
+    let out = hetsched(&["topology", "--machine", "starpu:idgraf"]);
+    let tree = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(tree.starts_with("Machine starpu:idgraf (starpu:"), "{tree}");
+    assert!(tree.contains("Units: 20 (12 cpu, 8 gpu"), "{tree}");
+    assert_input_error(
+        &hetsched(&["topology", "--machine", "starpu:no-such-host"]),
+        &["starpu:no-such-host", "no StarPU calibration", "idgraf"],
+    );
+}
