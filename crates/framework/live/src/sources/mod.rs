@@ -157,8 +157,8 @@ mod tests {
     fn a_root_holds_absolute_paths_under_it() {
         assert_eq!(Root::default().join("/sys/x"), PathBuf::from("/sys/x"));
         assert_eq!(
-            Root::new("/tmp/t").join("/sys/x"),
-            PathBuf::from("/tmp/t/sys/x")
+            Root::new("/fake/tree").join("/sys/x"),
+            PathBuf::from("/fake/tree/sys/x")
         );
     }
 }
