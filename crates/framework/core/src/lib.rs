@@ -2,6 +2,7 @@
 
 pub mod cpu_list;
 pub mod engine_core;
+pub mod footprint;
 pub mod id_map;
 pub mod machine;
 pub mod ns;
