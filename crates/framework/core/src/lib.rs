@@ -3,6 +3,7 @@
 pub mod cpu_list;
 pub mod engine_core;
 pub mod footprint;
+pub mod graph;
 pub mod id_map;
 pub mod machine;
 pub mod ns;
