@@ -155,7 +155,12 @@ mod tests {
         assert_ne!(task([a, b]), task([b, a]));
         assert_ne!(
             Shape::Vector { nx: 960 }.footprint(),
-            Shape::Block { nx: 960, ny: 1, nz: 1 }.footprint()
+            Shape::Block {
+                nx: 960,
+                ny: 1,
+                nz: 1
+            }
+            .footprint()
         );
         assert_eq!(task([]), 0);
     }

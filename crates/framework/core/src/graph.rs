@@ -214,7 +214,7 @@ impl TaskGraph {
         let mut merged: Vec<(u32, bool)> = Vec::with_capacity(MAX_ACCESSES);
         for (t, task) in self.tasks.iter().enumerate() {
             let t32 = t as u32; // < MAX_TASKS (checked)
-            // The task's handles, each once, writing if any access writes.
+                                // The task's handles, each once, writing if any access writes.
             merged.clear();
             merged.extend(task.accesses.iter().map(|a| (a.handle, a.mode.writes())));
             merged.sort_unstable_by_key(|&(h, w)| (h, !w));
@@ -307,7 +307,10 @@ mod tests {
 
     #[test]
     fn readers_of_unwritten_data_share_it_freely() {
-        let g = graph(2, vec![task(&[(0, R)]), task(&[(0, R), (1, R)]), task(&[(1, R)])]);
+        let g = graph(
+            2,
+            vec![task(&[(0, R)]), task(&[(0, R), (1, R)]), task(&[(1, R)])],
+        );
         assert_eq!(preds(&g), vec![Vec::<u32>::new(); 3]);
         // A writer then waits for all of them.
         let mut g = g;

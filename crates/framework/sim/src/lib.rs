@@ -5,6 +5,7 @@ pub mod bench;
 pub mod calendar;
 pub mod compare;
 pub mod engine;
+pub mod graphs;
 pub mod io;
 pub mod run_ends;
 pub mod scenario;

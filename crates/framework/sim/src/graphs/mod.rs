@@ -1,0 +1,121 @@
+//! Task-graph generators: StarPU's tiled dense factorizations, task for task as its
+//! examples submit them, with its examples' kernel names (the codelets' model symbols)
+//! and StarPU's footprints ([`hetsched_core::footprint`]), so that the calibrations of
+//! StarPU's examples (`hetsched_topology::starpu`, `--machine starpu:HOST`) time their
+//! tasks unchanged.
+//!
+//! One file per algorithm: [`cholesky`] (`examples/cholesky/cholesky_implicit.c`) and
+//! [`lu`] (`examples/lu/xlu_implicit.c`). The graphs are data only: the engines do not
+//! run task graphs yet.
+
+pub mod cholesky;
+pub mod lu;
+
+pub use cholesky::cholesky;
+pub use lu::lu;
+
+use hetsched_core::footprint;
+use hetsched_core::graph::{Access, GraphTask, Mode, MAX_TASKS};
+use hetsched_core::{Error, Result};
+use std::sync::Arc;
+
+/// The most tiles a side ([`Tiled::tiles`]); the task count is bounded too
+/// ([`MAX_TASKS`]).
+pub const MAX_TILES: u32 = 1 << 16;
+
+/// The largest tile side in elements (a 65536² double tile is 32 GiB).
+pub const MAX_TILE: u32 = 1 << 16;
+
+/// The element type of the matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// `float` (StarPU's `s` examples: `starpu_slu_*`, and the Cholesky example).
+    Single,
+    /// `double` (`starpu_dlu_*`).
+    Double,
+}
+
+impl Precision {
+    pub fn bytes(self) -> u64 {
+        match self {
+            Precision::Single => 4,
+            Precision::Double => 8,
+        }
+    }
+
+    /// The letter StarPU's LU example puts in its symbols (`STARPU_LU(name)`).
+    fn letter(self) -> char {
+        match self {
+            Precision::Single => 's',
+            Precision::Double => 'd',
+        }
+    }
+}
+
+/// A square matrix of `tiles` × `tiles` tiles of `tile` × `tile` elements (StarPU's
+/// examples: `-nblocks tiles -size tiles*tile`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tiled {
+    pub tiles: u32,
+    pub tile: u32,
+    pub precision: Precision,
+}
+
+impl Tiled {
+    /// Checks the sides, and that `tasks` (the algorithm's count, computed in u128 from
+    /// the checked sides) fits a graph.
+    fn check(&self, algorithm: &str, tasks: impl Fn(u128) -> u128) -> Result<()> {
+        if self.tiles == 0 || self.tiles > MAX_TILES || self.tile == 0 || self.tile > MAX_TILE {
+            return Err(Error::input(format!(
+                "{algorithm}: {} tiles of {} elements a side; expected 1 to {MAX_TILES} tiles \
+                 of 1 to {MAX_TILE} elements",
+                self.tiles, self.tile
+            )));
+        }
+        let n = tasks(u128::from(self.tiles));
+        if n > MAX_TASKS as u128 {
+            return Err(Error::input(format!(
+                "{algorithm}: {} tiles a side make {n} tasks; a task graph has at most \
+                 {MAX_TASKS}",
+                self.tiles
+            )));
+        }
+        Ok(())
+    }
+
+    /// A tile's size in bytes.
+    pub fn tile_bytes(&self) -> u64 {
+        u64::from(self.tile) * u64::from(self.tile) * self.precision.bytes()
+    }
+}
+
+/// One of an algorithm's kernels: its name and its footprint (on `buffers` square
+/// tiles).
+#[derive(Clone)]
+struct Kernel {
+    name: Arc<str>,
+    footprint: u64,
+}
+
+impl Kernel {
+    fn new(name: &str, tile: u32, buffers: usize) -> Kernel {
+        Kernel {
+            name: Arc::from(name),
+            footprint: footprint::square_tiles(tile, buffers),
+        }
+    }
+
+    /// A task of this kernel on `accesses`, in its codelet's buffer order.
+    fn task(&self, accesses: &[(u32, Mode)], flops: f64) -> GraphTask {
+        GraphTask {
+            kernel: self.name.clone(),
+            footprint: self.footprint,
+            accesses: accesses
+                .iter()
+                .map(|&(handle, mode)| Access { handle, mode })
+                .collect(),
+            after: Vec::new(),
+            flops,
+        }
+    }
+}
