@@ -24,9 +24,12 @@
 //!   or `size_base` function, as the Cholesky and LU examples' models): each buffer's
 //!   handle footprint hashed in turn, in the codelet's buffer order, from 0.
 //!
-//! Checked against Debian's `starpu-examples` calibrations: every footprint in the
-//! Cholesky (`chol_model_11/21/22`) and LU (`starpu_[sd]lu_lu_model_*`) files is a
-//! square-tile task's ([`square_tiles`]); the tests below recompute some.
+//! Checked against Debian's `starpu-examples` calibrations: every footprint in their
+//! Cholesky (`chol_model_11/21/22`) and LU (`starpu_[sd]lu_lu_model_*`) files, all
+//! hosts, is [`square_tiles`] of a tile side of 320, 640, 960 or 1440 on the codelet's
+//! 1, 2 or 3 buffers; the tests below recompute those of each side, and
+//! `crates/framework/sim/tests/graphs.rs` looks every generated task up in the
+//! imported idgraf models.
 //!
 //! The CRC is written here rather than taken from a crate (the exception to "prefer a
 //! library"): StarPU's variant (unreflected, caller-chosen initial value, fed 4 bytes
