@@ -24,8 +24,9 @@ use hetsched_core::{Error, Result};
 use params::{ParamInfo, Params};
 
 /// A registered policy. Each policy's module declares its own (`REGISTERED`); adding a
-/// policy touches its file and this one only ([`REGISTRY`], and [`Built`] for a new
-/// type), and every test suite that iterates the registry (the simulator's property
+/// policy touches its file and this one only (its module and its line in [`REGISTRY`];
+/// its builder returns [`Built::dynamic`], or, with its type listed in [`Built`], the
+/// engine compiled for it), and every test suite that iterates the registry (the simulator's property
 /// test, the arbiter's tests, the conformance of the two engines) covers it. Its builder
 /// reads every parameter it accepts through [`Params`], so that `hetsched policies` lists
 /// them ([`Registered::params`]).
@@ -77,7 +78,7 @@ pub const REGISTRY: &[Registered] = &[
 /// What to do with a policy of the registry, given its type ([`Built::visit`]).
 pub trait PolicyVisitor {
     type Output;
-    fn visit<P: Policy>(self, policy: &mut P) -> Self::Output;
+    fn visit<P: Policy + ?Sized>(self, policy: &mut P) -> Self::Output;
 }
 
 /// Declares [`Built`] over the policy types: one list, so that a variant cannot be missed
@@ -90,7 +91,10 @@ macro_rules! policy_types {
         /// Policy`'s table: `hetsched bench sim` measured cfs and fcfs 4–5 % faster
         /// (docs/dev/simulator-performance.md). What needs no speed takes the box ([`build`]).
         pub enum Built {
-            $($variant($ty)),*
+            $($variant($ty),)*
+            /// A policy of any type, behind `dyn Policy` ([`Built::dynamic`]): what a new
+            /// policy's builder returns until its type is listed here for speed.
+            Dynamic(Box<dyn Policy>),
         }
 
         $(impl From<$ty> for Built {
@@ -100,17 +104,25 @@ macro_rules! policy_types {
         })*
 
         impl Built {
+            /// `policy` behind `dyn Policy`: a registered policy needs no line in
+            /// `policy_types!` to run; listing its type there compiles the engine for it.
+            pub fn dynamic(policy: impl Policy + 'static) -> Built {
+                Built::Dynamic(Box::new(policy))
+            }
+
             /// Hands the policy, with its type, to `visitor`.
             pub fn visit<V: PolicyVisitor>(self, visitor: V) -> V::Output {
                 match self {
-                    $(Built::$variant(mut p) => visitor.visit(&mut p)),*
+                    $(Built::$variant(mut p) => visitor.visit(&mut p),)*
+                    Built::Dynamic(mut p) => visitor.visit(&mut *p),
                 }
             }
 
             /// The policy behind `dyn Policy` (what [`build`] returns).
             pub fn boxed(self) -> Box<dyn Policy> {
                 match self {
-                    $(Built::$variant(p) => Box::new(p)),*
+                    $(Built::$variant(p) => Box::new(p),)*
+                    Built::Dynamic(p) => p,
                 }
             }
         }
@@ -187,6 +199,28 @@ mod tests {
                 assert_eq!(build(spec, 0).unwrap().name(), *spec);
             }
         }
+    }
+
+    /// A policy whose type [`Built`] does not list runs behind `dyn Policy`, the same
+    /// policy: what a visitor sees of it is what it sees of the typed one.
+    #[test]
+    fn a_dynamic_policy_is_visited_and_boxed_as_the_typed_one() {
+        struct Name;
+        impl PolicyVisitor for Name {
+            type Output = String;
+            fn visit<P: Policy + ?Sized>(self, policy: &mut P) -> String {
+                policy.name().to_string()
+            }
+        }
+        let typed = build_typed("cfs:latency_ms=12", 0).unwrap();
+        let Ok(Built::Cfs(cfs)) = build_typed("cfs:latency_ms=12", 0) else {
+            panic!("cfs builds a Cfs")
+        };
+        let dynamic = Built::dynamic(cfs);
+        assert!(matches!(dynamic, Built::Dynamic(_)));
+        assert_eq!(typed.visit(Name), "cfs:latency_ms=12");
+        assert_eq!(dynamic.visit(Name), "cfs:latency_ms=12");
+        assert_eq!(Built::dynamic(fcfs::Fcfs).boxed().name(), "fcfs");
     }
 
     #[test]

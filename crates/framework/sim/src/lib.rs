@@ -112,7 +112,7 @@ impl<'a, I: IntoIterator<Item = SimTask>> Simulation<'a, I> {
         }
         impl<R: Recorder + ?Sized, I: IntoIterator<Item = SimTask>> PolicyVisitor for Run<'_, R, I> {
             type Output = Result<RunSummary>;
-            fn visit<P: Policy>(self, policy: &mut P) -> Result<RunSummary> {
+            fn visit<P: Policy + ?Sized>(self, policy: &mut P) -> Result<RunSummary> {
                 engine::run(self.machine, policy, self.arrivals, self.config, self.rec)
             }
         }
