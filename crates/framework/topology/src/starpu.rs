@@ -644,7 +644,8 @@ fn build(
                 link_bandwidth_bytes_per_s: Some(bw),
                 link_latency_s: Some((lat_in + lat_out) / 2.0 * 1e-6),
                 relative_speed: None,
-                numa_node: None,
+                // All of RAM is the one NUMA node here (see the module documentation).
+                numa_node: Some(0),
                 pci_bus_id: None,
             });
             node += 1;

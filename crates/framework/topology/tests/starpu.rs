@@ -49,6 +49,9 @@ fn idgraf_is_12_cpus_and_8_cuda_gpus_with_their_host_links() {
     assert!(m.units.iter().all(|u| u.capacity == 1024));
     let cuda0 = &m.accelerators[0];
     assert_eq!(cuda0.name, "cuda0");
+    // All of RAM is the machine's one NUMA node, and every device is attached to it.
+    assert_eq!(m.numa_nodes.len(), 1);
+    assert!(m.accelerators.iter().all(|a| a.numa_node == Some(0)));
     // idgraf.bandwidth: row 0 (RAM) column 1 (CUDA0) 5985.150529 MB/s, row 1 column 0
     // 6518.853316 MB/s; idgraf.latency: 11.018609 and 11.927148 µs.
     let (h2d, d2h) = (5985.150529e6, 6518.853316e6);
