@@ -130,7 +130,11 @@ fn claims(f3: &Fig3, f4: &Fig4, f5: &Fig5, f67: &Fig67) -> Vec<Claim> {
         "{} on CPU cores, {} on the GPU",
         f3.started_cpu, f3.started_gpu
     );
-    c.tolerance = "holds if exactly 9 and 6".into();
+    c.tolerance = "holds if exactly 9 and 6; this follows from the queue limit by \
+                   construction (the GPU takes 1 running and 5 queued, the other 9 go to \
+                   idle CPU cores), so it checks that the policy keeps the limit, not a \
+                   finding"
+        .into();
     c.verdict = yes((f3.started_cpu, f3.started_gpu) == (9, 6));
     out.push(c);
 
