@@ -4,6 +4,9 @@
 # fresh machine) is made while clippy compiles, so a fresh clone does not wait for both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One build per run: incremental caches would add 2.5 GB to target/ for nothing (CI machines
+# have little disk; a CI run once failed on it).
+export CARGO_INCREMENTAL=0
 
 started=$SECONDS
 phase() {
