@@ -211,6 +211,7 @@ impl EngineCore {
                 tasks: TaskStore::default(),
                 kinds,
                 models: PerfModels::default(),
+                graph: None,
             },
             running_slot: vec![0; n],
             idle: UnitSet::full(n),
@@ -231,6 +232,35 @@ impl EngineCore {
     /// Starts from models kept from earlier runs (before the first task).
     pub fn set_models(&mut self, models: PerfModels) {
         self.view.models = models;
+    }
+
+    /// Runs a task graph: its tasks arrive as their predecessors complete
+    /// ([`Self::pop_ready`]), and their data moves between memory nodes
+    /// ([`crate::dataflow`]). Before the first task.
+    pub fn set_graph(&mut self, graph: crate::dataflow::GraphRun) {
+        self.view.graph = Some(Box::new(graph));
+    }
+
+    /// The graph under way, if any.
+    pub fn graph(&self) -> Option<&crate::dataflow::GraphRun> {
+        self.view.graph.as_deref()
+    }
+
+    /// The next graph task whose predecessors have all completed, to arrive now.
+    #[inline]
+    pub fn pop_ready(&mut self) -> Option<u32> {
+        self.view.graph.as_deref_mut()?.pop_ready()
+    }
+
+    /// `task` starts on `unit` now: in a graph, the copies its inputs lack there are
+    /// issued; returns how long it waits for them, ns (0 outside a graph).
+    #[inline]
+    pub fn fetch_inputs(&mut self, task: TaskId, unit: UnitId) -> u64 {
+        let now = self.view.now_ns;
+        match self.view.graph.as_deref_mut() {
+            Some(g) => g.start(task, unit, now),
+            None => 0,
+        }
     }
 
     /// The performance models so far: those it started from, and what it observed if
@@ -467,7 +497,20 @@ impl EngineCore {
         debug_assert_eq!(e.task.id, task);
         e.set_placement(Placement::Queued(q));
         self.emit(host, task, EventKind::Enqueue { queue: q });
+        if let QueueId::Unit(u) = q {
+            self.prefetch(task, u);
+        }
         host.queued(self, task, q);
+    }
+
+    /// In a graph that prefetches, issues the copies `task`, just queued on `u`, lacks
+    /// there.
+    #[inline]
+    fn prefetch(&mut self, task: TaskId, u: UnitId) {
+        let now = self.view.now_ns;
+        if let Some(g) = self.view.graph.as_deref_mut().filter(|g| g.prefetch) {
+            g.fetch(task, u, now);
+        }
     }
 
     /// After `task` (store slot `slot`) was queued on `q`: lets `q`'s unit pick if
@@ -778,6 +821,9 @@ impl EngineCore {
             self.observe(u, slot);
         }
         policy.complete(self.view(), task, u);
+        if let Some(g) = self.view.graph.as_deref_mut() {
+            g.completed(task, u, self.view.now_ns);
+        }
         host.ended(self, task, slot);
         self.view.tasks.discard(&task);
         self.pick(policy, host, u).map(|_| ())
@@ -785,7 +831,8 @@ impl EngineCore {
 
     /// Records the run of the task in `slot`, which just completed on `u`, in the
     /// performance models, if it ran there in one stretch: its time less what its copies
-    /// to and from the unit cost (as StarPU's history models time the kernel alone).
+    /// to and from the unit cost and what it waited for its data (as StarPU's history
+    /// models time the kernel alone).
     #[cold]
     fn observe(&mut self, u: UnitId, slot: usize) {
         let e = self.view.tasks.at_slot(slot);
@@ -796,12 +843,17 @@ impl EngineCore {
             .view
             .machine
             .copy_s(u, e.task.bytes_in, e.task.bytes_out);
-        let seconds = (e.run_ns as f64 * 1e-9 - copies).max(0.0);
+        let waited = self
+            .view
+            .graph
+            .as_deref()
+            .map_or(0, |g| g.waited_ns(e.task.id));
+        let seconds = (e.run_ns.saturating_sub(waited) as f64 * 1e-9 - copies).max(0.0);
         let unit = &self.view.machine.units[u as usize];
         let arch = Arch {
             unit_type: unit.kind,
             capacity: unit.capacity,
-            footprint: 0,
+            footprint: e.task.footprint,
         };
         let kernel = e.task.kind.clone();
         self.view.models.observe(&kernel, arch, seconds);
@@ -926,6 +978,7 @@ impl EngineCore {
         let e = self.view.tasks.at_slot_mut(slot);
         debug_assert_eq!(e.task.id, task);
         e.set_placement(Placement::Queued(QueueId::Unit(to)));
+        self.prefetch(task, to);
         host.queued(self, task, QueueId::Unit(to));
     }
 

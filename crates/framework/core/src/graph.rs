@@ -3,7 +3,7 @@
 //! submitted makes the dependencies (StarPU's sequential consistency, its implicit
 //! data dependencies), to which a task may add explicit predecessors.
 //!
-//! Only the graph and its dependencies are here; the engines do not run graphs yet.
+//! Only the graph and its dependencies are here; a run of one is [`crate::dataflow`].
 //!
 //! A graph is input (a generator's parameters, later a file), so [`TaskGraph::check`]
 //! bounds it: at most [`MAX_TASKS`] tasks and [`MAX_DATA`] handles, at most

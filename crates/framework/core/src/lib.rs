@@ -1,6 +1,7 @@
 //! hetsched-core: the concepts every other crate shares.
 
 pub mod cpu_list;
+pub mod dataflow;
 pub mod engine_core;
 pub mod footprint;
 pub mod graph;

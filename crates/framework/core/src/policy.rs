@@ -307,6 +307,8 @@ pub struct View {
     pub(crate) kinds: Vec<UnitType>,
     /// The performance models (see [`Policy::wants_models`]).
     pub(crate) models: crate::perf_model::PerfModels,
+    /// The task graph under way, if the run is one ([`View::graph`]).
+    pub(crate) graph: Option<Box<crate::dataflow::GraphRun>>,
 }
 
 impl View {
@@ -316,6 +318,23 @@ impl View {
     #[inline]
     pub fn models(&self) -> &crate::perf_model::PerfModels {
         &self.models
+    }
+
+    /// The task graph under way, when the run is one: its tasks (the task of id `i` is
+    /// its task `i`), dependencies and data, and where each handle has a valid copy.
+    /// `None` for independent tasks.
+    #[inline]
+    pub fn graph(&self) -> Option<&crate::dataflow::GraphRun> {
+        self.graph.as_deref()
+    }
+
+    /// The time the copies `task` lacks on `unit` would take if issued now on idle links,
+    /// seconds (StarPU's `starpu_task_expected_data_transfer_time`): 0 outside a graph.
+    #[inline]
+    pub fn transfer_estimate_s(&self, task: TaskId, unit: UnitId) -> f64 {
+        self.graph.as_deref().map_or(0.0, |g| {
+            g.transfer_estimate_ns(task, unit, self.now_ns) as f64 * 1e-9
+        })
     }
 
     /// Current time in nanoseconds since the start of the run.

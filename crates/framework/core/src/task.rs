@@ -322,6 +322,11 @@ pub struct TaskClass {
     pub io_device: Option<u32>,
     /// CFS-style weight (1024 = nice 0).
     pub weight: u32,
+    /// The performance-model footprint of the task's data (StarPU's hash of its sizes,
+    /// [`crate::footprint`]; 0: one model for every size), keying its history beside
+    /// its type.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub footprint: u64,
     /// Checkpoint interval per unit type in ns (0 = none): where an accelerator run may
     /// be interrupted.
     pub checkpoint_ns: PerUnitType<u64>,
@@ -343,6 +348,7 @@ thread_local! {
             device_home: None,
             io_device: None,
             weight: 1024,
+            footprint: 0,
             checkpoint_ns: PerUnitType::default(),
             signature: None,
         })

@@ -438,6 +438,8 @@ impl Arbiter {
             signature: signature.as_ref().map(|s| s.to_json().into()),
             // Accelerator-resident data is the simulator's alone.
             device_home: None,
+            // The protocol carries no data sizes: a client's models are per type.
+            footprint: 0,
         };
         let mut task = Task::new(id, self.core.now(), Arc::new(class));
         task.set_numa_home(*numa_home);

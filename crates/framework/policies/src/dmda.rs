@@ -8,8 +8,11 @@
 //!   class has `calibrate` samples (10 by default, StarPU's `STARPU_CALIBRATE_MINIMUM`).
 //!   The task goes to the unit of least fitness `α (end − best end) + β copy`, where
 //!   `end` is when the unit is expected free, plus the expected work queued there, plus
-//!   the estimate, and `copy` the time to copy the task's bytes to and from it (ties:
-//!   fewer tasks, then the lowest id). StarPU's third term, γ times the energy, is left
+//!   the estimate, and `copy` the time to copy the task's bytes to and from it and, in
+//!   a task graph, to bring the data it reads that has no valid copy on the unit's
+//!   memory node ([`View::transfer_estimate_s`], StarPU's
+//!   `starpu_task_expected_data_transfer_time`) (ties: fewer tasks, then the lowest
+//!   id). A model is the kernel's on the unit's class and for the task's footprint. StarPU's third term, γ times the energy, is left
 //!   out: no machine here has power figures.
 //! - **Not calibrated** (some unit has no estimate yet): StarPU's greedy fallback. The
 //!   task goes to a unit whose class is not calibrated if there is one, so that
@@ -39,7 +42,7 @@ use rustc_hash::FxHashMap;
 /// The registry's entry for this policy.
 pub const REGISTERED: crate::Registered = crate::Registered {
     name: "dmda",
-    about: "StarPU 1.3's dmda: minimum expected completion (expected end + copies) from history models, calibrated first (10 runs a unit class), greedy by load per assumed speed-up until then",
+    about: "StarPU 1.3's dmda: minimum expected completion (expected end + copies, a task graph's data transfers included) from history models, calibrated first (10 runs a unit class), greedy by load per assumed speed-up until then",
     test_specs: &["dmda", "dmda:calibrate=1", "dmda:learn=0", "dmda:alpha=0.5,beta=2"],
     build: |spec, p, _| Ok(Dmda::from_params(spec, p)?.into()),
 };
@@ -105,12 +108,14 @@ impl Dmda {
         })
     }
 
-    fn arch(view: &View, unit: UnitId) -> Arch {
+    /// The model class of `task` on `unit`: the unit's type and capacity, the task's
+    /// footprint.
+    fn arch(view: &View, unit: UnitId, task: &Task) -> Arch {
         let u = view.unit(unit);
         Arch {
             unit_type: u.kind,
             capacity: u.capacity,
-            footprint: 0,
+            footprint: task.footprint,
         }
     }
 
@@ -121,7 +126,7 @@ impl Dmda {
             return None;
         }
         view.models()
-            .get(&task.kind, &Self::arch(view, unit))
+            .get(&task.kind, &Self::arch(view, unit, task))
             .filter(|h| h.samples() >= self.calibrate)
             .map(|h| h.mean())
     }
@@ -140,7 +145,7 @@ impl Dmda {
         let t = view.task(r.task);
         let history = view
             .models()
-            .get(&t.kind, &Self::arch(view, unit))
+            .get(&t.kind, &Self::arch(view, unit, t))
             .filter(|h| self.learn && h.samples() > 0);
         let left = match history {
             Some(h) => {
@@ -206,7 +211,8 @@ impl Policy for Dmda {
             let options: Vec<(UnitId, f64, f64, f64, usize)> = runs_on()
                 .map(|u| {
                     let run = self.estimate_s(t, view, u.id).unwrap_or(0.0);
-                    let copy = view.machine().copy_s(u.id, t.bytes_in, t.bytes_out);
+                    let copy = view.machine().copy_s(u.id, t.bytes_in, t.bytes_out)
+                        + view.transfer_estimate_s(task, u.id);
                     let end =
                         self.busy_until_s(view, u.id, now) + self.queued_s[u.id as usize] + run;
                     (u.id, end, copy, run, view.load(u.id))

@@ -9,6 +9,7 @@ pub mod dmda;
 pub mod eevdf;
 pub mod fair;
 pub mod fcfs;
+pub mod heft;
 pub mod io_affinity;
 pub mod load;
 pub mod numa_amp;
@@ -69,6 +70,7 @@ pub const REGISTRY: &[Registered] = &[
     random::REGISTERED,
     ws::REGISTERED,
     dmda::REGISTERED,
+    heft::REGISTERED,
     affinity::REGISTERED,
     numa_amp::REGISTERED,
     io_affinity::REGISTERED,

@@ -35,10 +35,12 @@
 //! sees it. A policy that breaks the contract (a [`ContractError`]) stops the run with
 //! `Error::Runtime`.
 
+use crate::graphs::GraphTasks;
 use crate::io::IoStreams;
 use crate::run_ends::RunEnds;
 use crate::speed::SpeedModel;
 use crate::task::{SimTask, Workload};
+use hetsched_core::dataflow::{GraphRun, Traffic};
 use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host, MemoryMove};
 use hetsched_core::machine::{Machine, UnitType};
 use hetsched_core::ns::round_u64;
@@ -72,6 +74,9 @@ pub struct Config {
     /// Performance models kept from earlier runs, for a policy that reads them
     /// ([`Policy::wants_models`]).
     pub models: PerfModels,
+    /// In a task graph, a task's input copies are issued only when it starts, not
+    /// when it is queued on a unit (StarPU's prefetch, the default).
+    pub fetch_at_start: bool,
 }
 
 /// Engine events between two looks at [`Config::watch`] and [`Config::max_kept_events`]:
@@ -164,6 +169,8 @@ pub struct RunSummary {
     /// The performance models at the end (those the run started from, and what it
     /// observed), when the policy reads them: what to keep for the next run.
     pub models: Option<PerfModels>,
+    /// The copies a task graph's data took between memory nodes.
+    pub traffic: Traffic,
 }
 
 impl RunSummary {
@@ -398,6 +405,24 @@ where
     R: Recorder + ?Sized,
     I: IntoIterator<Item = SimTask>,
 {
+    run_with(machine, policy, arrivals, None, config, rec)
+}
+
+/// [`run`], then a task graph's tasks as they become ready (`graph`; see
+/// `hetsched_core::dataflow`).
+pub(crate) fn run_with<P, R, I>(
+    machine: &Machine,
+    policy: &mut P,
+    arrivals: I,
+    graph: Option<&GraphTasks>,
+    config: &Config,
+    rec: &mut R,
+) -> Result<RunSummary>
+where
+    P: Policy + ?Sized,
+    R: Recorder + ?Sized,
+    I: IntoIterator<Item = SimTask>,
+{
     let n = machine.units.len();
     if n > RunEnds::MAX_UNITS {
         return Err(Error::input(format!(
@@ -422,6 +447,13 @@ where
     if policy.wants_models() {
         core.set_models(config.models.clone());
     }
+    if let Some(g) = graph {
+        core.set_graph(GraphRun::new(
+            g.graph().clone(),
+            machine,
+            !config.fetch_at_start,
+        )?);
+    }
     let mut sim = Sim {
         machine,
         models: Models::default(),
@@ -443,6 +475,9 @@ where
     // The next arrival waits in the task store, where it will live; its arrival time
     // beside it, read at every event.
     let mut pending = arrivals.next().map(|t| sim.stage(&mut core, t));
+    if let Some(g) = graph {
+        sim.arrive_ready(&mut core, policy, g)?;
+    }
     loop {
         if pending.is_none() {
             // Asked again after it said `None`: a closed workload's generator has a task
@@ -510,6 +545,9 @@ where
             }
             Next::Tick => core.tick(policy, &mut sim)?,
         }
+        if let Some(g) = graph {
+            sim.arrive_ready(&mut core, policy, g)?;
+        }
     }
     sim.summary.end_ns = core.now();
     if policy.wants_models() {
@@ -520,7 +558,10 @@ where
         (lo, Some(hi)) if lo == hi => lo,
         _ => arrivals.count(),
     };
-    sim.summary.unfinished = core.tasks().len() as u64 + pending.is_some() as u64 + left as u64;
+    let unreleased = core.graph().map_or(0, |g| g.unreleased());
+    sim.summary.traffic = core.graph().map_or(Traffic::default(), |g| g.traffic);
+    sim.summary.unfinished =
+        core.tasks().len() as u64 + pending.is_some() as u64 + left as u64 + unreleased as u64;
     if let Some(w) = &config.watch {
         w.publish(sim.summary.events, core.now(), &sim.summary);
     }
@@ -642,12 +683,15 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
             _ => *self.remaining.get(slot),
         };
         let kind = core.unit_kind(u);
-        // CPUs copy nothing (see the speed model): their speed entry is not read.
-        let copy_in = match kind {
-            UnitType::Cpu => 0,
+        // CPUs copy nothing (see the speed model): their speed entry is not read. A
+        // graph task's copies are its data's, brought to the unit's memory node.
+        let copy_in = match (kind, core.graph()) {
+            (_, Some(_)) => core.fetch_inputs(task, u),
+            (UnitType::Cpu, None) => 0,
             _ => self.speed.copy_in_ns(&e.task, u),
         }
         .saturating_add(moved);
+        let e = core.tasks().at_slot(slot);
         let params = self.models.shared(h);
         let seg = &mut self.segs[u as usize];
         seg.slot = slot as u32;
@@ -833,6 +877,20 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         Ok(())
     }
 
+    /// The graph's tasks that became ready arrive now, in the order they did.
+    fn arrive_ready<P: Policy + ?Sized>(
+        &mut self,
+        core: &mut EngineCore,
+        policy: &mut P,
+        graph: &GraphTasks,
+    ) -> Result<()> {
+        while let Some(i) = core.pop_ready() {
+            let (staged, _) = self.stage(core, graph.task(i, core.now()));
+            self.arrive(core, policy, staged)?;
+        }
+        Ok(())
+    }
+
     /// The error for an arrival past [`Config::max_live_tasks`].
     #[cold]
     #[inline(never)]
@@ -1010,8 +1068,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             Some(s) if s < need => (s, false),
             _ => (need, true),
         };
-        // CPUs copy nothing (see the speed model) and checkpoint for free.
-        let tail = if kind == UnitType::Cpu {
+        // CPUs copy nothing (see the speed model) and checkpoint for free; a graph
+        // task's results stay where it ran until a reader fetches them.
+        let tail = if kind == UnitType::Cpu || (finishes && core.graph().is_some()) {
             0
         } else if finishes {
             self.speed.copy_out_ns(entry(), u)

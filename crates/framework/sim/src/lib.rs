@@ -36,6 +36,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine> {
 ///
 /// ```text
 /// Simulation::of(&scenario)                 // or Simulation::new(&machine, tasks, &config)
+///                                            // or Simulation::graph(&machine, &graph, &config)
 ///     .on_task(|t| ...)                      // optional: each task as it arrives (progress)
 ///     .run_spec("cfs", seed, &mut recorder)  // a registry policy, compiled for its type
 ///     .run(&mut policy, &mut recorder)       // or a policy object (a box, Python's)
@@ -50,6 +51,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine> {
 pub struct Simulation<'a, I> {
     machine: &'a Machine,
     arrivals: I,
+    graph: Option<&'a graphs::GraphTasks>,
     config: &'a Config,
 }
 
@@ -59,7 +61,22 @@ impl<'a> Simulation<'a, scenario::Tasks<'a>> {
         Simulation {
             machine: &scenario.machine,
             arrivals: scenario.tasks(),
+            graph: scenario.graph.as_deref(),
             config: &scenario.config,
+        }
+    }
+}
+
+impl<'a> Simulation<'a, std::iter::Empty<SimTask>> {
+    /// The tasks of `graph` on `machine` under `config`, each arriving once its
+    /// predecessors have completed, its data moving between memory nodes
+    /// (`hetsched_core::dataflow`).
+    pub fn graph(machine: &'a Machine, graph: &'a graphs::GraphTasks, config: &'a Config) -> Self {
+        Simulation {
+            machine,
+            arrivals: std::iter::empty(),
+            graph: Some(graph),
+            config,
         }
     }
 }
@@ -70,6 +87,7 @@ impl<'a, I: IntoIterator<Item = SimTask>> Simulation<'a, I> {
         Simulation {
             machine,
             arrivals,
+            graph: None,
             config,
         }
     }
@@ -82,6 +100,7 @@ impl<'a, I: IntoIterator<Item = SimTask>> Simulation<'a, I> {
         Simulation {
             machine: self.machine,
             arrivals: self.arrivals.into_iter().inspect(move |t| f(t)),
+            graph: self.graph,
             config: self.config,
         }
     }
@@ -92,7 +111,14 @@ impl<'a, I: IntoIterator<Item = SimTask>> Simulation<'a, I> {
         P: Policy + ?Sized,
         R: Recorder + ?Sized,
     {
-        engine::run(self.machine, policy, self.arrivals, self.config, rec)
+        engine::run_with(
+            self.machine,
+            policy,
+            self.arrivals,
+            self.graph,
+            self.config,
+            rec,
+        )
     }
 
     /// Runs a registry policy (its spec; `seed` is the default of seeded policies),
@@ -107,18 +133,27 @@ impl<'a, I: IntoIterator<Item = SimTask>> Simulation<'a, I> {
         struct Run<'a, R: ?Sized, I> {
             machine: &'a Machine,
             arrivals: I,
+            graph: Option<&'a graphs::GraphTasks>,
             config: &'a Config,
             rec: &'a mut R,
         }
         impl<R: Recorder + ?Sized, I: IntoIterator<Item = SimTask>> PolicyVisitor for Run<'_, R, I> {
             type Output = Result<RunSummary>;
             fn visit<P: Policy + ?Sized>(self, policy: &mut P) -> Result<RunSummary> {
-                engine::run(self.machine, policy, self.arrivals, self.config, self.rec)
+                engine::run_with(
+                    self.machine,
+                    policy,
+                    self.arrivals,
+                    self.graph,
+                    self.config,
+                    self.rec,
+                )
             }
         }
         let run = Run {
             machine: self.machine,
             arrivals: self.arrivals,
+            graph: self.graph,
             config: self.config,
             rec,
         };

@@ -44,6 +44,20 @@
 //! share = 1.0
 //! affinity = { cpu = 1, gpu = 4 }
 //! ```
+//! Or a task graph instead of tasks (`crate::graphs`): its tasks arrive as their
+//! predecessors complete, their data moves between memory nodes, and performance models
+//! time them.
+//! ```toml
+//! machine = "starpu:idgraf"     # a StarPU calibration: its machine and its models
+//! [graph]
+//! algorithm = "cholesky"        # or "lu": StarPU's examples, task for task
+//! tiles = 8                     # tiles a side
+//! tile = 960                    # elements a tile side
+//! precision = "single"          # or "double"
+//! models = "starpu:idgraf"      # default: the machine's calibration (starpu:HOST machines)
+//! durations = "mean"            # or "normal" (seeded by `seed`)
+//! fetch = "prefetch"            # or "start": when a task's input copies are issued
+//! ```
 //! Exponential sizes and inter-arrival times are drawn by inverse-transform sampling
 //! from a seeded ChaCha8 stream (one per generator), so same file + seed = same tasks.
 //!
@@ -107,6 +121,56 @@ struct File {
     tasks: Vec<TaskSpec>,
     #[serde(default, rename = "generator")]
     generators: Vec<GeneratorSpec>,
+    #[serde(default)]
+    graph: Option<GraphSpec>,
+}
+
+/// A scenario's task graph (see the module documentation).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GraphSpec {
+    algorithm: Algorithm,
+    tiles: u32,
+    tile: u32,
+    #[serde(default)]
+    precision: PrecisionSpec,
+    #[serde(default)]
+    models: Option<String>,
+    #[serde(default)]
+    durations: DurationsSpec,
+    #[serde(default)]
+    fetch: Fetch,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Algorithm {
+    Cholesky,
+    Lu,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum PrecisionSpec {
+    #[default]
+    Single,
+    Double,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum DurationsSpec {
+    #[default]
+    Mean,
+    Normal,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Fetch {
+    #[default]
+    Prefetch,
+    Start,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -240,6 +304,8 @@ pub struct Scenario {
     /// Explicit tasks in arrival order, each with its number of copies.
     explicit: Vec<(Task, u64)>,
     generators: Vec<Generator>,
+    /// A task graph, its tasks timed by performance models.
+    pub graph: Option<std::sync::Arc<crate::graphs::GraphTasks>>,
 }
 
 /// The accepted ranges of scenario fields. Times stay below the simulator's horizon
@@ -438,9 +504,27 @@ impl Scenario {
                 mix,
             });
         }
-        if explicit.iter().all(|t| t.1 == 0) && generators.iter().all(|g| g.count == 0) {
+        let (graph, models) = match &file.graph {
+            // Graph tasks are numbered from 0 as the graph's, and arrive as it says.
+            Some(_) if !file.tasks.is_empty() || !file.generators.is_empty() => {
+                return Err(bad(
+                    "graph".into(),
+                    "a scenario with a [graph] has no [[task]] or [[generator]] entries".into(),
+                ))
+            }
+            Some(g) => {
+                let (tasks, models) = graph(g, &file.machine, &machine, file.seed)
+                    .map_err(|e| e.map_message(|m| format!("{origin}: graph: {m}")))?;
+                (Some(std::sync::Arc::new(tasks)), models)
+            }
+            None => (None, Default::default()),
+        };
+        if explicit.iter().all(|t| t.1 == 0)
+            && generators.iter().all(|g| g.count == 0)
+            && graph.is_none()
+        {
             return Err(Error::input(format!(
-                "{origin}: no tasks: expected [[task]] or [[generator]] entries"
+                "{origin}: no tasks: expected [[task]] or [[generator]] entries, or a [graph]"
             )));
         }
         Ok(Scenario {
@@ -455,10 +539,17 @@ impl Scenario {
                 max_events: end.max_events,
                 max_live_tasks: Some(limits::MAX_LIVE_TASKS),
                 max_kept_events: Some(limits::MAX_KEPT_EVENTS),
+                fetch_at_start: file
+                    .graph
+                    .as_ref()
+                    .is_some_and(|g| matches!(g.fetch, Fetch::Start)),
+                // A graph's models are where a policy that reads models starts.
+                models,
                 ..crate::Config::default()
             },
             explicit,
             generators,
+            graph,
         })
     }
 
@@ -494,12 +585,18 @@ impl Scenario {
             streams,
             heads,
             next_id: 0,
-            left: self.task_count(),
+            left: self.streamed_count(),
         }
     }
 
-    /// Total number of tasks.
+    /// Total number of tasks (a graph's included).
     pub fn task_count(&self) -> u64 {
+        let graph = self.graph.iter().map(|g| g.graph().tasks.len() as u64);
+        graph.fold(self.streamed_count(), u64::saturating_add)
+    }
+
+    /// The explicit and generated tasks ([`Scenario::tasks`]).
+    fn streamed_count(&self) -> u64 {
         let explicit = self.explicit.iter().map(|t| t.1);
         let generated = self.generators.iter().map(|g| g.count);
         explicit.chain(generated).fold(0, u64::saturating_add)
@@ -565,6 +662,10 @@ impl Scenario {
                 ),
             };
             entries.push((n, key));
+        }
+        if let Some(g) = &self.graph {
+            let n = g.graph().tasks.len();
+            entries.push((n as f64, format!("graph: {n} tasks")));
         }
         entries
     }
@@ -686,6 +787,48 @@ impl Iterator for GeneratorStream<'_> {
         task.arrival_ns = secs(self.t);
         Some(task)
     }
+}
+
+/// A `[graph]`'s tasks and the models that time them; `spec` is the scenario's machine
+/// as written (its calibration's models are the default).
+fn graph(
+    g: &GraphSpec,
+    spec: &str,
+    machine: &Machine,
+    seed: u64,
+) -> Result<(
+    crate::graphs::GraphTasks,
+    hetsched_core::perf_model::PerfModels,
+)> {
+    use crate::graphs::{Durations, GraphTasks, Precision, Tiled};
+    let tiled = Tiled {
+        tiles: g.tiles,
+        tile: g.tile,
+        precision: match g.precision {
+            PrecisionSpec::Single => Precision::Single,
+            PrecisionSpec::Double => Precision::Double,
+        },
+    };
+    let graph = match g.algorithm {
+        Algorithm::Cholesky => crate::graphs::cholesky(&tiled)?,
+        Algorithm::Lu => crate::graphs::lu(&tiled)?,
+    };
+    let models = match g.models.as_deref().unwrap_or(spec) {
+        m if m.starts_with("starpu:") => {
+            hetsched_topology::starpu::Sampling::parse(&m["starpu:".len()..])?.models()?
+        }
+        m => {
+            return Err(Error::input(format!(
+                "models: {m:?}: expected starpu:HOST or starpu:DIR:HOST (a StarPU calibration);                  without `models`, the machine must be one"
+            )))
+        }
+    };
+    let durations = match g.durations {
+        DurationsSpec::Mean => Durations::Mean,
+        DurationsSpec::Normal => Durations::Normal { seed },
+    };
+    let tasks = GraphTasks::new(std::sync::Arc::new(graph), machine, &models, durations)?;
+    Ok((tasks, models))
 }
 
 fn secs(s: f64) -> u64 {

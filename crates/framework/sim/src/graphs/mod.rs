@@ -5,14 +5,16 @@
 //! tasks unchanged.
 //!
 //! One file per algorithm: [`cholesky`] (`examples/cholesky/cholesky_implicit.c`) and
-//! [`lu`] (`examples/lu/xlu_implicit.c`). The graphs are data only: the engines do not
-//! run task graphs yet.
+//! [`lu`] (`examples/lu/xlu_implicit.c`); [`tasks`] makes a graph's tasks what the
+//! simulator runs (`Simulation::graph`), timed by performance models.
 
 pub mod cholesky;
 pub mod lu;
+pub mod tasks;
 
 pub use cholesky::cholesky;
 pub use lu::lu;
+pub use tasks::{Durations, GraphTasks};
 
 use hetsched_core::footprint;
 use hetsched_core::graph::{Access, GraphTask, Mode, MAX_TASKS};

@@ -1,0 +1,361 @@
+//! Task graphs run by the simulator: dependencies, data copies over links, durations
+//! from performance models. Hand-computed schedules first, then StarPU's Cholesky on
+//! one of INRIA's calibrated machines (skipped, saying so, where Debian's
+//! `starpu-examples` is not installed).
+
+use hetsched_core::graph::{Access, Data, GraphTask, Mode, TaskGraph};
+use hetsched_core::machine::{Machine, UnitType, CAPACITY_SCALE};
+use hetsched_core::perf_model::{Arch, History, PerfModels};
+use hetsched_core::record::{EventKind, Record};
+use hetsched_sim::graphs::{cholesky, Durations, GraphTasks, Precision, Tiled};
+use hetsched_sim::{machine_from_toml, Config, RunSummary, Simulation};
+use std::path::Path;
+use std::sync::Arc;
+
+const MS: u64 = 1_000_000;
+
+/// One CPU and one GPU whose link moves 1 GB/s with 1 µs of latency.
+fn machine(gpus: usize) -> Machine {
+    let mut text = "name = \"g\"\n[[package]]\ncores = 1\n".to_string();
+    for i in 0..gpus {
+        text += &format!(
+            "[[accelerator]]\ntype = \"gpu\"\nname = \"gpu{i}\"\nlink_bandwidth = 1000000000\nlink_latency_us = 1\n"
+        );
+    }
+    machine_from_toml(&text, "g.toml").unwrap()
+}
+
+/// Kernel `k` takes `cpu_ms` on the CPU and `gpu_ms` on a GPU (100 runs each).
+fn models(cpu_ms: f64, gpu_ms: f64) -> PerfModels {
+    let mut m = PerfModels::default();
+    for (kind, ms) in [(UnitType::Cpu, cpu_ms), (UnitType::Gpu, gpu_ms)] {
+        let arch = Arch {
+            unit_type: kind,
+            capacity: CAPACITY_SCALE,
+            footprint: 7,
+        };
+        m.pool(
+            "k",
+            arch,
+            &History::from_stats(100, ms * 1e-3, 0.0).unwrap(),
+        );
+    }
+    m
+}
+
+fn task(accesses: &[(u32, Mode)]) -> GraphTask {
+    GraphTask {
+        kernel: Arc::from("k"),
+        footprint: 7,
+        accesses: accesses
+            .iter()
+            .map(|&(handle, mode)| Access { handle, mode })
+            .collect(),
+        after: Vec::new(),
+        flops: 0.0,
+    }
+}
+
+fn run(
+    m: &Machine,
+    graph: TaskGraph,
+    models: &PerfModels,
+    policy: &str,
+    config: &Config,
+) -> (Record, RunSummary) {
+    let tasks = GraphTasks::new(Arc::new(graph), m, models, Durations::Mean).unwrap();
+    let config = Config {
+        models: models.clone(),
+        ..config.clone()
+    };
+    Simulation::graph(m, &tasks, &config)
+        .record_spec(policy, 1)
+        .unwrap()
+}
+
+/// (task, unit, start, completion) of every task, in completion order.
+fn schedule(rec: &Record) -> Vec<(u64, u32, u64, u64)> {
+    let mut starts = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for e in &rec.events {
+        match e.kind {
+            EventKind::Start { unit, .. } => {
+                starts.insert(e.task, (unit, e.t_ns));
+            }
+            EventKind::Complete { .. } => {
+                let (unit, start) = starts[&e.task];
+                out.push((e.task, unit, start, e.t_ns));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+use Mode::{R, RW, W};
+
+#[test]
+fn a_chain_waits_for_its_predecessor_and_its_data() {
+    // Two tasks updating one 100 MB handle in turn, on the GPU (10 ms there, 1 s on the
+    // CPU): the first waits for the copy (1 µs + 100 ms), runs 10 ms; the second finds
+    // the data on the GPU and runs at once.
+    let m = machine(1);
+    let g = TaskGraph {
+        data: vec![Data { bytes: 100_000_000 }],
+        tasks: vec![task(&[(0, RW)]), task(&[(0, RW)])],
+    };
+    let (rec, s) = run(&m, g, &models(1000.0, 10.0), "dmda", &Config::default());
+    let copy = 100 * MS + 1000;
+    assert_eq!(
+        schedule(&rec),
+        vec![
+            (0, 1, 0, copy + 10 * MS),
+            (1, 1, copy + 10 * MS, copy + 20 * MS)
+        ]
+    );
+    assert_eq!((s.completed, s.unfinished), (2, 0));
+    assert_eq!((s.traffic.copies, s.traffic.bytes), (1, 100_000_000));
+    // Task 1 arrived when task 0 completed, not before.
+    let submit_1 = rec
+        .events
+        .iter()
+        .find(|e| e.task == 1 && matches!(e.kind, EventKind::Submit { .. }))
+        .unwrap();
+    assert_eq!(submit_1.t_ns, copy + 10 * MS);
+}
+
+#[test]
+fn cpu_work_needs_no_copy_and_a_gpu_write_brings_data_back() {
+    // Task 0 writes A on the GPU (write-only: nothing copied in); task 1 reads A on the
+    // CPU, which the policy is forced to by the models (the GPU has none for it: one
+    // kernel per unit type is the test's way to pin tasks).
+    let m = machine(1);
+    let mut models = models(1000.0, 10.0);
+    let cpu_only = Arch {
+        unit_type: UnitType::Cpu,
+        capacity: CAPACITY_SCALE,
+        footprint: 8,
+    };
+    models.pool(
+        "c",
+        cpu_only,
+        &History::from_stats(100, 0.005, 0.0).unwrap(),
+    );
+    let mut reader = task(&[(0, R)]);
+    reader.kernel = Arc::from("c");
+    reader.footprint = 8;
+    let g = TaskGraph {
+        data: vec![Data { bytes: 4_000_000 }],
+        tasks: vec![task(&[(0, W)]), reader],
+    };
+    let (rec, s) = run(&m, g, &models, "dmda", &Config::default());
+    // Back over the link: 1 µs + 4 ms, then 5 ms on the CPU.
+    let back = 4 * MS + 1000;
+    assert_eq!(
+        schedule(&rec),
+        vec![(0, 1, 0, 10 * MS), (1, 0, 10 * MS, 10 * MS + back + 5 * MS)]
+    );
+    assert_eq!(s.traffic.copies, 1);
+}
+
+#[test]
+fn prefetch_overlaps_copies_with_the_running_task() {
+    // Three independent 10 ms GPU tasks, each reading its own 10 MB handle (10 ms + 1
+    // µs over the link). dmda queues all three on the GPU at once: with prefetch the
+    // copies run back to back while the GPU computes (the GPU waits for the first copy
+    // only); fetched at start, every task waits for its own copy.
+    let m = machine(1);
+    let g = TaskGraph {
+        data: vec![Data { bytes: 10_000_000 }; 3],
+        tasks: vec![task(&[(0, R)]), task(&[(1, R)]), task(&[(2, R)])],
+    };
+    let models = models(1000.0, 10.0);
+    let copy = 10 * MS + 1000;
+    let (rec, _) = run(&m, g.clone(), &models, "dmda", &Config::default());
+    let end = |rec: &Record| schedule(rec).last().unwrap().3;
+    // Copies end at copy, 2·copy, 3·copy; each task starts when its copy and the
+    // previous task are done.
+    assert_eq!(end(&rec), 3 * copy + 10 * MS);
+    let at_start = Config {
+        fetch_at_start: true,
+        ..Config::default()
+    };
+    let (rec, _) = run(&m, g, &models, "dmda", &at_start);
+    assert_eq!(end(&rec), 3 * (copy + 10 * MS));
+}
+
+#[test]
+fn the_transfer_estimate_steers_dmda_to_where_the_data_is() {
+    // Two GPUs. Task 0 writes A on some GPU; task 1 reads A (1 GB: a second over the
+    // link) and both GPUs are free when it arrives. dmda's fitness weighs the copy: it
+    // runs where A is, with no copy at all.
+    let m = machine(2);
+    let g = TaskGraph {
+        data: vec![Data {
+            bytes: 1_000_000_000,
+        }],
+        tasks: vec![task(&[(0, W)]), task(&[(0, R)])],
+    };
+    let (rec, s) = run(&m, g, &models(1000.0, 10.0), "dmda", &Config::default());
+    let sched = schedule(&rec);
+    assert_eq!(sched[0].1, sched[1].1, "{sched:?}");
+    assert_eq!(s.traffic.copies, 0);
+}
+
+#[test]
+fn heft_plans_by_hand_and_its_run_copies_when_the_reader_is_ready() {
+    // A diamond on one CPU and two GPUs: 0 writes A and B; 1 updates A, 2 updates B; 3
+    // reads both. 100 ms on the CPU, 10 ms on a GPU, 1 MB handles (1 ms + 1 µs a hop,
+    // two from GPU to GPU). HEFT's plan, by hand: 0 on GPU 0 (0–10 ms), 1 after it
+    // there (10–20), 2 on GPU 1 once B is there (12.002–22.002, not 20–30 on GPU 0), 3
+    // on GPU 1 once A is (22.002–32.002, not 24.002–34.002 on GPU 0). HEFT's model
+    // sends A as 1 ends; the engine, as StarPU, copies it once 3 is ready and queued:
+    // 3 waits 2.002 ms more than planned.
+    let m = machine(2);
+    let g = TaskGraph {
+        data: vec![Data { bytes: 1_000_000 }; 2],
+        tasks: vec![
+            task(&[(0, W), (1, W)]),
+            task(&[(0, RW)]),
+            task(&[(1, RW)]),
+            task(&[(0, R), (1, R)]),
+        ],
+    };
+    let models = models(100.0, 10.0);
+    let tasks = GraphTasks::new(Arc::new(g), &m, &models, Durations::Mean).unwrap();
+    let config = Config {
+        models: models.clone(),
+        ..Config::default()
+    };
+    let mut heft = hetsched_policies::heft::Heft::from_params(
+        "heft",
+        &mut hetsched_policies::params::Params::parse("heft").unwrap().1,
+    )
+    .unwrap();
+    let (rec, s) = Simulation::graph(&m, &tasks, &config)
+        .record("heft", &mut heft)
+        .unwrap();
+    let planned = heft.planned_makespan_s().unwrap();
+    assert!((planned - 0.032002).abs() < 1e-9, "planned {planned} s");
+    // (task, unit, start, end); a start is when the unit is taken, before the copies.
+    let hop = MS + 1000;
+    assert_eq!(
+        schedule(&rec),
+        vec![
+            (0, 1, 0, 10 * MS),
+            (1, 1, 10 * MS, 20 * MS),
+            (2, 2, 10 * MS, 20 * MS + 2 * hop),
+            (3, 2, 20 * MS + 2 * hop, 30 * MS + 4 * hop),
+        ]
+    );
+    assert_eq!(s.end_ns, 30 * MS + 4 * hop);
+}
+
+#[test]
+fn a_task_no_unit_can_run_is_refused_before_the_run() {
+    let m = machine(0);
+    let mut t = task(&[]);
+    t.footprint = 9;
+    let g = TaskGraph {
+        data: vec![],
+        tasks: vec![t],
+    };
+    let err = GraphTasks::new(Arc::new(g), &m, &models(1.0, 1.0), Durations::Mean)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("task 0 of the graph (k, footprint 00000009)"),
+        "{err}"
+    );
+    assert!(err.contains("cpu"), "{err}");
+}
+
+#[test]
+fn seeded_durations_are_the_same_under_every_policy() {
+    let m = machine(0);
+    let mut models = PerfModels::default();
+    let arch = Arch {
+        unit_type: UnitType::Cpu,
+        capacity: CAPACITY_SCALE,
+        footprint: 7,
+    };
+    models.pool("k", arch, &History::from_stats(100, 0.01, 0.003).unwrap());
+    let g = TaskGraph {
+        data: vec![Data { bytes: 8 }],
+        tasks: (0..20).map(|_| task(&[(0, RW)])).collect(),
+    };
+    let tasks = GraphTasks::new(Arc::new(g), &m, &models, Durations::Normal { seed: 5 }).unwrap();
+    let durations = |policy: &str| -> Vec<u64> {
+        let (rec, _) = Simulation::graph(&m, &tasks, &Config::default())
+            .record_spec(policy, 1)
+            .unwrap();
+        schedule(&rec).iter().map(|s| s.3 - s.2).collect()
+    };
+    let fcfs = durations("fcfs");
+    assert_eq!(fcfs, durations("dmda"));
+    assert_eq!(fcfs.len(), 20);
+    // Drawn, not the mean.
+    assert!(fcfs.iter().any(|&d| d != 10 * MS), "{fcfs:?}");
+    let mean = fcfs.iter().sum::<u64>() as f64 / 20.0;
+    assert!((mean - 1e7).abs() < 3e6, "{mean}");
+}
+
+/// StarPU's Cholesky (8 × 8 tiles of 960) on idgraf, with idgraf's own models: every
+/// task runs, once, after its predecessors; dmda and HEFT use the GPUs and finish well
+/// before fcfs (whose first idle unit, a CPU, takes each task; the GPUs are ~10× faster
+/// at GEMM).
+#[test]
+fn cholesky_on_idgraf_with_its_models() {
+    let dir = Path::new(hetsched_topology::starpu::DEBIAN_DIR);
+    if !dir.join("bus/idgraf.config").is_file() {
+        eprintln!(
+            "skipped: Debian's starpu-examples is not installed ({})",
+            dir.display()
+        );
+        return;
+    }
+    let sampling = hetsched_topology::starpu::Sampling::parse("idgraf").unwrap();
+    let mut m = sampling.machine().unwrap();
+    m.derive_units(hetsched_core::machine::UnitGranularity::Pu);
+    let models = sampling.models().unwrap();
+    let graph = cholesky(&Tiled {
+        tiles: 8,
+        tile: 960,
+        precision: Precision::Single,
+    })
+    .unwrap();
+    let deps = graph.dependencies().unwrap();
+    let n = graph.tasks.len();
+    let tasks = GraphTasks::new(Arc::new(graph), &m, &models, Durations::Mean).unwrap();
+    let config = Config {
+        models: models.clone(),
+        ..Config::default()
+    };
+    let mut makespans = Vec::new();
+    for policy in ["dmda", "fcfs", "heft"] {
+        let (rec, s) = Simulation::graph(&m, &tasks, &config)
+            .record_spec(policy, 1)
+            .unwrap();
+        assert_eq!((s.completed, s.unfinished), (n as u64, 0), "{policy}");
+        let sched = schedule(&rec);
+        let done: std::collections::HashMap<u64, u64> =
+            sched.iter().map(|&(t, _, _, end)| (t, end)).collect();
+        for &(t, _, start, _) in &sched {
+            for &p in deps.of(t as usize) {
+                assert!(done[&(p as u64)] <= start, "{policy}: task {t} before {p}");
+            }
+        }
+        let on_gpu = sched
+            .iter()
+            .filter(|s| m.units[s.1 as usize].kind == UnitType::Gpu)
+            .count();
+        makespans.push((policy, s.end_ns, on_gpu, s.traffic));
+    }
+    eprintln!("(policy, makespan ns, tasks on GPUs, traffic): {makespans:?}");
+    let (dmda, fcfs, heft) = (makespans[0], makespans[1], makespans[2]);
+    assert!(dmda.2 > 0, "dmda used no GPU: {makespans:?}");
+    assert!(dmda.3.copies > 0, "{makespans:?}");
+    assert!(dmda.1 < fcfs.1, "{makespans:?}");
+    assert!(heft.1 < fcfs.1, "{makespans:?}");
+}
