@@ -389,6 +389,8 @@ struct Sim<'a, R: Recorder + ?Sized> {
     node_demand: Vec<f64>,
     /// The running I/O tasks' streams, sharing devices and links.
     io: IoStreams,
+    /// The run is a task graph's (the engine core's data state times the copies).
+    graph: bool,
 }
 
 /// Runs `policy` on `machine` over `arrivals` (non-decreasing arrival times), recording
@@ -467,6 +469,7 @@ where
         node_bandwidth,
         node_demand: vec![0.0; nodes],
         io: IoStreams::new(machine),
+        graph: graph.is_some(),
     };
     let mut arrivals = arrivals.into_iter();
     // The event count at which the event limit, the watch or the kept record is looked
@@ -527,6 +530,10 @@ where
             Next::RunEnd => {
                 let end = sim.run_ends.pop().expect("a run end is scheduled");
                 sim.run_end(&mut core, policy, end.unit, end.seq())?;
+                // Only a completion makes graph tasks ready.
+                if let Some(g) = graph {
+                    sim.arrive_ready(&mut core, policy, g)?;
+                }
             }
             Next::Arrival => {
                 let (staged, at) = pending.take().expect("an arrival event has a pending task");
@@ -544,9 +551,6 @@ where
                 sim.arrive(&mut core, policy, staged)?;
             }
             Next::Tick => core.tick(policy, &mut sim)?,
-        }
-        if let Some(g) = graph {
-            sim.arrive_ready(&mut core, policy, g)?;
         }
     }
     sim.summary.end_ns = core.now();
@@ -685,10 +689,13 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
         let kind = core.unit_kind(u);
         // CPUs copy nothing (see the speed model): their speed entry is not read. A
         // graph task's copies are its data's, brought to the unit's memory node.
-        let copy_in = match (kind, core.graph()) {
-            (_, Some(_)) => core.fetch_inputs(task, u),
-            (UnitType::Cpu, None) => 0,
-            _ => self.speed.copy_in_ns(&e.task, u),
+        let copy_in = if self.graph {
+            core.fetch_inputs(task, u)
+        } else {
+            match kind {
+                UnitType::Cpu => 0,
+                _ => self.speed.copy_in_ns(&e.task, u),
+            }
         }
         .saturating_add(moved);
         let e = core.tasks().at_slot(slot);
@@ -877,7 +884,9 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         Ok(())
     }
 
-    /// The graph's tasks that became ready arrive now, in the order they did.
+    /// The graph's tasks that became ready arrive now, in the order they did. Out of
+    /// line: runs of independent tasks never call it.
+    #[inline(never)]
     fn arrive_ready<P: Policy + ?Sized>(
         &mut self,
         core: &mut EngineCore,
@@ -1070,7 +1079,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         };
         // CPUs copy nothing (see the speed model) and checkpoint for free; a graph
         // task's results stay where it ran until a reader fetches them.
-        let tail = if kind == UnitType::Cpu || (finishes && core.graph().is_some()) {
+        let tail = if kind == UnitType::Cpu || (finishes && self.graph) {
             0
         } else if finishes {
             self.speed.copy_out_ns(entry(), u)
