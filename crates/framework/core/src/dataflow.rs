@@ -444,6 +444,7 @@ mod tests {
                 .collect(),
             after: Vec::new(),
             flops: 0.0,
+            priority: 0,
         }
     }
 

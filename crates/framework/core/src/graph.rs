@@ -78,6 +78,9 @@ pub struct GraphTask {
     /// The floating-point operations the task does (as StarPU's `STARPU_FLOPS`), 0 if
     /// unknown.
     pub flops: f64,
+    /// The application's priority (StarPU's `STARPU_PRIORITY`): higher runs first under
+    /// the policies that sort by it (`dmdas`); 0 is StarPU's default.
+    pub priority: i32,
 }
 
 /// Tasks in submission order and the data they access.
@@ -267,6 +270,7 @@ mod tests {
                 .collect(),
             after: Vec::new(),
             flops: 0.0,
+            priority: 0,
         }
     }
 

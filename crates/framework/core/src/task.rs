@@ -214,6 +214,10 @@ fn default_weight() -> u32 {
     1024
 }
 
+fn is_zero_i32(n: &i32) -> bool {
+    *n == 0
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -327,6 +331,10 @@ pub struct TaskClass {
     /// its type.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub footprint: u64,
+    /// The application's priority (StarPU's `task->priority`, 0 by default): higher runs
+    /// first under the policies that sort by it (`dmdas`).
+    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    pub priority: i32,
     /// Checkpoint interval per unit type in ns (0 = none): where an accelerator run may
     /// be interrupted.
     pub checkpoint_ns: PerUnitType<u64>,
@@ -349,6 +357,7 @@ thread_local! {
             io_device: None,
             weight: 1024,
             footprint: 0,
+            priority: 0,
             checkpoint_ns: PerUnitType::default(),
             signature: None,
         })

@@ -440,6 +440,7 @@ impl Arbiter {
             device_home: None,
             // The protocol carries no data sizes: a client's models are per type.
             footprint: 0,
+            priority: 0,
         };
         let mut task = Task::new(id, self.core.now(), Arc::new(class));
         task.set_numa_home(*numa_home);

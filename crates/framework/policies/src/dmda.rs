@@ -60,6 +60,8 @@ pub fn assumed_speedup(kind: UnitType) -> f64 {
 
 pub struct Dmda {
     name: String,
+    /// Each unit runs its queue by priority (`dmdas`), not in order.
+    sorted: bool,
     learn: bool,
     calibrate: u64,
     alpha: f64,
@@ -99,6 +101,7 @@ impl Dmda {
         )?;
         Ok(Dmda {
             name: spec.to_string(),
+            sorted: false,
             learn,
             calibrate,
             alpha,
@@ -110,6 +113,13 @@ impl Dmda {
 
     /// The model class of `task` on `unit`: the unit's type and capacity, the task's
     /// footprint.
+    /// StarPU's `dmdas`: each unit runs the task of highest priority in its queue
+    /// first (ties: the earliest queued).
+    pub fn sorted(mut self) -> Dmda {
+        self.sorted = true;
+        self
+    }
+
     fn arch(view: &View, unit: UnitId, task: &Task) -> Arch {
         let u = view.unit(unit);
         Arch {
@@ -243,7 +253,13 @@ impl Policy for Dmda {
 
     fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
         self.cover(view);
-        let Some(t) = view.queue(unit).front() else {
+        let queue = view.queue(unit);
+        let next = match self.sorted {
+            // The first of the highest priority.
+            true => queue.iter().rev().max_by_key(|&t| view.task(t).priority),
+            false => queue.front(),
+        };
+        let Some(t) = next else {
             return PickDecision::Idle;
         };
         let p = self.planned[&t];

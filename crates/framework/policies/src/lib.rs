@@ -6,6 +6,7 @@ pub mod amp_factors;
 pub mod cfs;
 pub mod cfs_cap;
 pub mod dmda;
+pub mod dmdas;
 pub mod eevdf;
 pub mod fair;
 pub mod fcfs;
@@ -70,6 +71,7 @@ pub const REGISTRY: &[Registered] = &[
     random::REGISTERED,
     ws::REGISTERED,
     dmda::REGISTERED,
+    dmdas::REGISTERED,
     heft::REGISTERED,
     affinity::REGISTERED,
     numa_amp::REGISTERED,

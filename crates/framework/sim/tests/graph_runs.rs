@@ -53,6 +53,7 @@ fn task(accesses: &[(u32, Mode)]) -> GraphTask {
             .collect(),
         after: Vec::new(),
         flops: 0.0,
+        priority: 0,
     }
 }
 
@@ -252,6 +253,28 @@ fn heft_plans_by_hand_and_its_run_copies_when_the_reader_is_ready() {
 }
 
 #[test]
+fn dmdas_runs_a_queue_by_priority_and_dmda_in_order() {
+    // Three independent GPU tasks (10 ms there, 1 s on the CPU), priorities 0, 1 and 5:
+    // both policies queue all three on the GPU; the first starts at once, then dmda
+    // runs 1 and 2 in order, dmdas 2 (priority 5) before 1.
+    let m = machine(1);
+    let mut tasks: Vec<GraphTask> = (0..3).map(|_| task(&[])).collect();
+    tasks[1].priority = 1;
+    tasks[2].priority = 5;
+    let g = TaskGraph {
+        data: vec![],
+        tasks,
+    };
+    let models = models(1000.0, 10.0);
+    let order = |policy: &str| -> Vec<(u64, u32)> {
+        let (rec, _) = run(&m, g.clone(), &models, policy, &Config::default());
+        schedule(&rec).iter().map(|s| (s.0, s.1)).collect()
+    };
+    assert_eq!(order("dmda"), vec![(0, 1), (1, 1), (2, 1)]);
+    assert_eq!(order("dmdas"), vec![(0, 1), (2, 1), (1, 1)]);
+}
+
+#[test]
 fn a_task_no_unit_can_run_is_refused_before_the_run() {
     let m = machine(0);
     let mut t = task(&[]);
@@ -333,7 +356,7 @@ fn cholesky_on_idgraf_with_its_models() {
         ..Config::default()
     };
     let mut makespans = Vec::new();
-    for policy in ["dmda", "fcfs", "heft"] {
+    for policy in ["dmda", "fcfs", "heft", "dmdas"] {
         let (rec, s) = Simulation::graph(&m, &tasks, &config)
             .record_spec(policy, 1)
             .unwrap();
@@ -353,9 +376,10 @@ fn cholesky_on_idgraf_with_its_models() {
         makespans.push((policy, s.end_ns, on_gpu, s.traffic));
     }
     eprintln!("(policy, makespan ns, tasks on GPUs, traffic): {makespans:?}");
-    let (dmda, fcfs, heft) = (makespans[0], makespans[1], makespans[2]);
+    let (dmda, fcfs, heft, dmdas) = (makespans[0], makespans[1], makespans[2], makespans[3]);
     assert!(dmda.2 > 0, "dmda used no GPU: {makespans:?}");
     assert!(dmda.3.copies > 0, "{makespans:?}");
     assert!(dmda.1 < fcfs.1, "{makespans:?}");
     assert!(heft.1 < fcfs.1, "{makespans:?}");
+    assert!(dmdas.1 < fcfs.1, "{makespans:?}");
 }

@@ -217,3 +217,22 @@ fn every_task_of_debians_tile_sizes_has_an_idgraf_model() {
     };
     assert!(models.get("chol_model_11", &arch).is_none());
 }
+
+/// The priorities of StarPU 1.3's examples, by hand from their sources: Cholesky's
+/// unbounded ones (`2N − 2k − m − n`), LU's `STARPU_MAX_PRIO` (`INT_MAX` under dmdas)
+/// next to the diagonal and 0 elsewhere.
+#[test]
+fn priorities_are_the_examples() {
+    let prios = |g: &TaskGraph| g.tasks.iter().map(|t| t.priority).collect::<Vec<_>>();
+    // POTRF 0: 4; TRSM m=1: 3; GEMM m=n=1: 2; POTRF 1: 2.
+    let g = cholesky(&tiled(2, 64, Precision::Single)).unwrap();
+    assert_eq!(prios(&g), vec![4, 3, 2, 2]);
+    // k=0: GETRF, then (TRSM12, TRSM21) for i=1 and i=2, then GEMM (i, j) for i, j in
+    // 1..3; k=1: GETRF, TRSMs for i=2, GEMM (2, 2); k=2: GETRF.
+    let max = i32::MAX;
+    let g = lu(&tiled(3, 64, Precision::Double)).unwrap();
+    assert_eq!(
+        prios(&g),
+        vec![max, max, max, 0, 0, max, 0, 0, 0, max, max, max, max, max]
+    );
+}

@@ -18,6 +18,9 @@
 //! (`FLOPS_SPOTRF`, `FLOPS_STRSM`, `FLOPS_SGEMM` of its `cholesky.h`), which are what
 //! Debian's model files record in their `flops` column.
 //!
+//! Priorities are the example's where priorities are unbounded (its `unbound_prio`, as
+//! under `dmdas`): POTRF 2N − 2k, TRSM 2N − 2k − m, GEMM 2N − 2k − m − n.
+//!
 //! StarPU's example is single precision only: its models time `float` tiles. A
 //! [`Precision::Double`](super::Precision::Double) graph has the same footprints (the
 //! footprint does not see the element size) and twice the bytes.
@@ -69,11 +72,17 @@ pub fn cholesky(p: &Tiled) -> Result<TaskGraph> {
         tasks: Vec::with_capacity(task_count(u128::from(n)) as usize),
     };
     for k in 0..n {
+        // The example's priorities where they are unbounded (`unbound_prio`, as under
+        // dmdas): 2N − 2k, less the tile's row and column.
+        let prio = |less: u32| (2 * i64::from(n) - 2 * i64::from(k) - i64::from(less)) as i32;
         g.tasks
-            .push(potrf.task(&[(tile(k, k), Mode::RW)], potrf_flops));
+            .push(potrf.task(&[(tile(k, k), Mode::RW)], potrf_flops, prio(0)));
         for m in k + 1..n {
-            g.tasks
-                .push(trsm.task(&[(tile(k, k), Mode::R), (tile(m, k), Mode::RW)], trsm_flops));
+            g.tasks.push(trsm.task(
+                &[(tile(k, k), Mode::R), (tile(m, k), Mode::RW)],
+                trsm_flops,
+                prio(m),
+            ));
         }
         for nn in k + 1..n {
             for m in nn..n {
@@ -84,6 +93,7 @@ pub fn cholesky(p: &Tiled) -> Result<TaskGraph> {
                         (tile(m, nn), Mode::RW),
                     ],
                     gemm_flops,
+                    prio(m + nn),
                 ));
             }
         }

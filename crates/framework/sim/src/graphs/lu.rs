@@ -17,9 +17,11 @@
 //! the models' symbols, `STARPU_LU_STR(lu_model_11)`: `starpu_slu_lu_model_11` in single
 //! precision, `starpu_dlu_lu_model_11` in double. (StarPU's files `..._atlas`, `_goto`
 //! and `_openblas` are the same codelets built against another BLAS.) The example gives
-//! its tasks no flops; nor does this.
+//! its tasks no flops; nor does this. Its priorities: `STARPU_MAX_PRIO` (`INT_MAX`
+//! under `dmdas`) for GETRF and for the TRSMs and the GEMM next to the diagonal
+//! (`i == k + 1`, and `j == k + 1`), the default 0 for the others.
 
-use super::{Kernel, Tiled};
+use super::{Kernel, Tiled, MAX_PRIO};
 use hetsched_core::graph::{Data, Mode, TaskGraph};
 use hetsched_core::Result;
 
@@ -53,13 +55,23 @@ pub fn lu(p: &Tiled) -> Result<TaskGraph> {
         ],
         tasks: Vec::with_capacity(task_count(u128::from(n)) as usize),
     };
+    // The example's priorities: the maximum for GETRF and for the tasks next to the
+    // diagonal, StarPU's default (0) for the others.
+    let prio = |max: bool| if max { MAX_PRIO } else { 0 };
     for k in 0..n {
-        g.tasks.push(getrf.task(&[(tile(k, k), Mode::RW)], 0.0));
+        g.tasks
+            .push(getrf.task(&[(tile(k, k), Mode::RW)], 0.0, MAX_PRIO));
         for i in k + 1..n {
-            g.tasks
-                .push(trsm12.task(&[(tile(k, k), Mode::R), (tile(i, k), Mode::RW)], 0.0));
-            g.tasks
-                .push(trsm21.task(&[(tile(k, k), Mode::R), (tile(k, i), Mode::RW)], 0.0));
+            g.tasks.push(trsm12.task(
+                &[(tile(k, k), Mode::R), (tile(i, k), Mode::RW)],
+                0.0,
+                prio(i == k + 1),
+            ));
+            g.tasks.push(trsm21.task(
+                &[(tile(k, k), Mode::R), (tile(k, i), Mode::RW)],
+                0.0,
+                prio(i == k + 1),
+            ));
         }
         for i in k + 1..n {
             for j in k + 1..n {
@@ -70,6 +82,7 @@ pub fn lu(p: &Tiled) -> Result<TaskGraph> {
                         (tile(j, i), Mode::RW),
                     ],
                     0.0,
+                    prio(i == k + 1 && j == k + 1),
                 ));
             }
         }

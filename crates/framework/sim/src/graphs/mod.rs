@@ -28,6 +28,10 @@ pub const MAX_TILES: u32 = 1 << 16;
 /// The largest tile side in elements (a 65536² double tile is 32 GiB).
 pub const MAX_TILE: u32 = 1 << 16;
 
+/// StarPU's `STARPU_MAX_PRIO` under the schedulers that sort by priority (`dmdas` sets
+/// the context's maximum to `INT_MAX`).
+const MAX_PRIO: i32 = i32::MAX;
+
 /// The element type of the matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Precision {
@@ -108,7 +112,7 @@ impl Kernel {
     }
 
     /// A task of this kernel on `accesses`, in its codelet's buffer order.
-    fn task(&self, accesses: &[(u32, Mode)], flops: f64) -> GraphTask {
+    fn task(&self, accesses: &[(u32, Mode)], flops: f64, priority: i32) -> GraphTask {
         GraphTask {
             kernel: self.name.clone(),
             footprint: self.footprint,
@@ -118,6 +122,7 @@ impl Kernel {
                 .collect(),
             after: Vec::new(),
             flops,
+            priority,
         }
     }
 }

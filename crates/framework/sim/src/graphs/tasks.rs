@@ -34,7 +34,7 @@ pub enum Durations {
     Normal { seed: u64 },
 }
 
-/// What the tasks of one kernel and footprint share.
+/// What the tasks of one kernel, footprint and priority share.
 #[derive(Debug)]
 struct Class {
     meta: Arc<TaskClass>,
@@ -85,11 +85,11 @@ impl GraphTasks {
         let mut kinds: Vec<UnitType> = machine.units.iter().map(|u| u.kind).collect();
         kinds.sort_unstable();
         kinds.dedup();
-        let mut index: FxHashMap<(Arc<str>, u64), u32> = FxHashMap::default();
+        let mut index: FxHashMap<(Arc<str>, u64, i32), u32> = FxHashMap::default();
         let mut classes = Vec::new();
         let mut class_of = Vec::with_capacity(graph.tasks.len());
         for (t, task) in graph.tasks.iter().enumerate() {
-            let key = (task.kernel.clone(), task.footprint);
+            let key = (task.kernel.clone(), task.footprint, task.priority);
             if let Some(&c) = index.get(&key) {
                 class_of.push(c);
                 continue;
@@ -125,6 +125,7 @@ impl GraphTasks {
                 kind: task.kernel.clone(),
                 affinity,
                 footprint: task.footprint,
+                priority: task.priority,
                 ..TaskClass::cpu()
             });
             let c = classes.len() as u32;
