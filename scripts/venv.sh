@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's Python environment, .venv at the repository root: the Python package's
 # build and test tools (maturin, pytest), what its optional parts import (pandas,
-# matplotlib, ray) and SimPy, the peer `hetsched bench peers` runs. make test installs
+# matplotlib, ray), SimPy, the peer `hetsched bench peers` runs, and wfcommons, which
+# generates the workflows the task-graph tests run. make test installs
 # nothing into the system Python; `make test` (scripts/test.sh) runs this script, which makes
 # .venv and installs into it, again only when this list changes. Prints .venv's python on
 # stdout. `hetsched bench peers` outside make test: PYTHON=.venv/bin/python.
@@ -14,6 +15,7 @@ REQUIREMENTS=(
   "pandas>=1.5"
   "matplotlib>=3.5"
   "simpy>=4,<5"
+  "wfcommons>=1.5,<2"
 )
 # Optional: the Ray sweep test skips without it (Ray has no wheels for some platforms).
 OPTIONAL=("ray>=2.9")

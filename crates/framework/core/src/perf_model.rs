@@ -112,6 +112,17 @@ impl History {
         }
     }
 
+    /// The same runs, each `factor` times as long (a history carried to a unit class
+    /// that many times slower).
+    pub fn scaled(&self, factor: f64) -> History {
+        History {
+            samples: self.samples,
+            mean: self.mean * factor,
+            m2: self.m2 * factor * factor,
+            recent: self.recent.iter().map(|t| t * factor).collect(),
+        }
+    }
+
     pub fn samples(&self) -> u64 {
         self.samples
     }

@@ -58,6 +58,8 @@
 //! durations = "mean"            # or "normal" (seeded by `seed`)
 //! fetch = "prefetch"            # or "start": when a task's input copies are issued
 //! ```
+//! or `[graph] file = "montage.json"`: a WfFormat workflow (`crate::graphs::wfformat`),
+//! its tasks timed by the runtimes it measured.
 //! Exponential sizes and inter-arrival times are drawn by inverse-transform sampling
 //! from a seeded ChaCha8 stream (one per generator), so same file + seed = same tasks.
 //!
@@ -129,9 +131,14 @@ struct File {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct GraphSpec {
-    algorithm: Algorithm,
-    tiles: u32,
-    tile: u32,
+    #[serde(default)]
+    algorithm: Option<Algorithm>,
+    #[serde(default)]
+    tiles: Option<u32>,
+    #[serde(default)]
+    tile: Option<u32>,
+    #[serde(default)]
+    file: Option<String>,
     #[serde(default)]
     precision: PrecisionSpec,
     #[serde(default)]
@@ -513,7 +520,7 @@ impl Scenario {
                 ))
             }
             Some(g) => {
-                let (tasks, models) = graph(g, &file.machine, &machine, file.seed)
+                let (tasks, models) = graph(g, &file.machine, &machine, file.seed, base)
                     .map_err(|e| e.map_message(|m| format!("{origin}: graph: {m}")))?;
                 (Some(std::sync::Arc::new(tasks)), models)
             }
@@ -790,26 +797,66 @@ impl Iterator for GeneratorStream<'_> {
 }
 
 /// A `[graph]`'s tasks and the models that time them; `spec` is the scenario's machine
-/// as written (its calibration's models are the default).
+/// as written (its calibration's models are the default for a generated graph), `base`
+/// the directory a relative `file` is read from.
 fn graph(
     g: &GraphSpec,
     spec: &str,
     machine: &Machine,
     seed: u64,
+    base: &Path,
 ) -> Result<(
     crate::graphs::GraphTasks,
     hetsched_core::perf_model::PerfModels,
 )> {
-    use crate::graphs::{Durations, GraphTasks, Precision, Tiled};
+    use crate::graphs::{wfformat, Durations, GraphTasks, Precision, Tiled};
+    let durations = match g.durations {
+        DurationsSpec::Mean => Durations::Mean,
+        DurationsSpec::Normal => Durations::Normal { seed },
+    };
+    if let Some(f) = &g.file {
+        if g.algorithm.is_some() || g.tiles.is_some() || g.tile.is_some() {
+            return Err(Error::input(
+                "file: a graph is a file or an algorithm (with tiles and tile), not both",
+            ));
+        }
+        if g.models.is_some() || matches!(g.durations, DurationsSpec::Normal) {
+            return Err(Error::input(
+                "file: a workflow's tasks take the runtimes it measured, its models are its own: no models or durations with a file",
+            ));
+        }
+        // Beside the scenario first, then from the working directory (as `machine`).
+        let path = PathBuf::from(resolve(f, base));
+        if path.extension().is_none_or(|e| e != "json") {
+            return Err(Error::input(format!(
+                "file: {}: expected a WfFormat workflow (.json)",
+                path.display()
+            )));
+        }
+        let text = hetsched_util::files::read_text(
+            &path,
+            "a WfFormat workflow",
+            wfformat::MAX_FILE_BYTES,
+        )?;
+        let w = wfformat::parse(&text, &path.display().to_string())?;
+        let tasks = GraphTasks::new(std::sync::Arc::new(w.graph), machine, &w.models, durations)?
+            .with_cpu_times(w.runtimes)?;
+        return Ok((tasks, crate::graphs::tasks::models_for(machine, &w.models)));
+    }
+    let (Some(algorithm), Some(tiles), Some(tile)) = (g.algorithm, g.tiles, g.tile) else {
+        return Err(Error::input(
+            "expected `file` (a WfFormat workflow) or `algorithm`, `tiles` and `tile`",
+        ));
+    };
     let tiled = Tiled {
-        tiles: g.tiles,
-        tile: g.tile,
+        tiles,
+        tile,
         precision: match g.precision {
             PrecisionSpec::Single => Precision::Single,
             PrecisionSpec::Double => Precision::Double,
         },
     };
-    let graph = match g.algorithm {
+    let graph = match algorithm {
         Algorithm::Cholesky => crate::graphs::cholesky(&tiled)?,
         Algorithm::Lu => crate::graphs::lu(&tiled)?,
     };
@@ -819,16 +866,13 @@ fn graph(
         }
         m => {
             return Err(Error::input(format!(
-                "models: {m:?}: expected starpu:HOST or starpu:DIR:HOST (a StarPU calibration);                  without `models`, the machine must be one"
+                "models: {m:?}: expected starpu:HOST or starpu:DIR:HOST (a StarPU calibration); \
+                 without `models`, the machine must be one"
             )))
         }
     };
-    let durations = match g.durations {
-        DurationsSpec::Mean => Durations::Mean,
-        DurationsSpec::Normal => Durations::Normal { seed },
-    };
     let tasks = GraphTasks::new(std::sync::Arc::new(graph), machine, &models, durations)?;
-    Ok((tasks, models))
+    Ok((tasks, crate::graphs::tasks::models_for(machine, &models)))
 }
 
 fn secs(s: f64) -> u64 {

@@ -275,6 +275,42 @@ fn dmdas_runs_a_queue_by_priority_and_dmda_in_order() {
 }
 
 #[test]
+fn cpu_models_carry_to_slower_cpus_so_heft_uses_them() {
+    // One fast (1024) and one slow (512) core; three independent 1 s tasks, timed on a
+    // capacity-1024 CPU. Carried to the slow core (2 s there), HEFT plans 0 and 1 on
+    // the fast core and 2 on the slow one: 2 s. Without, only the fast core has a
+    // model: 3 s.
+    let m = machine_from_toml(
+        "name = \"fs\"\n[[cpu_kind]]\nname = \"slow\"\ncapacity = 512\n[[cpu_kind]]\nname = \"fast\"\ncapacity = 1024\n[[package]]\ncores = 2\nkind = [\"fast\", \"slow\"]\n",
+        "fs.toml",
+    )
+    .unwrap();
+    let mut models = PerfModels::default();
+    let fast = Arch {
+        unit_type: UnitType::Cpu,
+        capacity: CAPACITY_SCALE,
+        footprint: 7,
+    };
+    models.pool("k", fast, &History::from_stats(10, 1.0, 0.0).unwrap());
+    let carried = hetsched_sim::graphs::tasks::models_for(&m, &models);
+    let slow = Arch {
+        capacity: 512,
+        ..fast
+    };
+    assert_eq!(carried.get("k", &slow).map(|h| h.mean()), Some(2.0));
+    let g = TaskGraph {
+        data: vec![],
+        tasks: (0..3).map(|_| task(&[])).collect(),
+    };
+    let makespan = |models: &PerfModels| {
+        let (_, s) = run(&m, g.clone(), models, "heft", &Config::default());
+        s.end_ns
+    };
+    assert_eq!(makespan(&carried), 2_000_000_000);
+    assert_eq!(makespan(&models), 3_000_000_000);
+}
+
+#[test]
 fn a_task_no_unit_can_run_is_refused_before_the_run() {
     let m = machine(0);
     let mut t = task(&[]);

@@ -5,12 +5,14 @@
 //! tasks unchanged.
 //!
 //! One file per algorithm: [`cholesky`] (`examples/cholesky/cholesky_implicit.c`) and
-//! [`lu`] (`examples/lu/xlu_implicit.c`); [`tasks`] makes a graph's tasks what the
-//! simulator runs (`Simulation::graph`), timed by performance models.
+//! [`lu`] (`examples/lu/xlu_implicit.c`); [`wfformat`] reads WfCommons' workflows;
+//! [`tasks`] makes a graph's tasks what the simulator runs (`Simulation::graph`), timed
+//! by performance models.
 
 pub mod cholesky;
 pub mod lu;
 pub mod tasks;
+pub mod wfformat;
 
 pub use cholesky::cholesky;
 pub use lu::lu;

@@ -10,6 +10,9 @@
 //! implementation of it (StarPU's `can_execute`); a task no unit type of the machine
 //! can run is an input error before the run.
 //!
+//! A graph whose input measured each task's time (a WfFormat workflow's runtimes,
+//! [`GraphTasks::with_cpu_times`]) takes that time on a CPU instead of its model's.
+//!
 //! The models are looked up at capacity 1024 (what StarPU's imported units have), else
 //! at the capacity with the most samples; a CPU of another capacity scales the CPU time
 //! as the speed model scales any work (`1024 / c`).
@@ -49,6 +52,9 @@ pub struct GraphTasks {
     class_of: Vec<u32>,
     classes: Vec<Class>,
     durations: Durations,
+    /// Each task's measured CPU time, seconds, where the input gives it (a workflow's
+    /// runtimes): it replaces the model's on CPUs.
+    measured: Option<Vec<f64>>,
 }
 
 /// The model of `kernel` on `kind` for `footprint`: at capacity 1024, else the one of
@@ -71,6 +77,38 @@ fn history<'m>(
             .map(|(_, _, h)| h)
             .max_by_key(|h| h.samples())
     })
+}
+
+/// `models` with each CPU model of capacity 1024 carried to the machine's other CPU
+/// capacities where they have none, its times scaled by `1024 / capacity` as the speed
+/// model scales a CPU's work: what a policy that looks models up by unit class needs
+/// on a machine of fast and slow CPUs, from a graph timed on one kind of CPU.
+pub fn models_for(machine: &Machine, models: &PerfModels) -> PerfModels {
+    let mut capacities: Vec<u32> = machine
+        .units
+        .iter()
+        .filter(|u| u.kind == UnitType::Cpu && u.capacity != CAPACITY_SCALE && u.capacity > 0)
+        .map(|u| u.capacity)
+        .collect();
+    capacities.sort_unstable();
+    capacities.dedup();
+    let mut out = models.clone();
+    for (kernel, arch, history) in models.iter() {
+        if arch.unit_type != UnitType::Cpu || arch.capacity != CAPACITY_SCALE {
+            continue;
+        }
+        for &c in &capacities {
+            let there = Arch {
+                capacity: c,
+                ..*arch
+            };
+            if models.get(kernel, &there).is_none() {
+                let factor = f64::from(CAPACITY_SCALE) / f64::from(c);
+                out.pool(kernel, there, &history.scaled(factor));
+            }
+        }
+    }
+    out
 }
 
 impl GraphTasks {
@@ -138,7 +176,31 @@ impl GraphTasks {
             class_of,
             classes,
             durations,
+            measured: None,
         })
+    }
+
+    /// Each task's CPU time is `seconds[i]` (measured: a workflow's runtimes), not its
+    /// model's; the models still say where it can run and are what policies read.
+    pub fn with_cpu_times(mut self, seconds: Vec<f64>) -> Result<GraphTasks> {
+        if seconds.len() != self.graph.tasks.len() {
+            return Err(Error::input(format!(
+                "{} CPU times for a graph of {} tasks",
+                seconds.len(),
+                self.graph.tasks.len()
+            )));
+        }
+        if let Some((i, s)) = seconds
+            .iter()
+            .enumerate()
+            .find(|(_, s)| !(s.is_finite() && **s >= 0.0))
+        {
+            return Err(Error::input(format!(
+                "task {i}: a CPU time of {s} s, expected a finite number ≥ 0"
+            )));
+        }
+        self.measured = Some(seconds);
+        Ok(self)
     }
 
     pub fn graph(&self) -> &Arc<TaskGraph> {
@@ -167,6 +229,9 @@ impl GraphTasks {
                 _ => mean,
             });
             out.set(kind, t);
+        }
+        if let (Some(m), Some(_)) = (&self.measured, out.get(UnitType::Cpu)) {
+            out.set(UnitType::Cpu, Some(m[index]));
         }
         out
     }

@@ -1,0 +1,354 @@
+//! Workflows in WfFormat (<https://github.com/wfcommons/WfFormat>), the JSON format
+//! WfCommons' instances and generators (`wfcommons` on PyPI: Montage, Epigenomics,
+//! 1000Genome, Cycles, ...) write, versions 1.5 and 1.6 (`workflow.specification` and
+//! `workflow.execution`).
+//!
+//! A workflow becomes a task graph and its timing:
+//! - each file of `specification.files` is a data handle of its `sizeInBytes`;
+//! - each task reads its `inputFiles` (`R`) and writes its `outputFiles` (`W`), and runs
+//!   after its `parents` (explicit predecessors); tasks are put in a topological order
+//!   (Kahn's, the file's order among ready tasks), so a cyclic workflow is refused;
+//! - a task's kernel is its `name` (WfCommons' task category, e.g. `mProject`), its
+//!   footprint 0;
+//! - its duration on a CPU is its `runtimeInSeconds` from `execution.tasks` (what the
+//!   workflow measured on one of its machines; its `coreCount` and the machines' speeds
+//!   are not read: a task runs on one unit, as fast as the machine it was measured on);
+//! - the models a policy sees are per kernel: the count, mean and deviation of the
+//!   runtimes of its tasks, on CPUs of capacity 1024. A policy knows a category's
+//!   average, not each task's runtime.
+//!
+//! Every task has a runtime and every file a size; ids are unique; a task names only
+//! files and tasks that exist. The input is bounded: the file by the caller's cap, the
+//! graph by `TaskGraph::check`.
+
+use hetsched_core::graph::{Access, Data, GraphTask, Mode, TaskGraph};
+use hetsched_core::machine::{UnitType, CAPACITY_SCALE};
+use hetsched_core::perf_model::{Arch, History, PerfModels};
+use hetsched_core::{Error, Result};
+use rustc_hash::FxHashMap;
+use serde::Deserialize;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// The largest WfFormat file read (WfCommons' largest instances are a few MB a
+/// thousand tasks).
+pub const MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// The WfFormat versions read.
+pub const VERSIONS: &[&str] = &["1.5", "1.6"];
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct File {
+    schema_version: String,
+    workflow: Workflow,
+}
+
+#[derive(Deserialize)]
+struct Workflow {
+    specification: Specification,
+    execution: Execution,
+}
+
+#[derive(Deserialize)]
+struct Specification {
+    tasks: Vec<SpecTask>,
+    #[serde(default)]
+    files: Vec<SpecFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SpecTask {
+    name: String,
+    id: String,
+    #[serde(default)]
+    parents: Vec<String>,
+    #[serde(default)]
+    input_files: Vec<String>,
+    #[serde(default)]
+    output_files: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SpecFile {
+    id: String,
+    size_in_bytes: u64,
+}
+
+#[derive(Deserialize)]
+struct Execution {
+    tasks: Vec<ExecTask>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecTask {
+    id: String,
+    runtime_in_seconds: f64,
+}
+
+/// A workflow as the simulator runs it.
+pub struct Instance {
+    pub graph: TaskGraph,
+    /// Each task's measured runtime, seconds, in graph order.
+    pub runtimes: Vec<f64>,
+    /// Per kernel, the runtimes' count, mean and deviation on CPUs.
+    pub models: PerfModels,
+    /// Each graph task's WfFormat id.
+    pub ids: Vec<String>,
+}
+
+/// The longest runtime accepted, seconds (about 31 years, the simulator's horizon).
+const MAX_RUNTIME_S: f64 = 1e9;
+
+/// Reads WfFormat `text`; `origin` names it in errors.
+pub fn parse(text: &str, origin: &str) -> Result<Instance> {
+    let err = |m: String| Error::input(format!("{origin}: {m}"));
+    let file: File = serde_json::from_str(text).map_err(|e| err(format!("WfFormat: {e}")))?;
+    if !VERSIONS.contains(&file.schema_version.as_str()) {
+        return Err(err(format!(
+            "schemaVersion {:?}: expected one of {} (what wfcommons 1.x writes)",
+            file.schema_version,
+            VERSIONS.join(", ")
+        )));
+    }
+    let spec = file.workflow.specification;
+    let mut file_index: FxHashMap<&str, u32> = FxHashMap::default();
+    for (i, f) in spec.files.iter().enumerate() {
+        if file_index.insert(&f.id, i as u32).is_some() {
+            return Err(err(format!(
+                "workflow.specification.files[{i}]: id {:?} used twice",
+                f.id
+            )));
+        }
+    }
+    let mut task_index: FxHashMap<&str, usize> = FxHashMap::default();
+    for (i, t) in spec.tasks.iter().enumerate() {
+        if task_index.insert(&t.id, i).is_some() {
+            return Err(err(format!(
+                "workflow.specification.tasks[{i}]: id {:?} used twice",
+                t.id
+            )));
+        }
+    }
+    let mut runtime: Vec<Option<f64>> = vec![None; spec.tasks.len()];
+    for (i, e) in file.workflow.execution.tasks.iter().enumerate() {
+        let key = format!("workflow.execution.tasks[{i}]");
+        let Some(&t) = task_index.get(e.id.as_str()) else {
+            return Err(err(format!(
+                "{key}: task {:?} is not in the specification",
+                e.id
+            )));
+        };
+        let r = e.runtime_in_seconds;
+        if !(0.0..=MAX_RUNTIME_S).contains(&r) {
+            return Err(err(format!(
+                "{key}.runtimeInSeconds: {r}, expected a number in [0, {MAX_RUNTIME_S:e}]"
+            )));
+        }
+        runtime[t] = Some(r);
+    }
+    // Parents as indices, then Kahn's order (the file's order among the ready).
+    let mut parents: Vec<Vec<usize>> = Vec::with_capacity(spec.tasks.len());
+    for (i, t) in spec.tasks.iter().enumerate() {
+        let mut mine = Vec::with_capacity(t.parents.len());
+        for p in &t.parents {
+            match task_index.get(p.as_str()) {
+                Some(&j) => mine.push(j),
+                None => {
+                    return Err(err(format!(
+                        "workflow.specification.tasks[{i}] ({}): parent {p:?} is not a task",
+                        t.id
+                    )))
+                }
+            }
+        }
+        mine.sort_unstable();
+        mine.dedup();
+        parents.push(mine);
+    }
+    let n = spec.tasks.len();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut waiting: Vec<usize> = vec![0; n];
+    for (i, ps) in parents.iter().enumerate() {
+        waiting[i] = ps.len();
+        for &p in ps {
+            children[p].push(i);
+        }
+    }
+    let mut ready: VecDeque<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(t) = ready.pop_front() {
+        order.push(t);
+        for &c in &children[t] {
+            waiting[c] -= 1;
+            if waiting[c] == 0 {
+                ready.push_back(c);
+            }
+        }
+    }
+    if order.len() < n {
+        let stuck = (0..n).find(|&i| waiting[i] > 0).expect("a task in a cycle");
+        return Err(err(format!(
+            "task {:?} is on a cycle of parents: a workflow is acyclic",
+            spec.tasks[stuck].id
+        )));
+    }
+    let mut position = vec![0u32; n];
+    for (k, &t) in order.iter().enumerate() {
+        position[t] = k as u32;
+    }
+    let mut graph = TaskGraph {
+        data: spec
+            .files
+            .iter()
+            .map(|f| Data {
+                bytes: f.size_in_bytes,
+            })
+            .collect(),
+        tasks: Vec::with_capacity(n),
+    };
+    let mut runtimes = Vec::with_capacity(n);
+    let mut ids = Vec::with_capacity(n);
+    let mut kernels: FxHashMap<&str, Arc<str>> = FxHashMap::default();
+    let mut by_kernel: FxHashMap<Arc<str>, History> = FxHashMap::default();
+    for &t in &order {
+        let s = &spec.tasks[t];
+        let Some(r) = runtime[t] else {
+            return Err(err(format!(
+                "task {:?} has no runtimeInSeconds in workflow.execution.tasks",
+                s.id
+            )));
+        };
+        let mut accesses = Vec::with_capacity(s.input_files.len() + s.output_files.len());
+        for (names, mode) in [(&s.input_files, Mode::R), (&s.output_files, Mode::W)] {
+            for f in names {
+                let Some(&handle) = file_index.get(f.as_str()) else {
+                    return Err(err(format!(
+                        "task {:?} names file {f:?}, which workflow.specification.files does not list",
+                        s.id
+                    )));
+                };
+                accesses.push(Access { handle, mode });
+            }
+        }
+        let kernel = kernels
+            .entry(&s.name)
+            .or_insert_with(|| Arc::from(s.name.as_str()))
+            .clone();
+        by_kernel.entry(kernel.clone()).or_default().add(r);
+        graph.tasks.push(GraphTask {
+            kernel,
+            footprint: 0,
+            accesses,
+            after: parents[t].iter().map(|&p| position[p]).collect(),
+            flops: 0.0,
+            priority: 0,
+        });
+        runtimes.push(r);
+        ids.push(s.id.clone());
+    }
+    graph
+        .check()
+        .map_err(|e| e.map_message(|m| format!("{origin}: {m}")))?;
+    let mut models = PerfModels::default();
+    for (kernel, history) in by_kernel {
+        let arch = Arch {
+            unit_type: UnitType::Cpu,
+            capacity: CAPACITY_SCALE,
+            footprint: 0,
+        };
+        models.pool(&kernel, arch, &history);
+    }
+    Ok(Instance {
+        graph,
+        runtimes,
+        models,
+        ids,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workflow(tasks: &str, files: &str, exec: &str) -> String {
+        format!(
+            r#"{{"name": "w", "schemaVersion": "1.5", "workflow": {{"specification": {{"tasks": [{tasks}], "files": [{files}]}}, "execution": {{"makespanInSeconds": 1, "tasks": [{exec}]}}}}}}"#
+        )
+    }
+
+    const FILES: &str = r#"{"id": "a", "sizeInBytes": 10}, {"id": "b", "sizeInBytes": 20}"#;
+
+    #[test]
+    fn a_workflow_in_any_order_becomes_a_graph_in_topological_order() {
+        // "late" is listed first but needs "early"'s output.
+        let text = workflow(
+            r#"{"name": "k2", "id": "late", "parents": ["early"], "inputFiles": ["b"]},
+               {"name": "k1", "id": "early", "parents": [], "inputFiles": ["a"], "outputFiles": ["b"]},
+               {"name": "k1", "id": "other", "inputFiles": ["a"]}"#,
+            FILES,
+            r#"{"id": "late", "runtimeInSeconds": 3}, {"id": "early", "runtimeInSeconds": 1},
+               {"id": "other", "runtimeInSeconds": 2}"#,
+        );
+        let w = parse(&text, "w.json").unwrap();
+        assert_eq!(w.ids, vec!["early", "other", "late"]);
+        assert_eq!(w.runtimes, vec![1.0, 2.0, 3.0]);
+        let g = &w.graph;
+        assert_eq!(g.tasks[2].after, vec![0]);
+        assert_eq!(g.tasks[0].accesses.len(), 2);
+        assert_eq!(g.tasks[2].accesses[0].mode, Mode::R);
+        let d = g.dependencies().unwrap();
+        assert_eq!(d.of(2), &[0]);
+        // k1's model: two runs, mean 1.5 s, sample deviation √0.5 s.
+        let arch = Arch {
+            unit_type: UnitType::Cpu,
+            capacity: CAPACITY_SCALE,
+            footprint: 0,
+        };
+        let h = w.models.get("k1", &arch).unwrap();
+        assert_eq!((h.samples(), h.mean()), (2, 1.5));
+        assert!((h.dev() - 0.5f64.sqrt()).abs() < 1e-12, "{}", h.dev());
+    }
+
+    #[test]
+    fn bad_workflows_name_what_is_wrong() {
+        let err = |tasks: &str, exec: &str| {
+            parse(&workflow(tasks, FILES, exec), "w.json")
+                .err()
+                .unwrap()
+                .to_string()
+        };
+        let one = r#"{"id": "x", "runtimeInSeconds": 1}"#;
+        assert!(err(r#"{"name": "k", "id": "x", "parents": ["x"]}"#, one).contains("cycle"));
+        assert!(
+            err(r#"{"name": "k", "id": "x", "inputFiles": ["zz"]}"#, one)
+                .contains("names file \"zz\"")
+        );
+        assert!(err(r#"{"name": "k", "id": "x", "parents": ["y"]}"#, one)
+            .contains("parent \"y\" is not a task"));
+        assert!(err(r#"{"name": "k", "id": "x"}"#, "").contains("no runtimeInSeconds"));
+        assert!(err(
+            r#"{"name": "k", "id": "x"}"#,
+            r#"{"id": "x", "runtimeInSeconds": -1}"#
+        )
+        .contains("runtimeInSeconds: -1"));
+        assert!(
+            err(r#"{"name": "k", "id": "x"}, {"name": "k", "id": "x"}"#, one)
+                .contains("used twice")
+        );
+        let old = workflow(r#"{"name": "k", "id": "x"}"#, FILES, one).replace("1.5", "1.4");
+        assert!(parse(&old, "w.json")
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("schemaVersion \"1.4\""));
+        assert!(parse("{", "w.json")
+            .err()
+            .unwrap()
+            .to_string()
+            .starts_with("w.json: WfFormat"));
+    }
+}
