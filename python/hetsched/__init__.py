@@ -8,6 +8,7 @@ extension); this package converts their results into pandas DataFrames and plots
 from ._hetsched import Reject, Steal, View
 from .policy import Policy
 from ._sim import Machine, NotRecordedError, Result, machine, policies, simulate
+from .graphs import graph
 from .live import Client
 from .sweep import sweep
 
@@ -20,6 +21,7 @@ __all__ = [
     "Result",
     "Steal",
     "View",
+    "graph",
     "machine",
     "policies",
     "simulate",

@@ -81,3 +81,31 @@ def test_a_cyclic_or_broken_workflow_is_a_value_error(tmp_path):
         hetsched.simulate({"machine": str(machine), "graph": {"file": str(tmp_path / "cyclic.json")}})
     with pytest.raises(ValueError, match="expected a WfFormat workflow"):
         hetsched.simulate({"machine": str(machine), "graph": {"file": str(machine)}})
+
+
+def test_a_networkx_graph_runs_as_written(tmp_path):
+    # a (1 s) before b (2 s) and c (3 s), both before d (1 s). Two cores under fcfs:
+    # a 0–1, b 1–3 and c 1–4, d 4–5. One core: 7 s.
+    g = nx.DiGraph()
+    for name, seconds in [("a", 1.0), ("b", 2.0), ("c", 3.0), ("d", 1.0)]:
+        g.add_node(name, runtime=seconds, kind="k")
+    g.add_edges_from([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")], bytes=1000)
+    table = hetsched.graph(g)
+    assert len(table["tasks"]) == 4 and len(table["files"]) == 4
+    two = tmp_path / "two.toml"
+    two.write_text('name = "two"\n[[package]]\ncores = 2\n')
+    r = hetsched.simulate({"machine": str(two), "graph": table}, policy="fcfs", tasks=True)
+    assert r.metrics["makespan_s"] == pytest.approx(5.0)
+    assert sorted(r.tasks["end_s"]) == pytest.approx([1.0, 3.0, 4.0, 5.0])
+    one = tmp_path / "one.toml"
+    one.write_text('name = "one"\n[[package]]\ncores = 1\n')
+    r = hetsched.simulate({"machine": str(one), "graph": table}, policy="heft")
+    assert r.metrics["makespan_s"] == pytest.approx(7.0)
+    # A cycle, or a node without a runtime, is refused.
+    g.add_edge("d", "a")
+    with pytest.raises(ValueError, match="cycle"):
+        hetsched.simulate({"machine": str(two), "graph": hetsched.graph(g)})
+    g.remove_edge("d", "a")
+    g.add_node("e")
+    with pytest.raises(ValueError, match="'e' has no 'runtime'"):
+        hetsched.graph(g)

@@ -59,7 +59,9 @@
 //! fetch = "prefetch"            # or "start": when a task's input copies are issued
 //! ```
 //! or `[graph] file = "montage.json"`: a WfFormat workflow (`crate::graphs::wfformat`),
-//! its tasks timed by the runtimes it measured.
+//! its tasks timed by the runtimes it measured; or a workflow written in place:
+//! `[graph] tasks = [{ id = "a", name = "k", runtime = 1.0, parents = [], inputs = [],
+//! outputs = ["f"] }]`, `files = [{ id = "f", bytes = 1000 }]`.
 //! Exponential sizes and inter-arrival times are drawn by inverse-transform sampling
 //! from a seeded ChaCha8 stream (one per generator), so same file + seed = same tasks.
 //!
@@ -139,6 +141,11 @@ struct GraphSpec {
     tile: Option<u32>,
     #[serde(default)]
     file: Option<String>,
+    /// A workflow written inline (`crate::graphs::wfformat::build`).
+    #[serde(default)]
+    tasks: Option<Vec<crate::graphs::wfformat::WorkflowTask>>,
+    #[serde(default)]
+    files: Vec<crate::graphs::wfformat::WorkflowFile>,
     #[serde(default)]
     precision: PrecisionSpec,
     #[serde(default)]
@@ -814,17 +821,17 @@ fn graph(
         DurationsSpec::Mean => Durations::Mean,
         DurationsSpec::Normal => Durations::Normal { seed },
     };
-    if let Some(f) = &g.file {
-        if g.algorithm.is_some() || g.tiles.is_some() || g.tile.is_some() {
-            return Err(Error::input(
-                "file: a graph is a file or an algorithm (with tiles and tile), not both",
-            ));
-        }
-        if g.models.is_some() || matches!(g.durations, DurationsSpec::Normal) {
-            return Err(Error::input(
-                "file: a workflow's tasks take the runtimes it measured, its models are its own: no models or durations with a file",
-            ));
-        }
+    let sources = [
+        g.file.is_some(),
+        g.tasks.is_some(),
+        g.algorithm.is_some() || g.tiles.is_some() || g.tile.is_some(),
+    ];
+    if sources.iter().filter(|&&s| s).count() > 1 {
+        return Err(Error::input(
+            "a graph is one of a workflow file (`file`), a workflow written here (`tasks`, `files`) or an algorithm (`algorithm`, `tiles`, `tile`)",
+        ));
+    }
+    let workflow = if let Some(f) = &g.file {
         // Beside the scenario first, then from the working directory (as `machine`).
         let path = PathBuf::from(resolve(f, base));
         if path.extension().is_none_or(|e| e != "json") {
@@ -838,14 +845,28 @@ fn graph(
             "a WfFormat workflow",
             wfformat::MAX_FILE_BYTES,
         )?;
-        let w = wfformat::parse(&text, &path.display().to_string())?;
+        Some(wfformat::parse(&text, &path.display().to_string())?)
+    } else if let Some(tasks) = &g.tasks {
+        Some(wfformat::build(tasks, &g.files, "graph", "")?)
+    } else {
+        None
+    };
+    if let Some(w) = workflow {
+        if g.models.is_some() || matches!(g.durations, DurationsSpec::Normal) {
+            return Err(Error::input(
+                "a workflow's tasks take the runtimes it gives, and its models are its own: no `models` or `durations`",
+            ));
+        }
         let tasks = GraphTasks::new(std::sync::Arc::new(w.graph), machine, &w.models, durations)?
             .with_cpu_times(w.runtimes)?;
         return Ok((tasks, crate::graphs::tasks::models_for(machine, &w.models)));
     }
+    if !g.files.is_empty() {
+        return Err(Error::input("files: only with `tasks`"));
+    }
     let (Some(algorithm), Some(tiles), Some(tile)) = (g.algorithm, g.tiles, g.tile) else {
         return Err(Error::input(
-            "expected `file` (a WfFormat workflow) or `algorithm`, `tiles` and `tile`",
+            "expected `file` (a WfFormat workflow), `tasks` (a workflow) or `algorithm`, `tiles` and `tile`",
         ));
     };
     let tiled = Tiled {

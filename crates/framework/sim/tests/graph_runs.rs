@@ -419,3 +419,62 @@ fn cholesky_on_idgraf_with_its_models() {
     assert!(heft.1 < fcfs.1, "{makespans:?}");
     assert!(dmdas.1 < fcfs.1, "{makespans:?}");
 }
+
+/// A scenario's `[graph]`: a workflow written in place runs as written; the keys that
+/// cannot go together are refused, naming them.
+#[test]
+fn a_scenario_graph_is_one_source_and_runs_as_written() {
+    use hetsched_sim::scenario::Scenario;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("two.toml"),
+        "name = \"two\"\n[[package]]\ncores = 2\n",
+    )
+    .unwrap();
+    let parse = |graph: &str| {
+        Scenario::parse(
+            &format!("machine = \"two.toml\"\n[graph]\n{graph}"),
+            "s.toml",
+            "s",
+            dir.path(),
+        )
+    };
+    // a (1 s) writes f, read by b (2 s) and c (3 s): 1 + 3 s on two cores.
+    let sc = parse(
+        r#"tasks = [
+            { id = "b", runtime = 2.0, parents = ["a"], inputs = ["f"] },
+            { id = "a", runtime = 1.0, outputs = ["f"] },
+            { id = "c", runtime = 3.0, inputs = ["f"] },
+        ]
+        files = [{ id = "f", bytes = 1000 }]"#,
+    )
+    .unwrap();
+    assert_eq!(sc.task_count(), 3);
+    let (_, s) = Simulation::of(&sc).record_spec("fcfs", 0).unwrap();
+    assert_eq!((s.completed, s.end_ns), (3, 4_000_000_000));
+    let err = |graph: &str| parse(graph).err().unwrap().to_string();
+    assert!(err("file = \"w.json\"\nalgorithm = \"lu\"").contains("one of"));
+    assert!(
+        err("files = [{ id = \"f\", bytes = 1 }]\nalgorithm = \"lu\"\ntiles = 2\ntile = 2")
+            .contains("files: only with `tasks`")
+    );
+    assert!(err("tasks = [{ id = \"a\" }]").contains("(a): no runtime"));
+    assert!(
+        err("tasks = [{ id = \"a\", runtime = 1.0 }]\ndurations = \"normal\"")
+            .contains("no `models` or `durations`")
+    );
+    assert!(err("algorithm = \"qr\"\ntiles = 2\ntile = 2").contains("unknown variant `qr`"));
+    assert!(err("algorithm = \"lu\"").contains("expected `file`"));
+    assert!(err("file = \"two.toml\"").contains("expected a WfFormat workflow"));
+    let mixed = Scenario::parse(
+        "machine = \"two.toml\"\n[[task]]\nwork = 1.0\n[graph]\ntasks = [{ id = \"a\", runtime = 1.0 }]",
+        "s.toml",
+        "s",
+        dir.path(),
+    );
+    assert!(mixed
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("a scenario with a [graph] has no [[task]] or [[generator]] entries"));
+}

@@ -19,7 +19,8 @@
 //!
 //! Every task has a runtime and every file a size; ids are unique; a task names only
 //! files and tasks that exist. The input is bounded: the file by the caller's cap, the
-//! graph by `TaskGraph::check`.
+//! graph by `TaskGraph::check`. A scenario may write a workflow inline, in the same
+//! terms ([`WorkflowTask`], [`WorkflowFile`], [`build`]): what Python's graphs become.
 
 use hetsched_core::graph::{Access, Data, GraphTask, Mode, TaskGraph};
 use hetsched_core::machine::{UnitType, CAPACITY_SCALE};
@@ -103,6 +104,38 @@ pub struct Instance {
 /// The longest runtime accepted, seconds (about 31 years, the simulator's horizon).
 const MAX_RUNTIME_S: f64 = 1e9;
 
+/// A workflow's task, as WfFormat describes it and as a scenario may write it inline
+/// (`[graph] tasks = [{ id, name, runtime, parents, inputs, outputs }]`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowTask {
+    pub id: String,
+    /// Its category: the kernel its models are kept for.
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// Its measured run time on a capacity-1024 CPU, seconds.
+    pub runtime: Option<f64>,
+    #[serde(default)]
+    pub parents: Vec<String>,
+    /// The files it reads and writes, by id.
+    #[serde(default)]
+    pub inputs: Vec<String>,
+    #[serde(default)]
+    pub outputs: Vec<String>,
+}
+
+fn default_name() -> String {
+    "task".into()
+}
+
+/// A workflow's file: what moves between memory nodes.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowFile {
+    pub id: String,
+    pub bytes: u64,
+}
+
 /// Reads WfFormat `text`; `origin` names it in errors.
 pub fn parse(text: &str, origin: &str) -> Result<Instance> {
     let err = |m: String| Error::input(format!("{origin}: {m}"));
@@ -115,51 +148,91 @@ pub fn parse(text: &str, origin: &str) -> Result<Instance> {
         )));
     }
     let spec = file.workflow.specification;
-    let mut file_index: FxHashMap<&str, u32> = FxHashMap::default();
-    for (i, f) in spec.files.iter().enumerate() {
-        if file_index.insert(&f.id, i as u32).is_some() {
-            return Err(err(format!(
-                "workflow.specification.files[{i}]: id {:?} used twice",
-                f.id
-            )));
-        }
-    }
-    let mut task_index: FxHashMap<&str, usize> = FxHashMap::default();
-    for (i, t) in spec.tasks.iter().enumerate() {
-        if task_index.insert(&t.id, i).is_some() {
-            return Err(err(format!(
-                "workflow.specification.tasks[{i}]: id {:?} used twice",
-                t.id
-            )));
-        }
-    }
-    let mut runtime: Vec<Option<f64>> = vec![None; spec.tasks.len()];
+    let mut tasks: Vec<WorkflowTask> = spec
+        .tasks
+        .into_iter()
+        .map(|t| WorkflowTask {
+            id: t.id,
+            name: t.name,
+            runtime: None,
+            parents: t.parents,
+            inputs: t.input_files,
+            outputs: t.output_files,
+        })
+        .collect();
+    let index: FxHashMap<String, usize> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.clone(), i))
+        .collect();
     for (i, e) in file.workflow.execution.tasks.iter().enumerate() {
-        let key = format!("workflow.execution.tasks[{i}]");
-        let Some(&t) = task_index.get(e.id.as_str()) else {
+        let Some(&t) = index.get(&e.id) else {
             return Err(err(format!(
-                "{key}: task {:?} is not in the specification",
+                "workflow.execution.tasks[{i}]: task {:?} is not in the specification",
                 e.id
             )));
         };
-        let r = e.runtime_in_seconds;
-        if !(0.0..=MAX_RUNTIME_S).contains(&r) {
-            return Err(err(format!(
-                "{key}.runtimeInSeconds: {r}, expected a number in [0, {MAX_RUNTIME_S:e}]"
-            )));
-        }
-        runtime[t] = Some(r);
+        tasks[t].runtime = Some(e.runtime_in_seconds);
     }
-    // Parents as indices, then Kahn's order (the file's order among the ready).
-    let mut parents: Vec<Vec<usize>> = Vec::with_capacity(spec.tasks.len());
-    for (i, t) in spec.tasks.iter().enumerate() {
+    let files: Vec<WorkflowFile> = spec
+        .files
+        .into_iter()
+        .map(|f| WorkflowFile {
+            id: f.id,
+            bytes: f.size_in_bytes,
+        })
+        .collect();
+    build(&tasks, &files, origin, "workflow.specification.")
+}
+
+/// A workflow's graph, runtimes and models (see the module documentation); `origin`
+/// and `at` (the tasks' and files' key prefix) name what is wrong in errors.
+pub fn build(
+    tasks: &[WorkflowTask],
+    files: &[WorkflowFile],
+    origin: &str,
+    at: &str,
+) -> Result<Instance> {
+    let err = |m: String| Error::input(format!("{origin}: {m}"));
+    let mut file_index: FxHashMap<&str, u32> = FxHashMap::default();
+    for (i, f) in files.iter().enumerate() {
+        if file_index.insert(&f.id, i as u32).is_some() {
+            return Err(err(format!("{at}files[{i}]: id {:?} used twice", f.id)));
+        }
+    }
+    let mut task_index: FxHashMap<&str, usize> = FxHashMap::default();
+    for (i, t) in tasks.iter().enumerate() {
+        if task_index.insert(&t.id, i).is_some() {
+            return Err(err(format!("{at}tasks[{i}]: id {:?} used twice", t.id)));
+        }
+    }
+    for (i, t) in tasks.iter().enumerate() {
+        match t.runtime {
+            None => {
+                return Err(err(format!(
+                    "{at}tasks[{i}] ({}): no runtime (WfFormat: runtimeInSeconds in workflow.execution.tasks)",
+                    t.id
+                )))
+            }
+            Some(r) if !(0.0..=MAX_RUNTIME_S).contains(&r) => {
+                return Err(err(format!(
+                    "{at}tasks[{i}] ({}): runtime {r}, expected a number of seconds in [0, {MAX_RUNTIME_S:e}]",
+                    t.id
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    // Parents as indices, then Kahn's order (the given order among the ready).
+    let mut parents: Vec<Vec<usize>> = Vec::with_capacity(tasks.len());
+    for (i, t) in tasks.iter().enumerate() {
         let mut mine = Vec::with_capacity(t.parents.len());
         for p in &t.parents {
             match task_index.get(p.as_str()) {
                 Some(&j) => mine.push(j),
                 None => {
                     return Err(err(format!(
-                        "workflow.specification.tasks[{i}] ({}): parent {p:?} is not a task",
+                        "{at}tasks[{i}] ({}): parent {p:?} is not a task",
                         t.id
                     )))
                 }
@@ -169,7 +242,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Instance> {
         mine.dedup();
         parents.push(mine);
     }
-    let n = spec.tasks.len();
+    let n = tasks.len();
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut waiting: Vec<usize> = vec![0; n];
     for (i, ps) in parents.iter().enumerate() {
@@ -193,7 +266,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Instance> {
         let stuck = (0..n).find(|&i| waiting[i] > 0).expect("a task in a cycle");
         return Err(err(format!(
             "task {:?} is on a cycle of parents: a workflow is acyclic",
-            spec.tasks[stuck].id
+            tasks[stuck].id
         )));
     }
     let mut position = vec![0u32; n];
@@ -201,13 +274,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Instance> {
         position[t] = k as u32;
     }
     let mut graph = TaskGraph {
-        data: spec
-            .files
-            .iter()
-            .map(|f| Data {
-                bytes: f.size_in_bytes,
-            })
-            .collect(),
+        data: files.iter().map(|f| Data { bytes: f.bytes }).collect(),
         tasks: Vec::with_capacity(n),
     };
     let mut runtimes = Vec::with_capacity(n);
@@ -215,19 +282,14 @@ pub fn parse(text: &str, origin: &str) -> Result<Instance> {
     let mut kernels: FxHashMap<&str, Arc<str>> = FxHashMap::default();
     let mut by_kernel: FxHashMap<Arc<str>, History> = FxHashMap::default();
     for &t in &order {
-        let s = &spec.tasks[t];
-        let Some(r) = runtime[t] else {
-            return Err(err(format!(
-                "task {:?} has no runtimeInSeconds in workflow.execution.tasks",
-                s.id
-            )));
-        };
-        let mut accesses = Vec::with_capacity(s.input_files.len() + s.output_files.len());
-        for (names, mode) in [(&s.input_files, Mode::R), (&s.output_files, Mode::W)] {
+        let s = &tasks[t];
+        let r = s.runtime.expect("checked above");
+        let mut accesses = Vec::with_capacity(s.inputs.len() + s.outputs.len());
+        for (names, mode) in [(&s.inputs, Mode::R), (&s.outputs, Mode::W)] {
             for f in names {
                 let Some(&handle) = file_index.get(f.as_str()) else {
                     return Err(err(format!(
-                        "task {:?} names file {f:?}, which workflow.specification.files does not list",
+                        "task {:?} names file {f:?}, which {at}files does not list",
                         s.id
                     )));
                 };
@@ -329,12 +391,12 @@ mod tests {
         );
         assert!(err(r#"{"name": "k", "id": "x", "parents": ["y"]}"#, one)
             .contains("parent \"y\" is not a task"));
-        assert!(err(r#"{"name": "k", "id": "x"}"#, "").contains("no runtimeInSeconds"));
+        assert!(err(r#"{"name": "k", "id": "x"}"#, "").contains("(x): no runtime"));
         assert!(err(
             r#"{"name": "k", "id": "x"}"#,
             r#"{"id": "x", "runtimeInSeconds": -1}"#
         )
-        .contains("runtimeInSeconds: -1"));
+        .contains("runtime -1, expected"));
         assert!(
             err(r#"{"name": "k", "id": "x"}, {"name": "k", "id": "x"}"#, one)
                 .contains("used twice")
