@@ -59,7 +59,8 @@
 //! fetch = "prefetch"            # or "start": when a task's input copies are issued
 //! ```
 //! or `[graph] file = "montage.json"`: a WfFormat workflow (`crate::graphs::wfformat`),
-//! its tasks timed by the runtimes it measured; or a workflow written in place:
+//! its tasks timed by the runtimes it measured, or `"pipeline.dot"`, a graph written in
+//! DOT (`crate::graphs::dot`); or a workflow written in place:
 //! `[graph] tasks = [{ id = "a", name = "k", runtime = 1.0, parents = [], inputs = [],
 //! outputs = ["f"] }]`, `files = [{ id = "f", bytes = 1000 }]`.
 //! Exponential sizes and inter-arrival times are drawn by inverse-transform sampling
@@ -816,7 +817,7 @@ fn graph(
     crate::graphs::GraphTasks,
     hetsched_core::perf_model::PerfModels,
 )> {
-    use crate::graphs::{wfformat, Durations, GraphTasks, Precision, Tiled};
+    use crate::graphs::{dot, wfformat, Durations, GraphTasks, Precision, Tiled};
     let durations = match g.durations {
         DurationsSpec::Mean => Durations::Mean,
         DurationsSpec::Normal => Durations::Normal { seed },
@@ -834,18 +835,24 @@ fn graph(
     let workflow = if let Some(f) = &g.file {
         // Beside the scenario first, then from the working directory (as `machine`).
         let path = PathBuf::from(resolve(f, base));
-        if path.extension().is_none_or(|e| e != "json") {
-            return Err(Error::input(format!(
-                "file: {}: expected a WfFormat workflow (.json)",
-                path.display()
-            )));
+        let origin = path.display().to_string();
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("json") => {
+                let what = "a WfFormat workflow";
+                let text = hetsched_util::files::read_text(&path, what, wfformat::MAX_FILE_BYTES)?;
+                Some(wfformat::parse(&text, &origin)?)
+            }
+            Some("dot" | "gv") => {
+                let what = "a DOT graph";
+                let text = hetsched_util::files::read_text(&path, what, dot::MAX_FILE_BYTES)?;
+                Some(dot::parse(&text, &origin)?)
+            }
+            _ => {
+                return Err(Error::input(format!(
+                "file: {origin}: expected a WfFormat workflow (.json) or a DOT graph (.dot, .gv)"
+            )))
+            }
         }
-        let text = hetsched_util::files::read_text(
-            &path,
-            "a WfFormat workflow",
-            wfformat::MAX_FILE_BYTES,
-        )?;
-        Some(wfformat::parse(&text, &path.display().to_string())?)
     } else if let Some(tasks) = &g.tasks {
         Some(wfformat::build(tasks, &g.files, "graph", "")?)
     } else {

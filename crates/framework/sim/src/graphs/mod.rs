@@ -5,11 +5,13 @@
 //! tasks unchanged.
 //!
 //! One file per algorithm: [`cholesky`] (`examples/cholesky/cholesky_implicit.c`) and
-//! [`lu`] (`examples/lu/xlu_implicit.c`); [`wfformat`] reads WfCommons' workflows;
+//! [`lu`] (`examples/lu/xlu_implicit.c`); [`wfformat`] reads WfCommons' workflows and
+//! [`dot`] hand-written graphs;
 //! [`tasks`] makes a graph's tasks what the simulator runs (`Simulation::graph`), timed
 //! by performance models.
 
 pub mod cholesky;
+pub mod dot;
 pub mod lu;
 pub mod tasks;
 pub mod wfformat;
