@@ -17,8 +17,8 @@ def graph(g: Any, *, runtime: str = "runtime", kind: str = "kind",
     Each node is a task, named by ``str(node)``: its node attribute ``runtime`` (seconds
     on a capacity-1024 CPU, required) and ``kind`` (its category, whose models policies
     read; default ``"task"``). Each edge ``u → v`` makes ``u`` a parent of ``v``; with an
-    edge attribute ``bytes`` above 0 it is also a file of that size that ``u`` writes and
-    ``v`` reads (named ``"u->v"``), which moves between memory nodes. Attribute names
+    edge attribute ``bytes`` (an integer) above 0 it is also a file of that size that
+    ``u`` writes and ``v`` reads, which moves between memory nodes. Attribute names
     are the keyword arguments. The simulator checks the rest (a cycle, a negative
     runtime: ``ValueError`` naming the task).
     """
@@ -34,9 +34,13 @@ def graph(g: Any, *, runtime: str = "runtime", kind: str = "kind",
         for u, _, data in g.in_edges(node, data=True):
             parents[node].append(names[u])
             nbytes = data.get(size, 0)
+            if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
+                raise ValueError(f"graph: edge {names[u]!r} -> {names[node]!r}: "
+                                 f"{size!r} {nbytes!r}, expected an integer >= 0")
             if nbytes:
-                file = f"{names[u]}->{names[node]}"
-                files.append({"id": file, "bytes": int(nbytes)})
+                # Numbered: node names may hold "->".
+                file = f"{len(files)}:{names[u]}->{names[node]}"
+                files.append({"id": file, "bytes": nbytes})
                 outputs[u].append(file)
                 inputs[node].append(file)
     for node, data in g.nodes(data=True):

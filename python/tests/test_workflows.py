@@ -106,6 +106,10 @@ def test_a_networkx_graph_runs_as_written(tmp_path):
     with pytest.raises(ValueError, match="cycle"):
         hetsched.simulate({"machine": str(two), "graph": hetsched.graph(g)})
     g.remove_edge("d", "a")
+    g.edges["a", "b"]["bytes"] = -5
+    with pytest.raises(ValueError, match="'bytes' -5, expected an integer"):
+        hetsched.graph(g)
+    g.edges["a", "b"]["bytes"] = 10
     g.add_node("e")
     with pytest.raises(ValueError, match="'e' has no 'runtime'"):
         hetsched.graph(g)

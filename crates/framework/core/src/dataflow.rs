@@ -262,15 +262,16 @@ impl GraphRun {
             (1..self.nodes)
                 .filter(|&d| self.valid_from[row + d] != INVALID)
                 .map(|d| {
-                    self.valid_from[row + d].saturating_sub(now_ns)
-                        + self.links[d - 1].copy_ns(bytes)
+                    self.valid_from[row + d]
+                        .saturating_sub(now_ns)
+                        .saturating_add(self.links[d - 1].copy_ns(bytes))
                 })
                 .min()
                 .unwrap_or(0)
         };
         match node {
             0 => up,
-            d => up + self.links[d - 1].copy_ns(bytes),
+            d => up.saturating_add(self.links[d - 1].copy_ns(bytes)),
         }
     }
 
@@ -297,7 +298,7 @@ impl GraphRun {
         link.lanes[lane].free_ns = end;
         self.valid_from[row + to] = end;
         self.traffic.copies += 1;
-        self.traffic.bytes += bytes;
+        self.traffic.bytes = self.traffic.bytes.saturating_add(bytes);
         end
     }
 
@@ -394,7 +395,7 @@ impl GraphRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{Access, Data, GraphTask};
+    use crate::graph::{Data, GraphTask};
     use crate::machine::{Accelerator, UnitGranularity, UnitType};
 
     /// One CPU and `gpus` GPUs, each link 1 byte/ns with 1,000 ns of latency.
@@ -435,17 +436,7 @@ mod tests {
     }
 
     fn task(accesses: &[(u32, Mode)]) -> GraphTask {
-        GraphTask {
-            kernel: Arc::from("k"),
-            footprint: 0,
-            accesses: accesses
-                .iter()
-                .map(|&(handle, mode)| Access { handle, mode })
-                .collect(),
-            after: Vec::new(),
-            flops: 0.0,
-            priority: 0,
-        }
+        GraphTask::new(Arc::from("k"), 0, accesses)
     }
 
     fn run(tasks: Vec<GraphTask>, bytes: &[u64], gpus: usize) -> GraphRun {

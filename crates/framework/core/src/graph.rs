@@ -7,7 +7,8 @@
 //!
 //! A graph is input (a generator's parameters, later a file), so [`TaskGraph::check`]
 //! bounds it: at most [`MAX_TASKS`] tasks and [`MAX_DATA`] handles, at most
-//! [`MAX_ACCESSES`] accesses a task, at most [`MAX_REFERENCES`] accesses and explicit
+//! [`MAX_ACCESSES`] accesses a task, handles of at most [`MAX_BYTES`], at most
+//! [`MAX_REFERENCES`] accesses and explicit
 //! predecessors in all; every handle an access names exists, and an explicit
 //! predecessor is an earlier task (so a graph is acyclic by construction, and task
 //! order is a topological order). Nothing here recurses: a graph as deep as it is long
@@ -30,6 +31,10 @@ pub const MAX_ACCESSES: usize = 256;
 /// dependencies are at most twice the accesses plus the explicit ones, so this bounds
 /// their memory too (at most 2^28 u32: 1 GiB).
 pub const MAX_REFERENCES: usize = 1 << 27;
+
+/// The largest data handle, bytes (a pebibyte: sums of a run's copies stay far from
+/// `u64::MAX`).
+pub const MAX_BYTES: u64 = 1 << 50;
 
 /// How a task accesses a handle (StarPU's `STARPU_R`, `STARPU_W`, `STARPU_RW`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -81,6 +86,24 @@ pub struct GraphTask {
     /// The application's priority (StarPU's `STARPU_PRIORITY`): higher runs first under
     /// the policies that sort by it (`dmdas`); 0 is StarPU's default.
     pub priority: i32,
+}
+
+impl GraphTask {
+    /// A task of `kernel` and `footprint` making `accesses` (handle, mode), in buffer
+    /// order; no explicit predecessor, no flops, the default priority.
+    pub fn new(kernel: Arc<str>, footprint: u64, accesses: &[(u32, Mode)]) -> GraphTask {
+        GraphTask {
+            kernel,
+            footprint,
+            accesses: accesses
+                .iter()
+                .map(|&(handle, mode)| Access { handle, mode })
+                .collect(),
+            after: Vec::new(),
+            flops: 0.0,
+            priority: 0,
+        }
+    }
 }
 
 /// Tasks in submission order and the data they access.
@@ -154,6 +177,17 @@ impl TaskGraph {
             return Err(Error::input(format!(
                 "a task graph has {} data handles; at most {MAX_DATA}",
                 self.data.len()
+            )));
+        }
+        if let Some((h, d)) = self
+            .data
+            .iter()
+            .enumerate()
+            .find(|(_, d)| d.bytes > MAX_BYTES)
+        {
+            return Err(Error::input(format!(
+                "data handle {h} has {} bytes; at most 2^50",
+                d.bytes
             )));
         }
         let mut references = 0usize;
@@ -261,17 +295,7 @@ mod tests {
     use super::*;
 
     fn task(accesses: &[(u32, Mode)]) -> GraphTask {
-        GraphTask {
-            kernel: Arc::from("k"),
-            footprint: 0,
-            accesses: accesses
-                .iter()
-                .map(|&(handle, mode)| Access { handle, mode })
-                .collect(),
-            after: Vec::new(),
-            flops: 0.0,
-            priority: 0,
-        }
+        GraphTask::new(Arc::from("k"), 0, accesses)
     }
 
     fn graph(handles: usize, tasks: Vec<GraphTask>) -> TaskGraph {

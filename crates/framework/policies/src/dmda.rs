@@ -111,8 +111,6 @@ impl Dmda {
         })
     }
 
-    /// The model class of `task` on `unit`: the unit's type and capacity, the task's
-    /// footprint.
     /// StarPU's `dmdas`: each unit runs the task of highest priority in its queue
     /// first (ties: the earliest queued).
     pub fn sorted(mut self) -> Dmda {
@@ -120,6 +118,8 @@ impl Dmda {
         self
     }
 
+    /// The model class of `task` on `unit`: the unit's type and capacity, the task's
+    /// footprint.
     fn arch(view: &View, unit: UnitId, task: &Task) -> Arch {
         let u = view.unit(unit);
         Arch {

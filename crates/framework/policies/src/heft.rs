@@ -17,6 +17,9 @@
 //!   last writer (a predecessor) plus the copy from that writer's unit (from host memory
 //!   if none wrote it), and its explicit predecessors' planned ends. Ties: the lowest
 //!   unit id.
+//! - **Copies**: the plan assumes, as HEFT's paper does, that data leaves as its writer
+//!   ends; the engine, as StarPU does, copies it once the reader is queued on its unit
+//!   (`hetsched_core::dataflow`), so a run can end later than its plan.
 //! - **Running the plan**: each task is queued on its planned unit, and a unit runs its
 //!   tasks in their planned order, waiting (idle) for the next one to become ready
 //!   rather than running a later one early. The globally earliest planned task not run
@@ -29,8 +32,10 @@
 //! the fewest tasks, then the lowest id), and a unit runs such tasks in arrival order
 //! when its next planned one is not queued.
 //!
-//! Planning is `O(tasks × units × the plan's intervals after the task's ready time)`:
-//! the gap search walks back from a unit's last interval.
+//! Planning is `O(tasks × (units × 64 + memory nodes² × predecessors))`: the gap search
+//! looks between a unit's last [`INSERTION_WINDOW`] (64) planned intervals, so a graph
+//! of a million tasks ready at once is planned in seconds, not hours; insertion further
+//! back is not tried.
 
 use crate::params::Params;
 use hetsched_core::dataflow::GraphRun;
@@ -142,15 +147,18 @@ impl Heft {
             }
             inputs.push(mine);
         }
-        // Mean copy time over ordered unit pairs, seconds.
+        // Mean copy time over ordered unit pairs, seconds: over pairs of memory nodes,
+        // each weighed by its units.
+        let mut per_node = vec![0usize; run.nodes()];
+        node.iter().for_each(|&n| per_node[n] += 1);
         let mean_copy = |bytes: u64| -> f64 {
             if bytes == 0 || units == 0 {
                 return 0.0;
             }
             let mut sum = 0.0;
-            for &a in &node {
-                for &b in &node {
-                    sum += run.copy_ns(bytes, a, b) as f64;
+            for (a, &na) in per_node.iter().enumerate().filter(|(_, &n)| n > 0) {
+                for (b, &nb) in per_node.iter().enumerate().filter(|(_, &n)| n > 0) {
+                    sum += (na * nb) as f64 * run.copy_ns(bytes, a, b) as f64;
                 }
             }
             sum * 1e-9 / (units * units) as f64
@@ -174,8 +182,7 @@ impl Heft {
                 let bytes: u64 = inputs[s]
                     .iter()
                     .filter(|(w, _)| *w == Some(p))
-                    .map(|&(_, b)| b)
-                    .sum();
+                    .fold(0, |sum, &(_, b)| sum.saturating_add(b));
                 let via = mean_copy(bytes) + rank[s];
                 let b = &mut best_succ[p as usize];
                 if via > *b {
@@ -265,14 +272,25 @@ impl Heft {
     }
 }
 
+/// How many of a unit's last planned intervals the gap search looks between: planning
+/// stays linear in the tasks for graphs whose tasks are all ready at once.
+pub const INSERTION_WINDOW: usize = 64;
+
 /// The earliest start at or after `ready` of a gap `w` long in `intervals` (sorted by
 /// start, not overlapping), and where the new interval goes. Walks back from the last
-/// interval while intervals end after `ready`, then forward through the gaps.
+/// interval while intervals end after `ready`, at most [`INSERTION_WINDOW`] of them,
+/// then forward through the gaps.
 fn earliest_gap(intervals: &[(f64, f64, u32, u32)], ready: f64, w: f64) -> (f64, usize) {
     let mut i = intervals.len();
-    while i > 0 && intervals[i - 1].1 > ready {
+    let floor = i.saturating_sub(INSERTION_WINDOW);
+    while i > floor && intervals[i - 1].1 > ready {
         i -= 1;
     }
+    // Before the window: no earlier than the end of the interval before it.
+    let ready = match i.checked_sub(1) {
+        Some(j) => ready.max(intervals[j].1),
+        None => ready,
+    };
     // Intervals before `i` end by `ready`; try the gap before each one from `i` on.
     let mut from = ready;
     for (j, iv) in intervals.iter().enumerate().skip(i) {

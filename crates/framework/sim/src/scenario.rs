@@ -148,7 +148,7 @@ struct GraphSpec {
     #[serde(default)]
     files: Vec<crate::graphs::wfformat::WorkflowFile>,
     #[serde(default)]
-    precision: PrecisionSpec,
+    precision: Option<PrecisionSpec>,
     #[serde(default)]
     models: Option<String>,
     #[serde(default)]
@@ -854,22 +854,28 @@ fn graph(
             }
         }
     } else if let Some(tasks) = &g.tasks {
-        Some(wfformat::build(tasks, &g.files, "graph", "")?)
+        if tasks.is_empty() {
+            return Err(Error::input("tasks: an empty workflow"));
+        }
+        Some(wfformat::build(tasks, &g.files, "", "")?)
     } else {
         None
     };
+    if !g.files.is_empty() && g.tasks.is_none() {
+        return Err(Error::input("files: only with `tasks`"));
+    }
     if let Some(w) = workflow {
-        if g.models.is_some() || matches!(g.durations, DurationsSpec::Normal) {
+        if g.models.is_some()
+            || matches!(g.durations, DurationsSpec::Normal)
+            || g.precision.is_some()
+        {
             return Err(Error::input(
-                "a workflow's tasks take the runtimes it gives, and its models are its own: no `models` or `durations`",
+                "a workflow's tasks take the runtimes it gives, and its models are its own: no `models`, `durations = \"normal\"` or `precision`",
             ));
         }
         let tasks = GraphTasks::new(std::sync::Arc::new(w.graph), machine, &w.models, durations)?
             .with_cpu_times(w.runtimes)?;
         return Ok((tasks, crate::graphs::tasks::models_for(machine, &w.models)));
-    }
-    if !g.files.is_empty() {
-        return Err(Error::input("files: only with `tasks`"));
     }
     let (Some(algorithm), Some(tiles), Some(tile)) = (g.algorithm, g.tiles, g.tile) else {
         return Err(Error::input(
@@ -879,7 +885,7 @@ fn graph(
     let tiled = Tiled {
         tiles,
         tile,
-        precision: match g.precision {
+        precision: match g.precision.unwrap_or_default() {
             PrecisionSpec::Single => Precision::Single,
             PrecisionSpec::Double => Precision::Double,
         },

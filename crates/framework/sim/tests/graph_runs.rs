@@ -3,7 +3,7 @@
 //! one of INRIA's calibrated machines (skipped, saying so, where Debian's
 //! `starpu-examples` is not installed).
 
-use hetsched_core::graph::{Access, Data, GraphTask, Mode, TaskGraph};
+use hetsched_core::graph::{Data, GraphTask, Mode, TaskGraph};
 use hetsched_core::machine::{Machine, UnitType, CAPACITY_SCALE};
 use hetsched_core::perf_model::{Arch, History, PerfModels};
 use hetsched_core::record::{EventKind, Record};
@@ -44,17 +44,7 @@ fn models(cpu_ms: f64, gpu_ms: f64) -> PerfModels {
 }
 
 fn task(accesses: &[(u32, Mode)]) -> GraphTask {
-    GraphTask {
-        kernel: Arc::from("k"),
-        footprint: 7,
-        accesses: accesses
-            .iter()
-            .map(|&(handle, mode)| Access { handle, mode })
-            .collect(),
-        after: Vec::new(),
-        flops: 0.0,
-        priority: 0,
-    }
+    GraphTask::new(Arc::from("k"), 7, accesses)
 }
 
 fn run(
@@ -187,20 +177,51 @@ fn prefetch_overlaps_copies_with_the_running_task() {
 
 #[test]
 fn the_transfer_estimate_steers_dmda_to_where_the_data_is() {
-    // Two GPUs. Task 0 writes A on some GPU; task 1 reads A (1 GB: a second over the
-    // link) and both GPUs are free when it arrives. dmda's fitness weighs the copy: it
-    // runs where A is, with no copy at all.
+    // Two GPUs (units 1 and 2). At 0: task 0 writes A (1 GB, a second over a link) on
+    // GPU 1 (0–10 ms); an independent 20 ms task goes to GPU 2 (0–20 ms) and a 30 ms
+    // one to GPU 1 (10–40 ms). At 10 ms task 3 reads A: GPU 2 would end it first
+    // (20 + 10 ms, against 40 + 10 ms), but only after a second's copy. dmda weighs the
+    // copy and queues it where A is: no copy at all. Without the copy term (β = 0) it
+    // picks GPU 2, and A goes there through host memory (two copies).
     let m = machine(2);
+    let named = |kernel: &str| GraphTask {
+        kernel: Arc::from(kernel),
+        ..task(&[])
+    };
     let g = TaskGraph {
         data: vec![Data {
             bytes: 1_000_000_000,
         }],
-        tasks: vec![task(&[(0, W)]), task(&[(0, R)])],
+        tasks: vec![
+            task(&[(0, W)]),
+            named("short"),
+            named("long"),
+            task(&[(0, R)]),
+        ],
     };
-    let (rec, s) = run(&m, g, &models(1000.0, 10.0), "dmda", &Config::default());
-    let sched = schedule(&rec);
-    assert_eq!(sched[0].1, sched[1].1, "{sched:?}");
-    assert_eq!(s.traffic.copies, 0);
+    let mut models = models(1000.0, 10.0);
+    for (kernel, gpu_s) in [("short", 0.020), ("long", 0.030)] {
+        for (kind, s) in [(UnitType::Gpu, gpu_s), (UnitType::Cpu, 10.0)] {
+            let arch = Arch {
+                unit_type: kind,
+                capacity: CAPACITY_SCALE,
+                footprint: 7,
+            };
+            models.pool(kernel, arch, &History::from_stats(100, s, 0.0).unwrap());
+        }
+    }
+    for (policy, reader_on, copies) in [("dmda", 1, 0), ("dmda:beta=0", 2, 2)] {
+        let (rec, s) = run(&m, g.clone(), &models, policy, &Config::default());
+        let sched = schedule(&rec);
+        let unit = |t: u64| sched.iter().find(|s| s.0 == t).unwrap().1;
+        assert_eq!(
+            (unit(0), unit(1), unit(2)),
+            (1, 2, 1),
+            "{policy}: {sched:?}"
+        );
+        assert_eq!(unit(3), reader_on, "{policy}: {sched:?}");
+        assert_eq!(s.traffic.copies, copies, "{policy}");
+    }
 }
 
 #[test]
@@ -332,6 +353,9 @@ fn a_task_no_unit_can_run_is_refused_before_the_run() {
 
 #[test]
 fn seeded_durations_are_the_same_under_every_policy() {
+    // Twenty independent tasks on one CPU, priorities 0 to 19: dmda runs them in task
+    // order, dmdas by priority (highest first, after the first). Each task takes the
+    // same drawn time under both, whatever the order.
     let m = machine(0);
     let mut models = PerfModels::default();
     let arch = Arch {
@@ -340,23 +364,36 @@ fn seeded_durations_are_the_same_under_every_policy() {
         footprint: 7,
     };
     models.pool("k", arch, &History::from_stats(100, 0.01, 0.003).unwrap());
+    let tasks: Vec<GraphTask> = (0..20)
+        .map(|i| GraphTask {
+            priority: i,
+            ..task(&[])
+        })
+        .collect();
     let g = TaskGraph {
-        data: vec![Data { bytes: 8 }],
-        tasks: (0..20).map(|_| task(&[(0, RW)])).collect(),
+        data: vec![],
+        tasks,
     };
     let tasks = GraphTasks::new(Arc::new(g), &m, &models, Durations::Normal { seed: 5 }).unwrap();
-    let durations = |policy: &str| -> Vec<u64> {
+    let runs = |policy: &str| -> Vec<(u64, u32, u64, u64)> {
         let (rec, _) = Simulation::graph(&m, &tasks, &Config::default())
             .record_spec(policy, 1)
             .unwrap();
-        schedule(&rec).iter().map(|s| s.3 - s.2).collect()
+        schedule(&rec)
     };
-    let fcfs = durations("fcfs");
-    assert_eq!(fcfs, durations("dmda"));
-    assert_eq!(fcfs.len(), 20);
+    let by_task = |s: &[(u64, u32, u64, u64)]| {
+        let mut d: Vec<(u64, u64)> = s.iter().map(|s| (s.0, s.3 - s.2)).collect();
+        d.sort();
+        d
+    };
+    let (dmda, dmdas) = (runs("dmda"), runs("dmdas"));
+    let order = |s: &[(u64, u32, u64, u64)]| s.iter().map(|s| s.0).collect::<Vec<_>>();
+    assert_ne!(order(&dmda), order(&dmdas));
+    assert_eq!(by_task(&dmda), by_task(&dmdas));
     // Drawn, not the mean.
-    assert!(fcfs.iter().any(|&d| d != 10 * MS), "{fcfs:?}");
-    let mean = fcfs.iter().sum::<u64>() as f64 / 20.0;
+    let durations: Vec<u64> = by_task(&dmda).iter().map(|d| d.1).collect();
+    assert!(durations.iter().any(|&d| d != 10 * MS), "{durations:?}");
+    let mean = durations.iter().sum::<u64>() as f64 / 20.0;
     assert!((mean - 1e7).abs() < 3e6, "{mean}");
 }
 
@@ -461,7 +498,7 @@ fn a_scenario_graph_is_one_source_and_runs_as_written() {
     assert!(err("tasks = [{ id = \"a\" }]").contains("(a): no runtime"));
     assert!(
         err("tasks = [{ id = \"a\", runtime = 1.0 }]\ndurations = \"normal\"")
-            .contains("no `models` or `durations`")
+            .contains("no `models`, `durations = \"normal\"` or `precision`")
     );
     assert!(err("algorithm = \"qr\"\ntiles = 2\ntile = 2").contains("unknown variant `qr`"));
     assert!(err("algorithm = \"lu\"").contains("expected `file`"));

@@ -12,7 +12,7 @@
 //! by its id, with its `runtime` (seconds on a capacity-1024 CPU, required) and `kind`
 //! (its category, whose models policies read; default `task`); each edge `u -> v` makes
 //! `u` a parent of `v`, and with a `bytes` attribute above 0 it is also a file of that
-//! size that `u` writes and `v` reads (named `u->v`). The graph becomes a workflow
+//! size that `u` writes and `v` reads. The graph becomes a workflow
 //! ([`super::wfformat::build`]): measured runtimes, per-category models.
 //!
 //! Read: a `digraph`, node and edge statements (chains `a -> b -> c` included), ports
@@ -152,14 +152,12 @@ pub fn parse(text: &str, origin: &str) -> Result<Instance> {
         .map(|(i, n)| (n.as_str(), i))
         .collect();
     let mut files = Vec::new();
-    for (u, v, bytes) in &edges {
+    for (k, (u, v, bytes)) in edges.iter().enumerate() {
         let (ui, vi) = (position[u.as_str()], position[v.as_str()]);
         tasks[vi].parents.push(u.clone());
         if *bytes > 0 {
-            let file = format!("{u}->{v}");
-            if tasks[ui].outputs.contains(&file) {
-                continue; // the same edge twice: one file
-            }
+            // Numbered: node names may hold `->`.
+            let file = format!("{k}:{u}->{v}");
             tasks[ui].outputs.push(file.clone());
             tasks[vi].inputs.push(file.clone());
             files.push(WorkflowFile {
@@ -187,48 +185,65 @@ fn id(id: &Id) -> std::result::Result<String, String> {
     }
 }
 
-/// Refuses braces and brackets nested deeper than [`MAX_NESTING`] (outside quoted
-/// strings and comments, as the parser reads them).
+/// Refuses braces and brackets nested deeper than [`MAX_NESTING`], skipping what the
+/// parser's grammar (`graphviz-rust`'s `dot.pest`) reads as one token or as a comment:
+/// quoted strings (with `\` escapes), HTML ids (`<` up to `>`, blanks, `>`), and
+/// comments (`/* */`, and `//` or `#` to the end of the line).
 fn check_nesting(text: &str) -> std::result::Result<(), String> {
     let (mut depth, mut deepest) = (0usize, 0usize);
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => {
-                while let Some(c) = chars.next() {
-                    match c {
-                        '\\' => {
-                            chars.next();
+    let b = text.as_bytes();
+    let mut i = 0;
+    // The end of the line from `i`.
+    let line_end = |i: usize| {
+        b[i..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(b.len(), |n| i + n)
+    };
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'<' => {
+                // Up to `>`, blanks, `>`.
+                i += 1;
+                loop {
+                    match b[i.min(b.len())..].iter().position(|&c| c == b'>') {
+                        None => {
+                            i = b.len();
+                            break;
                         }
-                        '"' => break,
-                        _ => {}
+                        Some(n) => {
+                            i += n + 1;
+                            let blanks = b[i..]
+                                .iter()
+                                .take_while(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+                                .count();
+                            if b.get(i + blanks) == Some(&b'>') {
+                                i += blanks;
+                                break;
+                            }
+                        }
                     }
                 }
             }
-            '/' if chars.peek() == Some(&'*') => {
-                chars.next();
-                let mut last = ' ';
-                for c in chars.by_ref() {
-                    if last == '*' && c == '/' {
-                        break;
-                    }
-                    last = c;
-                }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i = text[i + 2..].find("*/").map_or(b.len(), |n| i + 2 + n + 1);
             }
-            '/' if chars.peek() == Some(&'/') => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        break;
-                    }
-                }
-            }
-            '{' | '[' => {
+            b'/' if b.get(i + 1) == Some(&b'/') => i = line_end(i),
+            b'#' => i = line_end(i),
+            b'{' | b'[' => {
                 depth += 1;
                 deepest = deepest.max(depth);
             }
-            '}' | ']' => depth = depth.saturating_sub(1),
+            b'}' | b']' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        i += 1;
     }
     if deepest > MAX_NESTING {
         return Err(format!(
@@ -289,11 +304,29 @@ mod tests {
         assert!(err(&deep).contains("nested 10000 deep"));
         // Braces inside strings and comments do not count.
         let quoted = format!(
-            "digraph {{ a [runtime = 1, kind = \"{}\"] /* {} */ }}",
+            "digraph {{ a [runtime = 1, kind = \"{}\"] /* {} */ # {}\n }}",
             "{".repeat(100),
-            "[".repeat(100)
+            "[".repeat(100),
+            "{".repeat(100)
         );
         assert_eq!(parse(&quoted, "g.dot").unwrap().ids, vec!["a"]);
+        // What the grammar reads as a comment or an HTML id hides no quote from the
+        // count: `#` and `<"..>>` are not where strings start.
+        let sneaky = |open: &str, close: &str| {
+            format!(
+                "digraph {{\n{open}\n{}{}\n{close}\n}}",
+                "subgraph{".repeat(100_000),
+                "}".repeat(100_000)
+            )
+        };
+        for (open, close) in [
+            ("# \"", "# \""),
+            ("a [k = <\">>]", "b [k = <\">>]"),
+            ("// \"", "// \""),
+        ] {
+            let e = err(&sneaky(open, close));
+            assert!(e.contains("nested 100001 deep; at most 32"), "{open}: {e}");
+        }
     }
 
     proptest::proptest! {

@@ -21,7 +21,7 @@ pub use lu::lu;
 pub use tasks::{Durations, GraphTasks};
 
 use hetsched_core::footprint;
-use hetsched_core::graph::{Access, GraphTask, Mode, MAX_TASKS};
+use hetsched_core::graph::{GraphTask, Mode, MAX_TASKS};
 use hetsched_core::{Error, Result};
 use std::sync::Arc;
 
@@ -118,15 +118,9 @@ impl Kernel {
     /// A task of this kernel on `accesses`, in its codelet's buffer order.
     fn task(&self, accesses: &[(u32, Mode)], flops: f64, priority: i32) -> GraphTask {
         GraphTask {
-            kernel: self.name.clone(),
-            footprint: self.footprint,
-            accesses: accesses
-                .iter()
-                .map(|&(handle, mode)| Access { handle, mode })
-                .collect(),
-            after: Vec::new(),
             flops,
             priority,
+            ..GraphTask::new(self.name.clone(), self.footprint, accesses)
         }
     }
 }

@@ -6,7 +6,7 @@
 //! A task's duration on a unit type is its model's mean for (kernel, type, footprint),
 //! or a draw from a normal of the model's mean and deviation (redrawn while not
 //! positive, the mean after 16 tries), seeded per task so that one task takes the same
-//! time under every policy. A unit type no model times the task on has no
+//! time under every policy. A time of 0 counts as a nanosecond. A unit type no model times the task on has no
 //! implementation of it (StarPU's `can_execute`); a task no unit type of the machine
 //! can run is an input error before the run.
 //!
@@ -27,6 +27,10 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
+
+/// The shortest duration: a time of 0 (a model's or a measured one) counts as a
+/// nanosecond, so that speeds between unit types stay finite and above 0.
+const MIN_TIME_S: f64 = 1e-9;
 
 /// How a task's duration comes from its model.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -135,7 +139,7 @@ impl GraphTasks {
             let mut times = PerUnitType::<Option<(f64, f64)>>::default();
             for &kind in &kinds {
                 let h = history(models, &task.kernel, kind, task.footprint)
-                    .filter(|h| h.samples() > 0 && h.mean() > 0.0 && h.mean().is_finite());
+                    .filter(|h| h.samples() > 0 && h.mean().is_finite() && h.dev().is_finite());
                 times.set(kind, h.map(|h| (h.mean(), h.dev().max(0.0))));
             }
             let fastest = kinds
@@ -156,7 +160,7 @@ impl GraphTasks {
             let mut affinity = Affinity::default();
             for &kind in &kinds {
                 if let Some((mean, _)) = times.get(kind) {
-                    affinity.set(kind, fastest / mean);
+                    affinity.set(kind, fastest.max(MIN_TIME_S) / mean.max(MIN_TIME_S));
                 }
             }
             let meta = Arc::new(TaskClass {
@@ -219,13 +223,13 @@ impl GraphTasks {
         };
         for kind in UnitType::ALL {
             let t = class.times.get(kind).map(|(mean, dev)| match &mut rng {
-                Some(rng) if dev > 0.0 => {
-                    let normal = Normal::new(mean, dev).expect("a finite deviation");
-                    (0..16)
+                Some(rng) if dev > 0.0 => match Normal::new(mean, dev) {
+                    Ok(normal) => (0..16)
                         .map(|_| normal.sample(rng))
-                        .find(|&d| d > 0.0)
-                        .unwrap_or(mean)
-                }
+                        .find(|&d| d > 0.0 && d.is_finite())
+                        .unwrap_or(mean),
+                    Err(_) => mean,
+                },
                 _ => mean,
             });
             out.set(kind, t);
@@ -243,16 +247,19 @@ impl GraphTasks {
         let times = self.times(i);
         // The work is the CPU time (the speed model's reference); without one, the
         // fastest time, which the other types' speeds are relative to.
-        let work_s = times.get(UnitType::Cpu).unwrap_or_else(|| {
-            UnitType::ALL
-                .iter()
-                .filter_map(|&k| times.get(k))
-                .fold(f64::INFINITY, f64::min)
-        });
+        let work_s = times
+            .get(UnitType::Cpu)
+            .unwrap_or_else(|| {
+                UnitType::ALL
+                    .iter()
+                    .filter_map(|&k| times.get(k))
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .max(MIN_TIME_S);
         let mut speed = PerUnitType::<f64>::default();
         for kind in UnitType::ALL {
             if let (true, Some(t)) = (kind != UnitType::Cpu, times.get(kind)) {
-                speed.set(kind, work_s / t);
+                speed.set(kind, work_s / t.max(MIN_TIME_S));
             }
         }
         SimTask {

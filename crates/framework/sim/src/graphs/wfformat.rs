@@ -22,7 +22,7 @@
 //! graph by `TaskGraph::check`. A scenario may write a workflow inline, in the same
 //! terms ([`WorkflowTask`], [`WorkflowFile`], [`build`]): what Python's graphs become.
 
-use hetsched_core::graph::{Access, Data, GraphTask, Mode, TaskGraph};
+use hetsched_core::graph::{Access, Data, GraphTask, Mode, TaskGraph, MAX_ACCESSES, MAX_BYTES};
 use hetsched_core::machine::{UnitType, CAPACITY_SCALE};
 use hetsched_core::perf_model::{Arch, History, PerfModels};
 use hetsched_core::{Error, Result};
@@ -193,11 +193,20 @@ pub fn build(
     origin: &str,
     at: &str,
 ) -> Result<Instance> {
-    let err = |m: String| Error::input(format!("{origin}: {m}"));
+    let err = |m: String| match origin {
+        "" => Error::input(m),
+        _ => Error::input(format!("{origin}: {m}")),
+    };
     let mut file_index: FxHashMap<&str, u32> = FxHashMap::default();
     for (i, f) in files.iter().enumerate() {
         if file_index.insert(&f.id, i as u32).is_some() {
             return Err(err(format!("{at}files[{i}]: id {:?} used twice", f.id)));
+        }
+        if f.bytes > MAX_BYTES {
+            return Err(err(format!(
+                "{at}files[{i}] ({}): {} bytes; at most 2^50",
+                f.id, f.bytes
+            )));
         }
     }
     let mut task_index: FxHashMap<&str, usize> = FxHashMap::default();
@@ -207,6 +216,13 @@ pub fn build(
         }
     }
     for (i, t) in tasks.iter().enumerate() {
+        let accesses = t.inputs.len() + t.outputs.len();
+        if accesses > MAX_ACCESSES {
+            return Err(err(format!(
+                "{at}tasks[{i}] ({}): {accesses} input and output files; at most {MAX_ACCESSES}",
+                t.id
+            )));
+        }
         match t.runtime {
             None => {
                 return Err(err(format!(
@@ -314,7 +330,7 @@ pub fn build(
     }
     graph
         .check()
-        .map_err(|e| e.map_message(|m| format!("{origin}: {m}")))?;
+        .map_err(|e| e.map_message(|m| err(m).to_string()))?;
     let mut models = PerfModels::default();
     for (kernel, history) in by_kernel {
         let arch = Arch {
