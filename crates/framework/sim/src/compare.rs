@@ -207,12 +207,17 @@ impl Compare {
             ))));
         }
 
-        let table = report::table(&metrics);
+        let mut table = report::table(&metrics);
+        let graph = scenario
+            .graph
+            .as_deref()
+            .map(|g| graph_report(g, &scenario.machine, &metrics, &mut table));
         let json = serde_json::to_string_pretty(&serde_json::json!({
             "scenario": scenario.origin,
             "machine": scenario.machine.name,
             "seed": scenario.seed,
             "runs": metrics,
+            "graph": graph,
         }))
         .map_err(Error::runtime)?;
         out.write("table.txt", &table)?;
@@ -232,6 +237,61 @@ impl Compare {
             json,
         })
     }
+}
+
+/// A graph's lower bounds and each run's makespan against them (and GFlop/s, when the
+/// graph's tasks carry flops), appended to `table`; returned as JSON.
+fn graph_report(
+    g: &crate::graphs::GraphTasks,
+    machine: &hetsched_core::machine::Machine,
+    metrics: &[Metrics],
+    table: &mut String,
+) -> serde_json::Value {
+    use std::fmt::Write;
+    let b = crate::graphs::bound::bound(g, machine);
+    let flops: f64 = g.graph().tasks.iter().map(|t| t.flops).sum();
+    let area = match &b.area_s {
+        Ok(s) => format!("area {s:.4} s"),
+        Err(why) => format!("area not computed: {why}"),
+    };
+    let _ = writeln!(
+        table,
+        "graph: {} tasks{}; lower bound {:.4} s (critical path {:.4} s, {area})",
+        g.graph().tasks.len(),
+        if flops > 0.0 {
+            format!(", {flops:.4e} flops")
+        } else {
+            String::new()
+        },
+        b.makespan_s(),
+        b.critical_path_s,
+    );
+    let mut runs = Vec::new();
+    for m in metrics {
+        let over = m.makespan_s / b.makespan_s();
+        let gflops = (flops > 0.0 && m.makespan_s > 0.0).then(|| flops / m.makespan_s * 1e-9);
+        let _ = writeln!(
+            table,
+            "  {:<24} makespan {:.4} s = {over:.2} × the bound{}",
+            m.policy,
+            m.makespan_s,
+            gflops.map_or(String::new(), |g| format!(", {g:.1} GFlop/s"))
+        );
+        runs.push(serde_json::json!({
+            "policy": m.policy,
+            "makespan_over_bound": over,
+            "gflops": gflops,
+        }));
+    }
+    serde_json::json!({
+        "tasks": g.graph().tasks.len(),
+        "flops": flops,
+        "critical_path_s": b.critical_path_s,
+        "area_s": b.area_s.as_ref().ok(),
+        "area_not_computed": b.area_s.as_ref().err(),
+        "bound_s": b.makespan_s(),
+        "runs": runs,
+    })
 }
 
 /// The outputs of one comparison, for the error of a run that failed: those complete

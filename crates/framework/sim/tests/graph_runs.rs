@@ -515,3 +515,45 @@ fn a_scenario_graph_is_one_source_and_runs_as_written() {
         .to_string()
         .contains("a scenario with a [graph] has no [[task]] or [[generator]] entries"));
 }
+
+/// The lower bounds, by hand: ten independent tasks of 1 s on the CPU or 0.1 s on the
+/// GPU. The critical path is one task on the GPU (0.1 s); the area bound puts x of them
+/// on the CPU and 10 − x on the GPU with x = 0.1 (10 − x): 10/11 s. A chain of the
+/// same ten tasks: the critical path is ten GPU runs, 1 s.
+#[test]
+fn lower_bounds_by_hand() {
+    use hetsched_sim::graphs::bound::bound;
+    let m = machine(1);
+    let models = models(1000.0, 100.0);
+    let bounds = |tasks: Vec<GraphTask>, data: usize| {
+        let g = TaskGraph {
+            data: vec![Data { bytes: 8 }; data],
+            tasks,
+        };
+        bound(
+            &GraphTasks::new(Arc::new(g), &m, &models, Durations::Mean).unwrap(),
+            &m,
+        )
+    };
+    let b = bounds((0..10).map(|_| task(&[])).collect(), 0);
+    assert!((b.critical_path_s - 0.1).abs() < 1e-12, "{b:?}");
+    let area = b.area_s.clone().unwrap();
+    assert!((area - 10.0 / 11.0).abs() < 1e-9, "{b:?}");
+    assert_eq!(b.makespan_s(), area);
+    let b = bounds((0..10).map(|_| task(&[(0, RW)])).collect(), 1);
+    assert!((b.critical_path_s - 1.0).abs() < 1e-12, "{b:?}");
+    assert_eq!(b.makespan_s(), b.critical_path_s);
+    // No run beats them: dmda and heft on the independent tasks.
+    let g = TaskGraph {
+        data: vec![],
+        tasks: (0..10).map(|_| task(&[])).collect(),
+    };
+    for policy in ["dmda", "heft", "fcfs"] {
+        let (_, s) = run(&m, g.clone(), &models, policy, &Config::default());
+        assert!(
+            s.end_ns as f64 * 1e-9 >= 10.0 / 11.0 - 1e-9,
+            "{policy}: {}",
+            s.end_ns
+        );
+    }
+}

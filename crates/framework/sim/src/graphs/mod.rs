@@ -10,6 +10,7 @@
 //! [`tasks`] makes a graph's tasks what the simulator runs (`Simulation::graph`), timed
 //! by performance models.
 
+pub mod bound;
 pub mod cholesky;
 pub mod dot;
 pub mod lu;

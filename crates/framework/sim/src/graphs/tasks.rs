@@ -211,8 +211,9 @@ impl GraphTasks {
         &self.graph
     }
 
-    /// The duration of graph task `index` on each unit type, seconds.
-    fn times(&self, index: usize) -> PerUnitType<Option<f64>> {
+    /// The duration of graph task `index` on each unit type where it runs, seconds (on
+    /// a CPU, one of capacity 1024): what it takes in a run.
+    pub fn times(&self, index: usize) -> PerUnitType<Option<f64>> {
         let class = &self.classes[self.class_of[index] as usize];
         let mut out = PerUnitType::default();
         let mut rng = match self.durations {
