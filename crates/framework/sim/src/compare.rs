@@ -259,7 +259,7 @@ fn graph_report(
         "graph: {} tasks{}; lower bound {:.4} s (critical path {:.4} s, {area})",
         g.graph().tasks.len(),
         if flops > 0.0 {
-            format!(", {flops:.4e} flops")
+            format!(", {:.1} GFlop", flops * 1e-9)
         } else {
             String::new()
         },
