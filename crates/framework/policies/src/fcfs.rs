@@ -6,6 +6,10 @@
 //! implementation for (so a GPU-only task at the head does not block CPUs). A newly
 //! arrived task goes to the lowest-id idle unit that can run it (the engine offers idle
 //! units in id order). Tasks run to completion.
+//!
+//! This is also StarPU 1.3's `eager` (`src/sched_policies/eager_central_policy.c`: one
+//! FIFO, a worker pops the first task it can execute, no prefetch), registered under
+//! that name by `eager.rs` so that a StarPU user finds it.
 
 use hetsched_core::policy::{PickDecision, Policy, SubmitDecision, UnitId, View};
 use hetsched_core::task::{QueueId, TaskId};
@@ -15,16 +19,24 @@ pub const REGISTERED: crate::Registered = crate::Registered {
     name: "fcfs",
     about: "simple baseline: first come, first served from one central queue",
     test_specs: &["fcfs"],
-    build: |_, _, _| Ok(Fcfs.into()),
+    build: |_, _, _| Ok(Fcfs::named("fcfs").into()),
 };
 
-#[derive(Default)]
-pub struct Fcfs;
+pub struct Fcfs {
+    name: &'static str,
+}
+
+impl Fcfs {
+    /// The policy under a registry name (`fcfs`, `eager`).
+    pub fn named(name: &'static str) -> Fcfs {
+        Fcfs { name }
+    }
+}
 
 // Its calls forced inline into the engine compiled for this type, as cfs's (see there).
 impl Policy for Fcfs {
     fn name(&self) -> &str {
-        "fcfs"
+        self.name
     }
     #[inline(always)]
     fn submit(&mut self, _view: &View, _task: TaskId) -> SubmitDecision {

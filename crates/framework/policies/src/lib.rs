@@ -7,12 +7,14 @@ pub mod cfs;
 pub mod cfs_cap;
 pub mod dmda;
 pub mod dmdas;
+pub mod eager;
 pub mod eevdf;
 pub mod fair;
 pub mod fcfs;
 pub mod heft;
 pub mod io_affinity;
 pub mod load;
+pub mod lws;
 pub mod numa_amp;
 pub mod params;
 pub mod queue_index;
@@ -73,6 +75,8 @@ pub const REGISTRY: &[Registered] = &[
     dmda::REGISTERED,
     dmdas::REGISTERED,
     heft::REGISTERED,
+    eager::REGISTERED,
+    lws::REGISTERED,
     affinity::REGISTERED,
     numa_amp::REGISTERED,
     io_affinity::REGISTERED,
@@ -224,7 +228,10 @@ mod tests {
         assert!(matches!(dynamic, Built::Dynamic(_)));
         assert_eq!(typed.visit(Name), "cfs:latency_ms=12");
         assert_eq!(dynamic.visit(Name), "cfs:latency_ms=12");
-        assert_eq!(Built::dynamic(fcfs::Fcfs).boxed().name(), "fcfs");
+        assert_eq!(
+            Built::dynamic(fcfs::Fcfs::named("fcfs")).boxed().name(),
+            "fcfs"
+        );
     }
 
     #[test]

@@ -332,6 +332,51 @@ fn cpu_models_carry_to_slower_cpus_so_heft_uses_them() {
 }
 
 #[test]
+fn lws_pushes_to_the_releasing_unit_and_idle_units_steal_the_newest() {
+    // A CPU and a GPU. Round robin sends the source 0 (10 ms) to the CPU and 1 (GPU
+    // only, 15 ms) to the GPU. At 10 ms, 0 releases 2, 3 and 4 into the CPU's queue:
+    // the CPU runs 2; at 15 ms the GPU, idle with nothing queued, steals the newest, 4;
+    // at 20 ms the CPU runs 3.
+    let m = machine(1);
+    let mut models = models(10.0, 10.0);
+    let gpu = Arch {
+        unit_type: UnitType::Gpu,
+        capacity: CAPACITY_SCALE,
+        footprint: 7,
+    };
+    models.pool(
+        "gpu-only",
+        gpu,
+        &History::from_stats(100, 0.015, 0.0).unwrap(),
+    );
+    let g = TaskGraph {
+        data: vec![Data { bytes: 8 }; 3],
+        tasks: vec![
+            task(&[(0, W), (1, W), (2, W)]),
+            GraphTask {
+                kernel: Arc::from("gpu-only"),
+                ..task(&[])
+            },
+            task(&[(0, RW)]),
+            task(&[(1, RW)]),
+            task(&[(2, RW)]),
+        ],
+    };
+    let (rec, _) = run(&m, g, &models, "lws", &Config::default());
+    let sched: Vec<(u64, u32, u64)> = schedule(&rec).iter().map(|s| (s.0, s.1, s.2)).collect();
+    assert_eq!(
+        sched,
+        vec![
+            (0, 0, 0),
+            (1, 1, 0),
+            (2, 0, 10 * MS),
+            (4, 1, 15 * MS),
+            (3, 0, 20 * MS)
+        ]
+    );
+}
+
+#[test]
 fn a_task_no_unit_can_run_is_refused_before_the_run() {
     let m = machine(0);
     let mut t = task(&[]);
