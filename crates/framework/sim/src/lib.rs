@@ -131,32 +131,16 @@ impl<'a, I: IntoIterator<Item = SimTask>> Simulation<'a, I> {
         rec: &mut R,
     ) -> Result<RunSummary> {
         struct Run<'a, R: ?Sized, I> {
-            machine: &'a Machine,
-            arrivals: I,
-            graph: Option<&'a graphs::GraphTasks>,
-            config: &'a Config,
+            sim: Simulation<'a, I>,
             rec: &'a mut R,
         }
         impl<R: Recorder + ?Sized, I: IntoIterator<Item = SimTask>> PolicyVisitor for Run<'_, R, I> {
             type Output = Result<RunSummary>;
             fn visit<P: Policy + ?Sized>(self, policy: &mut P) -> Result<RunSummary> {
-                engine::run_with(
-                    self.machine,
-                    policy,
-                    self.arrivals,
-                    self.graph,
-                    self.config,
-                    self.rec,
-                )
+                self.sim.run(policy, self.rec)
             }
         }
-        let run = Run {
-            machine: self.machine,
-            arrivals: self.arrivals,
-            graph: self.graph,
-            config: self.config,
-            rec,
-        };
+        let run = Run { sim: self, rec };
         hetsched_policies::build_typed(spec, seed)?.visit(run)
     }
 
