@@ -6,7 +6,9 @@
 //!
 //! The task of graph index `i` has the id `i`. It reaches the engine (`arrive`) once its
 //! predecessors have completed ([`GraphRun::pop_ready`], in the order tasks become
-//! ready, and in task order among those freed by one completion).
+//! ready, and in task order among those freed by one completion). A task that never
+//! completes (rejected by the policy, withdrawn) releases no successor: they are left
+//! unfinished, as the run's summary reports.
 //!
 //! Data, in StarPU's terms (its MSI protocol without the shared-dirty cases):
 //! - memory nodes: node 0 is host memory (every NUMA node: a CPU reads host data in

@@ -16,7 +16,9 @@
 //!
 //! The state: per unit its queue, what runs there, whether it is online, pickable (idle
 //! and online, its last pick said `Idle`) or releasing; the central queue; the live tasks
-//! ([`TaskStore`]); busy time since the last sampled tick; the tick clock.
+//! ([`TaskStore`]); busy time since the last sampled tick; the tick clock; in a run of a
+//! task graph, its dependencies and data ([`crate::dataflow`]: a completion releases
+//! successors, a task queued on a unit prefetches its inputs there).
 //!
 //! The schedule (see also `policy.rs`):
 //! - [`arrive`](EngineCore::arrive): `Submit` recorded; a task no online unit can run is
