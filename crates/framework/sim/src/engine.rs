@@ -906,8 +906,12 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     fn too_many_live(&self, core: &EngineCore, staged: Staged) -> Error {
         let task = &core.tasks().staged(staged).task;
         let max = self.config.max_live_tasks.unwrap_or(0);
+        let advice = match self.graph {
+            true => "the task graph has more tasks ready at once than that: split it, or run fewer tiles",
+            false => "the tasks arrive faster than the machine runs them: lower the counts arriving together or the generators' rates, or set end.max_time_s",
+        };
         Error::input(format!(
-            "task {} (type {:?}) arrives at {:.3} s simulated with {max} tasks live (arrived, not ended): a run may keep at most {max} tasks live at once (about {} MiB); the tasks arrive faster than the machine runs them: lower the counts arriving together or the generators' rates, or set end.max_time_s",
+            "task {} (type {:?}) arrives at {:.3} s simulated with {max} tasks live (arrived, not ended): a run may keep at most {max} tasks live at once (about {} MiB); {advice}",
             task.id,
             &*task.kind,
             core.now() as f64 * 1e-9,

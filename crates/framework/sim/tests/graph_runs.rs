@@ -377,6 +377,28 @@ fn lws_pushes_to_the_releasing_unit_and_idle_units_steal_the_newest() {
 }
 
 #[test]
+fn a_graph_with_too_many_tasks_ready_at_once_says_so() {
+    let m = machine(0);
+    let g = TaskGraph {
+        data: vec![],
+        tasks: (0..3).map(|_| task(&[])).collect(),
+    };
+    let models = models(1.0, 1.0);
+    let tasks = GraphTasks::new(Arc::new(g), &m, &models, Durations::Mean).unwrap();
+    let config = Config {
+        max_live_tasks: Some(2),
+        ..Config::default()
+    };
+    let err = Simulation::graph(&m, &tasks, &config)
+        .record_spec("fcfs", 0)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("more tasks ready at once"), "{err}");
+    assert!(err.contains("at most 2 tasks live"), "{err}");
+}
+
+#[test]
 fn a_task_no_unit_can_run_is_refused_before_the_run() {
     let m = machine(0);
     let mut t = task(&[]);
