@@ -4,7 +4,9 @@
 //! [`TaskGraph`]; runs of independent tasks have none and pay one `Option` test per
 //! completion.
 //!
-//! The task of graph index `i` has the id `i`. It reaches the engine (`arrive`) once its
+//! The task of graph index `i` has the id `first + i` ([`GraphRun::first_id`]: 0 in the
+//! simulator; live, the daemon reserves a range of ids when a client declares a graph,
+//! beside the ids of independent tasks). It reaches the engine (`arrive`) once its
 //! predecessors have completed ([`GraphRun::pop_ready`], in the order tasks become
 //! ready, and in task order among those freed by one completion). A task that never
 //! completes (rejected by the policy, withdrawn) releases no successor: they are left
@@ -79,9 +81,25 @@ pub struct Traffic {
     pub bytes: u64,
 }
 
+/// One copy over a link, as issued (kept when [`GraphRun::keep_copies`] is on: for a
+/// trace, and for tests that check a schedule's transfers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Transfer {
+    pub handle: u32,
+    /// Memory nodes (0 host memory, `a + 1` accelerator `a`); one of them is the host.
+    pub from: u32,
+    pub to: u32,
+    pub bytes: u64,
+    /// When it occupies its link's lane, ns.
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
 /// A graph under way (see the module documentation).
 pub struct GraphRun {
     graph: Arc<TaskGraph>,
+    /// The id of the task of index 0.
+    first: u64,
     deps: Dependencies,
     /// Successors, compressed rows: task `t`'s are `succ[succ_start[t]..succ_start[t+1]]`.
     succ_start: Vec<usize>,
@@ -104,6 +122,8 @@ pub struct GraphRun {
     /// Copies are issued when a task is queued on a unit, not only when it starts.
     pub prefetch: bool,
     pub traffic: Traffic,
+    /// Every copy issued, in order, when kept ([`GraphRun::keep_copies`]).
+    copies: Option<Vec<Transfer>>,
 }
 
 impl GraphRun {
@@ -163,6 +183,7 @@ impl GraphRun {
             .collect();
         Ok(GraphRun {
             graph,
+            first: 0,
             deps,
             succ_start,
             succ,
@@ -176,7 +197,42 @@ impl GraphRun {
             waited_ns: vec![0; n],
             prefetch,
             traffic: Traffic::default(),
+            copies: None,
         })
+    }
+
+    /// The same run with the task of index `i` having the id `first + i`.
+    pub fn starting_at(mut self, first: u64) -> GraphRun {
+        self.first = first;
+        self
+    }
+
+    /// The id of the task of index 0.
+    pub fn first_id(&self) -> u64 {
+        self.first
+    }
+
+    /// The graph index of task `task`, if it is one of this graph's.
+    #[inline]
+    pub fn index(&self, task: u64) -> Option<usize> {
+        let i = usize::try_from(task.checked_sub(self.first)?).ok()?;
+        (i < self.graph.tasks.len()).then_some(i)
+    }
+
+    /// The id of the task of graph index `index`.
+    #[inline]
+    pub fn id(&self, index: u32) -> u64 {
+        self.first + u64::from(index)
+    }
+
+    /// Keeps every copy issued from now on ([`GraphRun::copies`]).
+    pub fn keep_copies(&mut self) {
+        self.copies.get_or_insert_with(Vec::new);
+    }
+
+    /// The copies issued since [`GraphRun::keep_copies`], in the order they were.
+    pub fn copies(&self) -> &[Transfer] {
+        self.copies.as_deref().unwrap_or(&[])
     }
 
     pub fn graph(&self) -> &TaskGraph {
@@ -192,7 +248,8 @@ impl GraphRun {
         &self.succ[self.succ_start[t]..self.succ_start[t + 1]]
     }
 
-    /// The next task whose predecessors have all completed, not handed out before.
+    /// The graph index of the next task whose predecessors have all completed, not
+    /// handed out before.
     #[inline]
     pub fn pop_ready(&mut self) -> Option<u32> {
         let t = self.ready.pop_front()?;
@@ -235,7 +292,7 @@ impl GraphRun {
     }
 
     fn graph_task(&self, task: u64) -> Option<&crate::graph::GraphTask> {
-        self.graph.tasks.get(usize::try_from(task).ok()?)
+        self.graph.tasks.get(self.index(task)?)
     }
 
     /// The handles `task` reads (write-only accesses fetch nothing).
@@ -301,6 +358,16 @@ impl GraphRun {
         self.valid_from[row + to] = end;
         self.traffic.copies += 1;
         self.traffic.bytes = self.traffic.bytes.saturating_add(bytes);
+        if let Some(log) = &mut self.copies {
+            log.push(Transfer {
+                handle,
+                from: from as u32,
+                to: to as u32,
+                bytes,
+                start_ns: start,
+                end_ns: end,
+            });
+        }
         end
     }
 
@@ -347,10 +414,7 @@ impl GraphRun {
     /// them (kept for [`GraphRun::waited_ns`]).
     pub fn start(&mut self, task: u64, unit: UnitId, now_ns: u64) -> u64 {
         let wait = self.fetch(task, unit, now_ns) - now_ns;
-        if let Some(w) = usize::try_from(task)
-            .ok()
-            .and_then(|t| self.waited_ns.get_mut(t))
-        {
+        if let Some(w) = self.index(task).and_then(|t| self.waited_ns.get_mut(t)) {
             *w = wait;
         }
         wait
@@ -358,8 +422,7 @@ impl GraphRun {
 
     /// How long `task`'s last start waited for its inputs, ns.
     pub fn waited_ns(&self, task: u64) -> u64 {
-        usize::try_from(task)
-            .ok()
+        self.index(task)
             .and_then(|t| self.waited_ns.get(t))
             .copied()
             .unwrap_or(0)
@@ -368,12 +431,9 @@ impl GraphRun {
     /// `task` completed on `unit` now: its writes leave the unit's node the only valid
     /// copy, and its successors whose predecessors have all completed become ready.
     pub fn completed(&mut self, task: u64, unit: UnitId, now_ns: u64) {
-        let Ok(t) = usize::try_from(task) else {
+        let Some(t) = self.index(task) else {
             return;
         };
-        if t >= self.graph.tasks.len() {
-            return;
-        }
         let node = self.node_of(unit);
         let nodes = self.nodes;
         for a in &self.graph.tasks[t].accesses {
@@ -520,6 +580,33 @@ mod tests {
         assert_eq!(g.start(1, 1, 4000), 6000);
         assert_eq!(g.waited_ns(1), 6000);
         assert_eq!(g.traffic.copies, 2);
+    }
+
+    #[test]
+    fn a_graph_starts_at_any_id_and_keeps_its_copies_when_asked() {
+        let mut g = run(vec![task(&[(0, RW)]), task(&[(0, R)])], &[4000], 1).starting_at(100);
+        g.keep_copies();
+        assert_eq!(
+            (g.index(99), g.index(100), g.index(101), g.index(102)),
+            (None, Some(0), Some(1), None)
+        );
+        assert_eq!(g.pop_ready().map(|i| g.id(i)), Some(100));
+        assert_eq!(g.start(100, 1, 0), 5000);
+        // Ids outside the range are no task of this graph.
+        g.completed(1, 1, 6000);
+        assert_eq!(g.pop_ready(), None);
+        g.completed(100, 1, 6000);
+        assert_eq!(g.pop_ready(), Some(1));
+        assert_eq!(g.start(101, 0, 7000), 5000);
+        let copy = |from, to, start_ns| Transfer {
+            handle: 0,
+            from,
+            to,
+            bytes: 4000,
+            start_ns,
+            end_ns: start_ns + 5000,
+        };
+        assert_eq!(g.copies(), &[copy(0, 1, 0), copy(1, 0, 7000)]);
     }
 
     #[test]

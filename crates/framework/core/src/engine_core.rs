@@ -238,9 +238,16 @@ impl EngineCore {
 
     /// Runs a task graph: its tasks arrive as their predecessors complete
     /// ([`Self::pop_ready`]), and their data moves between memory nodes
-    /// ([`crate::dataflow`]). Before the first task.
+    /// ([`crate::dataflow`]). Before the graph's first task; one graph at a time.
     pub fn set_graph(&mut self, graph: crate::dataflow::GraphRun) {
         self.view.graph = Some(Box::new(graph));
+    }
+
+    /// Ends the graph under way (live: it finished, or its owner left): its tasks still
+    /// queued or running go on as independent tasks, and none of its tasks is released
+    /// any more.
+    pub fn take_graph(&mut self) -> Option<crate::dataflow::GraphRun> {
+        self.view.graph.take().map(|g| *g)
     }
 
     /// The graph under way, if any.
@@ -248,7 +255,8 @@ impl EngineCore {
         self.view.graph.as_deref()
     }
 
-    /// The next graph task whose predecessors have all completed, to arrive now.
+    /// The graph index of the next graph task whose predecessors have all completed,
+    /// to arrive now.
     #[inline]
     pub fn pop_ready(&mut self) -> Option<u32> {
         self.view.graph.as_deref_mut()?.pop_ready()

@@ -55,6 +55,15 @@ pub trait Recorder {
     fn kept(&self) -> usize {
         0
     }
+
+    /// Whether it keeps a task graph's copies ([`Recorder::transfers`]): only then does
+    /// an engine log them.
+    fn keeps_transfers(&self) -> bool {
+        false
+    }
+
+    /// A task graph's copies, at the end of its run.
+    fn transfers(&mut self, _copies: &[crate::dataflow::Transfer]) {}
 }
 
 impl Event {
@@ -77,6 +86,9 @@ pub struct Record {
     pub unit_kinds: Vec<UnitType>,
     pub unit_names: Vec<String>,
     pub events: Vec<Event>,
+    /// A task graph's copies between memory nodes, in the order they were issued.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub transfers: Vec<crate::dataflow::Transfer>,
 }
 
 impl Recorder for Record {
@@ -87,6 +99,14 @@ impl Recorder for Record {
 
     fn kept(&self) -> usize {
         self.events.len()
+    }
+
+    fn keeps_transfers(&self) -> bool {
+        true
+    }
+
+    fn transfers(&mut self, copies: &[crate::dataflow::Transfer]) {
+        self.transfers.extend_from_slice(copies);
     }
 }
 
@@ -342,6 +362,7 @@ impl Record {
             unit_kinds,
             unit_names,
             events: Vec::new(),
+            transfers: Vec::new(),
         }
     }
 

@@ -173,6 +173,11 @@ pub struct MetaInfo<Sig> {
     /// [`signature`](TaskClass::signature) (the `signature` policy places by it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<Sig>,
+    /// The task is this one of the task graph its client's uid declared to the daemon
+    /// (the graph's index): it is granted a unit only once its predecessors have
+    /// completed, and its kernel, footprint and priority are the graph's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_task: Option<u32>,
 }
 
 impl<Sig> Default for MetaInfo<Sig> {
@@ -188,6 +193,7 @@ impl<Sig> Default for MetaInfo<Sig> {
             pid: None,
             device: None,
             signature: None,
+            graph_task: None,
         }
     }
 }
@@ -206,6 +212,7 @@ impl<Sig> MetaInfo<Sig> {
             pid: self.pid,
             device: self.device,
             signature: self.signature.map(f),
+            graph_task: self.graph_task,
         }
     }
 }

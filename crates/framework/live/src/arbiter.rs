@@ -33,8 +33,9 @@
 //! counted ([`Arbiter::violations`]), and the daemon serves on.
 
 use crate::client_process::ClientProcess;
+use crate::graphs::{Declaring, LiveGraph, Parked, Running, Slot};
 use crate::protocol::{
-    ErrorCode, MetaInfo, NewUnit, Reply, TaskStats, UnitChanges, UnitInfo, Verdict,
+    ErrorCode, GraphTaskInfo, MetaInfo, NewUnit, Reply, TaskStats, UnitChanges, UnitInfo, Verdict,
     MAX_CHECKPOINT_NS, MAX_KIND,
 };
 use crate::sampler::Sampling;
@@ -181,6 +182,8 @@ pub struct Arbiter {
     live: Live,
     clock: Box<dyn Clock>,
     next_task: TaskId,
+    /// The task graph a client declared, if any (one at a time; see `graphs`).
+    graph: Option<LiveGraph>,
     /// The daemon's uid: the owner of tasks allocated without one (`alloc`).
     own_uid: u32,
 }
@@ -233,6 +236,7 @@ impl Arbiter {
             policy,
             clock,
             next_task: 0,
+            graph: None,
             own_uid: rustix::process::getuid().as_raw(),
         }
     }
@@ -267,6 +271,10 @@ impl Arbiter {
         let m = self.core.machine();
         r.unit_kinds = m.units.iter().map(|u| u.kind).collect();
         r.unit_names = m.units.iter().map(|u| u.name.clone()).collect();
+        // Those of the graph under way so far.
+        if let Some(g) = self.core.graph() {
+            r.transfers.extend_from_slice(g.copies());
+        }
         Some(r)
     }
 
@@ -292,6 +300,7 @@ impl Arbiter {
     /// The effects gathered while handling a request, with the flags of holders that
     /// could move to a unit left idle.
     fn effects(&mut self) -> Vec<Effect> {
+        self.release_ready();
         self.live.offer_idle(&self.core);
         std::mem::take(&mut self.live.effects)
     }
@@ -355,19 +364,29 @@ impl Arbiter {
             st.awaiting = true;
             return Ok(self.effects());
         }
+        if let Some(LiveGraph::Running(g)) = &self.graph {
+            if let Some(i) = g.parked.get(&client) {
+                return Err((
+                    ErrorCode::OutOfOrder,
+                    format!("alloc while waiting for graph task {i}: its predecessors have not all finished"),
+                ));
+            }
+        }
         // Every field by name: a field added to the meta info is used here, or said not
         // to be. `pid` is never believed: `process` is what was found of it.
+        // (Checked here; `admit` uses the rest.)
         let MetaInfo {
             kind,
             affinity,
-            bytes_in,
-            weight,
-            bytes_out,
+            bytes_in: _,
+            weight: _,
+            bytes_out: _,
             checkpoint_ns,
             numa_home,
             pid: _,
-            device,
-            signature,
+            device: _,
+            signature: _,
+            graph_task,
         } = meta;
         if kind.len() > MAX_KIND {
             return Err((
@@ -417,11 +436,105 @@ impl Arbiter {
                 ),
             ));
         }
-        let id = self.next_task;
-        self.next_task += 1;
+        match graph_task {
+            Some(i) => self.graph_alloc(client, meta, uid, process, *i),
+            None => {
+                let id = self.next_task;
+                self.next_task += 1;
+                self.admit(client, meta, uid, process, id)?;
+                Ok(self.effects())
+            }
+        }
+    }
+
+    /// The alloc of graph task `index`: admitted if it is ready, else parked until it is.
+    fn graph_alloc(
+        &mut self,
+        client: ClientId,
+        meta: &MetaInfo,
+        uid: u32,
+        process: Option<ClientProcess>,
+        index: u32,
+    ) -> Result<Vec<Effect>, Failure> {
+        let Some(LiveGraph::Running(g)) = &mut self.graph else {
+            return Err((
+                ErrorCode::OutOfOrder,
+                format!("graph_task {index}: no task graph runs (declare one with `graph`)"),
+            ));
+        };
+        if g.uid != uid {
+            return Err((
+                ErrorCode::PermissionDenied,
+                format!(
+                    "graph_task {index}: the task graph running is uid {}'s, not yours ({uid})",
+                    g.uid
+                ),
+            ));
+        }
+        let n = g.slots.len();
+        let Some(slot) = g.slots.get_mut(index as usize) else {
+            return Err((
+                ErrorCode::Malformed,
+                format!("graph_task {index}: accepted 0..{n} (the graph's tasks)"),
+            ));
+        };
+        match slot {
+            Slot::Waiting => {
+                *slot = Slot::Parked(Box::new(Parked {
+                    client,
+                    meta: meta.clone(),
+                    uid,
+                    process,
+                }));
+                g.parked.insert(client, index);
+                Ok(self.effects())
+            }
+            Slot::Ready => {
+                *slot = Slot::Arrived;
+                let id = g.first + u64::from(index);
+                self.admit(client, meta, uid, process, id)?;
+                Ok(self.effects())
+            }
+            Slot::Parked(_) | Slot::Arrived => Err((
+                ErrorCode::OutOfOrder,
+                format!("graph_task {index}: allocated already"),
+            )),
+        }
+    }
+
+    /// A task of a client whose meta info was checked arrives, with id `id`: queued (the
+    /// grant comes as an effect) or refused.
+    fn admit(
+        &mut self,
+        client: ClientId,
+        meta: &MetaInfo,
+        uid: u32,
+        process: Option<ClientProcess>,
+        id: TaskId,
+    ) -> Result<(), Failure> {
+        let MetaInfo {
+            kind,
+            affinity,
+            bytes_in,
+            weight,
+            bytes_out,
+            checkpoint_ns,
+            numa_home,
+            // Believed only as `process`, found by the server.
+            pid: _,
+            device,
+            signature,
+            // The id says which graph task it is.
+            graph_task: _,
+        } = meta;
+        // A graph task's kernel, footprint and priority are the graph's.
+        let of_graph = self
+            .core
+            .graph()
+            .and_then(|g| Some(&g.graph().tasks[g.index(id)?]));
         let named = process.is_some();
         let class = TaskClass {
-            kind: kind.as_str().into(),
+            kind: of_graph.map_or_else(|| kind.as_str().into(), |t| t.kernel.clone()),
             affinity: *affinity,
             bytes_in: *bytes_in,
             bytes_out: *bytes_out,
@@ -438,9 +551,10 @@ impl Arbiter {
             signature: signature.as_ref().map(|s| s.to_json().into()),
             // Accelerator-resident data is the simulator's alone.
             device_home: None,
-            // The protocol carries no data sizes: a client's models are per type.
-            footprint: 0,
-            priority: 0,
+            // Outside a graph the protocol carries no data sizes: a client's models are
+            // per type.
+            footprint: of_graph.map_or(0, |t| t.footprint),
+            priority: of_graph.map_or(0, |t| t.priority),
         };
         let mut task = Task::new(id, self.core.now(), Arc::new(class));
         task.set_numa_home(*numa_home);
@@ -475,7 +589,7 @@ impl Arbiter {
                         self.live.unmeasured.insert(id, why);
                     }
                 }
-                Ok(self.effects())
+                Ok(())
             }
             Arrival::Unrunnable => {
                 self.live.forget(id);
@@ -490,6 +604,134 @@ impl Arbiter {
                 ErrorCode::NoUnit,
                 format!("the policy rejected the task: {reason}"),
             )),
+        }
+    }
+
+    /// A part of the task graph `client` (of `uid`) declares (see `Request::Graph`):
+    /// `None` until the last part, then the id of the graph's first task and its size.
+    /// The graph is checked whole (its dependencies derived) before it runs; its tasks
+    /// without predecessors are ready at once.
+    pub fn graph_part(
+        &mut self,
+        client: ClientId,
+        uid: u32,
+        data: &[u64],
+        tasks: &[GraphTaskInfo],
+        last: bool,
+    ) -> Result<Option<(TaskId, u32)>, Failure> {
+        self.tick_clock();
+        let declaring = match &mut self.graph {
+            None => self
+                .graph
+                .insert(LiveGraph::Declaring(Declaring::new(client, uid))),
+            Some(g) if g.owner() != client => {
+                return Err((
+                    ErrorCode::Busy,
+                    format!("{}: one graph at a time", g.describe()),
+                ))
+            }
+            Some(g) => g,
+        };
+        let LiveGraph::Declaring(d) = declaring else {
+            return Err((
+                ErrorCode::OutOfOrder,
+                "graph: this connection's graph runs already (one graph a connection)".into(),
+            ));
+        };
+        if let Err(e) = d.append(data, tasks) {
+            self.graph = None;
+            return Err((ErrorCode::Malformed, e));
+        }
+        if !last {
+            return Ok(None);
+        }
+        let Some(LiveGraph::Declaring(d)) = self.graph.take() else {
+            unreachable!("declaring, as matched above")
+        };
+        let n = d.graph.tasks.len();
+        let run =
+            hetsched_core::dataflow::GraphRun::new(Arc::new(d.graph), self.core.machine(), true)
+                .map_err(|e| (ErrorCode::Malformed, format!("graph: {e}")))?;
+        let first = self.next_task;
+        self.next_task += n as u64;
+        let mut run = run.starting_at(first);
+        if self.live.record.is_some() {
+            run.keep_copies();
+        }
+        self.core.set_graph(run);
+        self.graph = Some(LiveGraph::Running(Running {
+            owner: client,
+            uid: d.uid,
+            first,
+            slots: (0..n).map(|_| Slot::Waiting).collect(),
+            left: n,
+            parked: FxHashMap::default(),
+        }));
+        self.release_ready();
+        if n == 0 {
+            self.end_graph("it has no task");
+        }
+        Ok(Some((first, n as u32)))
+    }
+
+    /// The graph's tasks that became ready: those a client asked for arrive now, in the
+    /// order they became ready (as in the simulator); the others wait for their alloc.
+    fn release_ready(&mut self) {
+        while let Some(i) = self.core.pop_ready() {
+            let Some(LiveGraph::Running(g)) = &mut self.graph else {
+                return;
+            };
+            let slot = std::mem::replace(&mut g.slots[i as usize], Slot::Arrived);
+            let Slot::Parked(p) = slot else {
+                g.slots[i as usize] = Slot::Ready;
+                continue;
+            };
+            g.parked.remove(&p.client);
+            let id = g.first + u64::from(i);
+            if let Err((code, message)) = self.admit(p.client, &p.meta, p.uid, p.process, id) {
+                self.live
+                    .effects
+                    .push(Effect::Reply(p.client, Reply::Error { code, message }));
+            }
+        }
+    }
+
+    /// A task of the running graph finished: the graph ends with its last.
+    fn graph_task_finished(&mut self, task: TaskId) {
+        if let Some(LiveGraph::Running(g)) = &mut self.graph {
+            if task
+                .checked_sub(g.first)
+                .is_some_and(|i| i < g.slots.len() as u64)
+            {
+                g.left -= 1;
+                if g.left == 0 {
+                    self.end_graph("all its tasks finished");
+                }
+            }
+        }
+    }
+
+    /// The graph ends: its tasks still queued or running go on as independent tasks;
+    /// clients waiting for one that never became ready are told why.
+    fn end_graph(&mut self, why: &str) {
+        if let (Some(run), Some(r)) = (self.core.take_graph(), &mut self.live.record) {
+            r.transfers.extend_from_slice(run.copies());
+        }
+        let Some(LiveGraph::Running(g)) = self.graph.take() else {
+            return;
+        };
+        for slot in g.slots {
+            if let Slot::Parked(p) = slot {
+                self.live.effects.push(Effect::Reply(
+                    p.client,
+                    Reply::Error {
+                        code: ErrorCode::NoUnit,
+                        message: format!(
+                            "the task graph ended ({why}) before this task's predecessors finished"
+                        ),
+                    },
+                ));
+            }
         }
     }
 
@@ -579,14 +821,30 @@ impl Arbiter {
             r.and_then(|_| self.core.released(policy, live, u, false))
         };
         Self::served(r);
+        if finished {
+            self.graph_task_finished(task);
+        }
         Ok(self.effects())
     }
 
     /// A client went away (closed, crashed, killed): it loses its task at once.
     pub fn disconnect(&mut self, client: ClientId) -> Vec<Effect> {
         self.tick_clock();
+        match &mut self.graph {
+            Some(g) if g.owner() == client => match g {
+                LiveGraph::Declaring(_) => self.graph = None,
+                LiveGraph::Running(_) => self.end_graph("the client that declared it went away"),
+            },
+            Some(LiveGraph::Running(g)) => {
+                // Asked for a graph task that was not ready: another may ask for it.
+                if let Some(i) = g.parked.remove(&client) {
+                    g.slots[i as usize] = Slot::Waiting;
+                }
+            }
+            _ => {}
+        }
         let Some(&task) = self.live.client_task.get(&client) else {
-            return Vec::new();
+            return self.effects();
         };
         let fallback = self.live.state[&task].last_unit.unwrap_or(0);
         // In the record its segment stops and it leaves unfinished (`reject`).
@@ -987,6 +1245,9 @@ impl Host for Live {
         slot: usize,
     ) -> Result<(), ContractError> {
         self.grants += 1;
+        // A graph task's inputs come to the unit's memory node (the client copies them;
+        // the engine keeps where they are valid for the policies' estimates).
+        core.fetch_inputs(task, u);
         self.arm(core, policy, u, task);
         // A process's pages go where it first touches them (Linux's local policy) and
         // where the policy moves them; a library client's memory is its own business.
@@ -1162,6 +1423,123 @@ mod tests {
         effects
             .iter()
             .any(|e| matches!(e, Effect::Reply(c, Reply::Granted { .. }) if *c == client))
+    }
+
+    /// A chain a → b → c declared by client 100 (uid 7), in parts of one task.
+    fn declare_chain(a: &mut Arbiter) -> TaskId {
+        let task = |after: &[u32]| GraphTaskInfo {
+            kernel: "step".into(),
+            footprint: 0,
+            access: Vec::new(),
+            after: after.to_vec(),
+            priority: 0,
+            flops: 0.0,
+        };
+        assert_eq!(a.graph_part(100, 7, &[], &[task(&[])], false), Ok(None));
+        assert_eq!(a.graph_part(100, 7, &[], &[task(&[0])], false), Ok(None));
+        a.graph_part(100, 7, &[], &[task(&[1])], true)
+            .unwrap()
+            .unwrap()
+            .0
+    }
+
+    fn graph_meta(i: u32) -> MetaInfo {
+        MetaInfo {
+            graph_task: Some(i),
+            ..meta()
+        }
+    }
+
+    fn refused_with(effects: &[Effect], client: ClientId) -> Option<String> {
+        effects.iter().find_map(|e| match e {
+            Effect::Reply(c, Reply::Error { message, .. }) if *c == client => Some(message.clone()),
+            _ => None,
+        })
+    }
+
+    /// Tasks of a declared graph are granted only once their predecessors were freed
+    /// as finished, whichever order their clients ask in; the graph ends with its last
+    /// task, and another can then be declared (its ids after the first's).
+    #[test]
+    fn a_graph_task_waits_for_its_predecessors_and_the_graph_ends_with_its_last() {
+        let mut a = arbiter(2, "eager");
+        // An independent task first: graph ids come after it.
+        assert!(granted(&a.alloc_for(1, &meta(), 7, None).unwrap(), 1));
+        let first = declare_chain(&mut a);
+        assert_eq!(first, 1);
+        // c and b ask first: they wait, though a unit is idle.
+        assert!(a.alloc_for(13, &graph_meta(2), 7, None).unwrap().is_empty());
+        assert!(a.alloc_for(12, &graph_meta(1), 7, None).unwrap().is_empty());
+        let e = a.alloc_for(12, &graph_meta(1), 7, None).unwrap_err();
+        assert_eq!(e.0, ErrorCode::OutOfOrder, "{}", e.1);
+        assert!(granted(
+            &a.alloc_for(11, &graph_meta(0), 7, None).unwrap(),
+            11
+        ));
+        let e = a.alloc_for(14, &graph_meta(0), 7, None).unwrap_err();
+        assert_eq!(e.1, "graph_task 0: allocated already");
+        // Given up without finishing, a waits again: b stays blocked.
+        assert!(!granted(&a.free(11, false).unwrap(), 12));
+        assert!(granted(
+            &a.alloc_for(11, &graph_meta(0), 7, None).unwrap(),
+            11
+        ));
+        assert!(granted(&a.free(11, true).unwrap(), 12));
+        assert!(!granted(&a.free(1, true).unwrap(), 13));
+        assert!(granted(&a.free(12, true).unwrap(), 13));
+        // A second graph while this one runs is refused, saying whose runs.
+        let e = a.graph_part(200, 8, &[], &[], true).unwrap_err();
+        assert_eq!(e.0, ErrorCode::Busy);
+        assert!(
+            e.1.contains("client 100's task graph (uid 7) runs, 1 of 3 tasks left"),
+            "{}",
+            e.1
+        );
+        a.free(13, true).unwrap();
+        assert!(a.graph.is_none() && a.core.graph().is_none());
+        assert_eq!(declare_chain(&mut a), 4);
+    }
+
+    /// Only the declaring uid's clients run its graph's tasks; indices out of range
+    /// are refused by field; a waiting client that leaves frees its index for another;
+    /// when the declaring client leaves, the graph ends and those still waiting are
+    /// told why.
+    #[test]
+    fn a_graph_is_its_uids_and_ends_when_its_owner_leaves() {
+        let mut a = arbiter(1, "dmda");
+        declare_chain(&mut a);
+        let e = a.alloc_for(20, &graph_meta(0), 8, None).unwrap_err();
+        assert_eq!(e.0, ErrorCode::PermissionDenied, "{}", e.1);
+        let e = a.alloc_for(20, &graph_meta(3), 7, None).unwrap_err();
+        assert_eq!(e.1, "graph_task 3: accepted 0..3 (the graph's tasks)");
+        assert!(a.alloc_for(21, &graph_meta(1), 7, None).unwrap().is_empty());
+        a.disconnect(21);
+        assert!(a.alloc_for(22, &graph_meta(1), 7, None).unwrap().is_empty());
+        assert!(granted(
+            &a.alloc_for(23, &graph_meta(0), 7, None).unwrap(),
+            23
+        ));
+        let effects = a.disconnect(100);
+        let why = refused_with(&effects, 22).expect("the waiting client is told");
+        assert!(
+            why.contains("the client that declared it went away"),
+            "{why}"
+        );
+        // The running task goes on as an independent task.
+        a.free(23, true).unwrap();
+        assert_eq!(a.violations(), 0);
+        // A bad part ends the declaration: the next one starts afresh.
+        let bad = GraphTaskInfo {
+            kernel: String::new(),
+            footprint: 0,
+            access: Vec::new(),
+            after: Vec::new(),
+            priority: 0,
+            flops: 0.0,
+        };
+        let e = a.graph_part(300, 7, &[], &[bad], false).unwrap_err();
+        assert_eq!(e.0, ErrorCode::Malformed);
+        assert!(a.graph.is_none());
     }
 
     /// A grant tells a `hetsched run` agent where its process's memory goes: the unit's

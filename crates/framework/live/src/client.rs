@@ -10,10 +10,11 @@
 
 use crate::compact;
 use crate::protocol::{
-    self, ErrorCode, Frame, MetaInfo, NewUnit, Reply, Request, UnitChanges, UnitInfo, Verdict,
-    VERSION,
+    self, ErrorCode, Frame, GraphTaskInfo, MetaInfo, NewUnit, Reply, Request, UnitChanges,
+    UnitInfo, Verdict, VERSION,
 };
 use crate::shm::{self, SharedPage, KEEP, SLOT};
+use hetsched_core::graph::TaskGraph;
 use hetsched_core::{Error, Result};
 use std::io::{IoSliceMut, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -156,7 +157,7 @@ fn decode_reply(frame: Frame<'_>) -> Option<(Result<Reply>, usize)> {
 /// A daemon's error reply, as an error of this library.
 fn daemon_error(code: ErrorCode, message: String) -> Error {
     match code {
-        ErrorCode::NoUnit | ErrorCode::Invalid | ErrorCode::PermissionDenied => {
+        ErrorCode::NoUnit | ErrorCode::Invalid | ErrorCode::PermissionDenied | ErrorCode::Busy => {
             Error::Input(format!("daemon: {message}"))
         }
         _ => Error::Runtime(format!("daemon: {code:?}: {message}")),
@@ -525,5 +526,43 @@ impl Client {
 
     pub fn stats(&mut self) -> Result<Reply> {
         self.request(&Request::Stats)
+    }
+
+    /// Declares a task graph (in as many `graph` parts as its size takes); returns the
+    /// id of its task of index 0. Its tasks are then allocated, from any connection of
+    /// this uid, with `meta.graph_task` set to their index.
+    pub fn declare_graph(&mut self, graph: &TaskGraph) -> Result<u64> {
+        // Each part well inside a request frame.
+        const PART_BYTES: usize = protocol::MAX_REQUEST / 2;
+        const HANDLES_PER_PART: usize = PART_BYTES / 24;
+        let info = graph.tasks.iter().map(GraphTaskInfo::from);
+        let mut parts: Vec<(Vec<u64>, Vec<GraphTaskInfo>)> = graph
+            .data
+            .chunks(HANDLES_PER_PART)
+            .map(|c| (c.iter().map(|d| d.bytes).collect(), Vec::new()))
+            .collect();
+        let mut bytes = 0;
+        let mut tasks = Vec::new();
+        for t in info {
+            let size = serde_json::to_vec(&t).map_or(0, |v| v.len()) + 1;
+            if bytes + size > PART_BYTES && !tasks.is_empty() {
+                parts.push((Vec::new(), std::mem::take(&mut tasks)));
+                bytes = 0;
+            }
+            bytes += size;
+            tasks.push(t);
+        }
+        parts.push((Vec::new(), tasks));
+        let count = parts.len();
+        for (i, (data, tasks)) in parts.into_iter().enumerate() {
+            let last = i + 1 == count;
+            match self.request(&Request::Graph { data, tasks, last })? {
+                Reply::Done if !last => {}
+                Reply::Graph { first, .. } if last => return Ok(first),
+                Reply::Error { code, message } => return Err(daemon_error(code, message)),
+                other => return Err(Error::runtime(format!("daemon: unexpected {other:?}"))),
+            }
+        }
+        unreachable!("the last part is answered in the loop")
     }
 }

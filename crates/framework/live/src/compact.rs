@@ -31,7 +31,7 @@ pub const COMPACT_BIT: u32 = 1 << 31;
 
 /// Whether `meta` has a compact form, and whether it is the one with extras (`B`):
 /// `None` when it carries a field the compact layouts do not hold (the optional fields
-/// of `hetsched run` tasks, and `u32::MAX`, which stands for "no NUMA home" there). The
+/// of `hetsched run` and graph tasks, and `u32::MAX`, which stands for "no NUMA home" there). The
 /// fields are named one by one, so that a field added to the meta info travels as JSON
 /// until it is given a place here.
 fn compact_form(meta: &MetaInfo) -> Option<bool> {
@@ -46,9 +46,13 @@ fn compact_form(meta: &MetaInfo) -> Option<bool> {
         pid,
         device,
         signature,
+        graph_task,
     } = meta;
-    let compact =
-        pid.is_none() && device.is_none() && signature.is_none() && *numa_home != Some(u32::MAX);
+    let compact = pid.is_none()
+        && device.is_none()
+        && signature.is_none()
+        && graph_task.is_none()
+        && *numa_home != Some(u32::MAX);
     // Most tasks declare no extras: their frame stays short.
     compact.then(|| *bytes_out != 0 || !checkpoint_ns.is_default() || numa_home.is_some())
 }

@@ -10,6 +10,7 @@ pub mod client_process;
 pub mod compact;
 pub mod daemon;
 pub mod devices;
+pub mod graphs;
 pub mod hostile;
 pub mod process;
 pub mod protocol;

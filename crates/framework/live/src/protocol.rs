@@ -135,6 +135,91 @@ pub enum Request {
     Batch {
         requests: Vec<Request>,
     },
+    /// Declares a task graph, in parts (a frame holds 64 KiB): each part's data handles
+    /// and tasks follow those of the parts before it; `done` after each part but the
+    /// last, whose answer (`graph`) says the graph runs. Its tasks are then allocated
+    /// from any connection of the same uid with `meta.graph_task`, each granted once its
+    /// predecessors have been freed as finished. The daemon runs one graph at a time;
+    /// it ends when all its tasks have finished or its declaring connection closes.
+    Graph {
+        /// Bytes of each data handle.
+        #[serde(default)]
+        data: Vec<u64>,
+        #[serde(default)]
+        tasks: Vec<GraphTaskInfo>,
+        /// The last part.
+        #[serde(default)]
+        last: bool,
+    },
+}
+
+/// A task of a declared graph.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphTaskInfo {
+    /// What it runs (its performance models' key, and its task kind).
+    pub kernel: String,
+    /// The performance-model footprint of its data sizes.
+    #[serde(default)]
+    pub footprint: u64,
+    /// The data handles it accesses (indices of `data`, over all parts) and how.
+    #[serde(default)]
+    pub access: Vec<(u32, AccessMode)>,
+    /// Predecessors besides those its accesses imply: earlier tasks' indices.
+    #[serde(default)]
+    pub after: Vec<u32>,
+    #[serde(default)]
+    pub priority: i32,
+    #[serde(default)]
+    pub flops: f64,
+}
+
+impl From<&hetsched_core::graph::GraphTask> for GraphTaskInfo {
+    fn from(t: &hetsched_core::graph::GraphTask) -> Self {
+        GraphTaskInfo {
+            kernel: t.kernel.to_string(),
+            footprint: t.footprint,
+            access: t
+                .accesses
+                .iter()
+                .map(|a| (a.handle, a.mode.into()))
+                .collect(),
+            after: t.after.clone(),
+            priority: t.priority,
+            flops: t.flops,
+        }
+    }
+}
+
+/// How a graph task accesses a handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessMode {
+    R,
+    W,
+    Rw,
+}
+
+impl From<AccessMode> for hetsched_core::graph::Mode {
+    fn from(m: AccessMode) -> Self {
+        use hetsched_core::graph::Mode;
+        match m {
+            AccessMode::R => Mode::R,
+            AccessMode::W => Mode::W,
+            AccessMode::Rw => Mode::RW,
+        }
+    }
+}
+
+impl From<hetsched_core::graph::Mode> for AccessMode {
+    fn from(m: hetsched_core::graph::Mode) -> Self {
+        use hetsched_core::graph::Mode;
+        match m {
+            Mode::R => AccessMode::R,
+            Mode::W => AccessMode::W,
+            Mode::RW => AccessMode::Rw,
+        }
+    }
 }
 
 /// The answer to a `rerequest`.
@@ -160,8 +245,10 @@ pub enum ErrorCode {
     Version,
     /// No unit, now or ever, can run the task (all affinities 0 for present types).
     NoUnit,
-    /// The control API needs the daemon's uid or root.
+    /// The control API needs the daemon's uid or root; a graph's tasks are its uid's.
     PermissionDenied,
+    /// Another client's task graph runs (the daemon runs one at a time).
+    Busy,
     /// A control request named a unit that does not exist, or is otherwise invalid.
     Invalid,
 }
@@ -239,6 +326,11 @@ pub enum Reply {
     /// The replies to a `batch`, one per request, in order.
     Batch {
         replies: Vec<Reply>,
+    },
+    /// The graph declared runs: its task of index `i` has the id `first + i`.
+    Graph {
+        first: u64,
+        tasks: u32,
     },
 }
 

@@ -1042,6 +1042,17 @@ impl Daemon {
                 let stats = self.arbiter.stats(viewer);
                 self.send(client, &stats);
             }
+            Request::Graph { data, tasks, last } => {
+                let uid = conn.uid;
+                match self.arbiter.graph_part(client, uid, &data, &tasks, last) {
+                    Ok(None) => self.send(client, &Reply::Done),
+                    Ok(Some((first, tasks))) => self.send(client, &Reply::Graph { first, tasks }),
+                    Err((code @ (ErrorCode::OutOfOrder | ErrorCode::Malformed), m)) => {
+                        self.fail(client, code, m)
+                    }
+                    Err((code, message)) => self.send(client, &Reply::Error { code, message }),
+                }
+            }
             // (Its requests are checked: none is a batch.)
             Request::Batch { requests } => match batch::check(&requests) {
                 Ok(()) => {

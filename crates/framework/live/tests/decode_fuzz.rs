@@ -9,7 +9,8 @@ use hetsched_core::machine::UnitType;
 use hetsched_core::task::PerUnitType;
 use hetsched_live::compact;
 use hetsched_live::protocol::{
-    decode_request, encode, next_frame, MetaInfo, NewUnit, Request, UnitChanges, MAX_REQUEST,
+    decode_request, encode, next_frame, AccessMode, GraphTaskInfo, MetaInfo, NewUnit, Request,
+    UnitChanges, MAX_REQUEST,
 };
 use hetsched_live::shm::{SharedPage, SLOT};
 use proptest::prelude::*;
@@ -35,22 +36,26 @@ fn meta() -> impl Strategy<Value = MetaInfo> {
             proptest::array::uniform4(any::<u64>()),
             proptest::option::of(any::<u32>()),
         )),
+        proptest::option::of(any::<u32>()),
     )
-        .prop_map(|(kind, a, bytes_in, weight, pid, device, extras)| {
-            let (bytes_out, cp, numa_home) = extras.unwrap_or_default();
-            MetaInfo {
-                kind,
-                affinity: PerUnitType(a),
-                bytes_in,
-                weight,
-                bytes_out,
-                checkpoint_ns: PerUnitType(cp),
-                numa_home,
-                pid,
-                device,
-                signature: None,
-            }
-        })
+        .prop_map(
+            |(kind, a, bytes_in, weight, pid, device, extras, graph_task)| {
+                let (bytes_out, cp, numa_home) = extras.unwrap_or_default();
+                MetaInfo {
+                    kind,
+                    affinity: PerUnitType(a),
+                    bytes_in,
+                    weight,
+                    bytes_out,
+                    checkpoint_ns: PerUnitType(cp),
+                    numa_home,
+                    pid,
+                    device,
+                    signature: None,
+                    graph_task,
+                }
+            },
+        )
 }
 
 /// The requests a batch may carry.
@@ -79,6 +84,44 @@ fn request() -> impl Strategy<Value = Request> {
         Just(Request::Stats),
         proptest::collection::vec(hot(), 1..12).prop_map(|requests| Request::Batch { requests }),
         any::<u32>().prop_map(|id| Request::RemoveUnit { id }),
+        (
+            proptest::collection::vec(any::<u64>(), 0..4),
+            proptest::collection::vec(
+                (
+                    "\\PC{0,12}",
+                    any::<u64>(),
+                    proptest::collection::vec((any::<u32>(), 0..3usize), 0..4),
+                    proptest::collection::vec(any::<u32>(), 0..3),
+                    any::<i32>(),
+                    number(),
+                ),
+                0..4
+            ),
+            any::<bool>(),
+        )
+            .prop_map(|(data, tasks, last)| Request::Graph {
+                data,
+                tasks: tasks
+                    .into_iter()
+                    .map(
+                        |(kernel, footprint, access, after, priority, flops)| GraphTaskInfo {
+                            kernel,
+                            footprint,
+                            access: access
+                                .into_iter()
+                                .map(|(h, m)| (
+                                    h,
+                                    [AccessMode::R, AccessMode::W, AccessMode::Rw][m]
+                                ))
+                                .collect(),
+                            after,
+                            priority,
+                            flops,
+                        }
+                    )
+                    .collect(),
+                last,
+            }),
         (
             any::<u32>(),
             proptest::option::of(any::<u32>()),

@@ -58,6 +58,8 @@ const NONE: UnitId = UnitId::MAX;
 
 /// The static plan of a graph.
 struct Plan {
+    /// The id of the graph's task of index 0 (the graph it plans).
+    first: TaskId,
     /// Each graph task's unit, or `NONE`.
     unit: Vec<UnitId>,
     /// Each unit's graph tasks in planned start order.
@@ -237,6 +239,7 @@ impl Heft {
             makespan = makespan.max(finish);
         }
         Plan {
+            first: run.first_id(),
             unit: unit_of,
             order: intervals
                 .into_iter()
@@ -313,18 +316,16 @@ impl Policy for Heft {
 
     fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
         self.cover(view);
-        if self.plan.is_none() {
-            if let Some(run) = view.graph() {
+        if let Some(run) = view.graph() {
+            // A graph not planned yet (live, one graph follows another).
+            if self.plan.as_ref().is_none_or(|p| p.first != run.first_id()) {
                 self.plan = Some(Self::make_plan(view, run));
             }
         }
-        let index = usize::try_from(task).ok();
-        if let Some(slot) = self
-            .plan
-            .as_mut()
-            .zip(index)
-            .and_then(|(p, i)| p.unit.get_mut(i))
-        {
+        if let Some(slot) = self.plan.as_mut().and_then(|p| {
+            let i = usize::try_from(task.checked_sub(p.first)?).ok()?;
+            p.unit.get_mut(i)
+        }) {
             let u = *slot;
             if u != NONE {
                 if view.task(task).affinity.runs_on(view.unit_kind(u)) {
@@ -358,9 +359,10 @@ impl Policy for Heft {
                 plan.next[u] += 1;
             }
             if let Some(&next) = plan.order.get(u).and_then(|o| o.get(plan.next[u])) {
-                if queue.iter().any(|t| t == u64::from(next)) {
+                let next = plan.first + u64::from(next);
+                if queue.iter().any(|t| t == next) {
                     plan.next[u] += 1;
-                    return PickDecision::Run(u64::from(next));
+                    return PickDecision::Run(next);
                 }
             }
         }
@@ -368,8 +370,8 @@ impl Policy for Heft {
         let plan = &self.plan;
         let outside = queue.iter().find(|&t| {
             plan.as_ref().is_none_or(|p| {
-                usize::try_from(t)
-                    .ok()
+                t.checked_sub(p.first)
+                    .and_then(|i| usize::try_from(i).ok())
                     .and_then(|i| p.unit.get(i))
                     .is_none_or(|&u| u == NONE)
             })

@@ -40,6 +40,8 @@ pub struct Lws {
     next: usize,
     /// Per graph task, the unit of its predecessor that completed last.
     released_by: Vec<UnitId>,
+    /// The first id of the graph `released_by` is about.
+    graph_first: TaskId,
     /// Per unit, the others nearest first (for the units seen so far).
     neighbours: Vec<Vec<UnitId>>,
 }
@@ -50,6 +52,7 @@ impl Lws {
             name: spec.to_string(),
             next: 0,
             released_by: Vec::new(),
+            graph_first: 0,
             neighbours: Vec::new(),
         })
     }
@@ -103,8 +106,9 @@ impl Policy for Lws {
     fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
         self.cover(view);
         let t = view.task(task);
-        let released = usize::try_from(task)
-            .ok()
+        let released = view
+            .graph()
+            .and_then(|g| g.index(task))
             .and_then(|i| self.released_by.get(i))
             .copied()
             .filter(|&u| u != NONE && (u as usize) < view.units().len())
@@ -146,11 +150,13 @@ impl Policy for Lws {
         let Some(g) = view.graph() else {
             return;
         };
-        let Ok(t) = usize::try_from(task) else {
+        let Some(t) = g.index(task) else {
             return;
         };
-        if t >= g.graph().tasks.len() {
-            return;
+        if self.graph_first != g.first_id() {
+            // Another graph (live, one follows another): nothing released yet.
+            self.graph_first = g.first_id();
+            self.released_by.clear();
         }
         if self.released_by.len() < g.graph().tasks.len() {
             self.released_by.resize(g.graph().tasks.len(), NONE);

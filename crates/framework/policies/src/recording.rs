@@ -138,6 +138,9 @@ impl Policy for Recording {
     fn wants_samples(&self) -> bool {
         self.inner.wants_samples()
     }
+    fn wants_models(&self) -> bool {
+        self.inner.wants_models()
+    }
     fn migrate_memory(&mut self, view: &View, task: TaskId, unit: UnitId) -> bool {
         self.inner.migrate_memory(view, task, unit)
     }

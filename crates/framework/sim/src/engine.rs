@@ -450,11 +450,11 @@ where
         core.set_models(config.models.clone());
     }
     if let Some(g) = graph {
-        core.set_graph(GraphRun::new(
-            g.graph().clone(),
-            machine,
-            !config.fetch_at_start,
-        )?);
+        let mut run = GraphRun::new(g.graph().clone(), machine, !config.fetch_at_start)?;
+        if rec.keeps_transfers() {
+            run.keep_copies();
+        }
+        core.set_graph(run);
     }
     let mut sim = Sim {
         machine,
@@ -564,6 +564,9 @@ where
     };
     let unreleased = core.graph().map_or(0, |g| g.unreleased());
     sim.summary.traffic = core.graph().map_or(Traffic::default(), |g| g.traffic);
+    if let Some(g) = core.graph() {
+        sim.rec.transfers(g.copies());
+    }
     sim.summary.unfinished =
         core.tasks().len() as u64 + pending.is_some() as u64 + left as u64 + unreleased as u64;
     if let Some(w) = &config.watch {
