@@ -15,6 +15,7 @@ pub mod hostile;
 pub mod process;
 pub mod protocol;
 pub mod run;
+pub mod run_graph;
 pub mod sampler;
 pub mod server;
 pub mod shm;

@@ -817,7 +817,7 @@ fn graph(
     crate::graphs::GraphTasks,
     hetsched_core::perf_model::PerfModels,
 )> {
-    use crate::graphs::{dot, wfformat, Durations, GraphTasks, Precision, Tiled};
+    use crate::graphs::{wfformat, Durations, GraphTasks, Precision, Tiled};
     let durations = match g.durations {
         DurationsSpec::Mean => Durations::Mean,
         DurationsSpec::Normal => Durations::Normal { seed },
@@ -835,24 +835,7 @@ fn graph(
     let workflow = if let Some(f) = &g.file {
         // Beside the scenario first, then from the working directory (as `machine`).
         let path = PathBuf::from(resolve(f, base));
-        let origin = path.display().to_string();
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => {
-                let what = "a WfFormat workflow";
-                let text = hetsched_util::files::read_text(&path, what, wfformat::MAX_FILE_BYTES)?;
-                Some(wfformat::parse(&text, &origin)?)
-            }
-            Some("dot" | "gv") => {
-                let what = "a DOT graph";
-                let text = hetsched_util::files::read_text(&path, what, dot::MAX_FILE_BYTES)?;
-                Some(dot::parse(&text, &origin)?)
-            }
-            _ => {
-                return Err(Error::input(format!(
-                "file: {origin}: expected a WfFormat workflow (.json) or a DOT graph (.dot, .gv)"
-            )))
-            }
-        }
+        Some(crate::graphs::read_file(&path)?)
     } else if let Some(tasks) = &g.tasks {
         if tasks.is_empty() {
             return Err(Error::input("tasks: an empty workflow"));
@@ -873,8 +856,20 @@ fn graph(
                 "a workflow's tasks take the runtimes it gives, and its models are its own: no `models`, `durations = \"normal\"` or `precision`",
             ));
         }
+        let runtimes = w
+            .runtimes
+            .iter()
+            .zip(&w.ids)
+            .map(|(r, id)| {
+                r.ok_or_else(|| {
+                    Error::input(format!(
+                        "task {id:?} gives a command but no runtime: simulating needs its runtime"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<f64>>>()?;
         let tasks = GraphTasks::new(std::sync::Arc::new(w.graph), machine, &w.models, durations)?
-            .with_cpu_times(w.runtimes)?;
+            .with_cpu_times(runtimes)?;
         return Ok((tasks, crate::graphs::tasks::models_for(machine, &w.models)));
     }
     let (Some(algorithm), Some(tiles), Some(tile)) = (g.algorithm, g.tiles, g.tile) else {

@@ -15,6 +15,7 @@ mod policies_cmd;
 mod registry;
 mod reproduce_cmd;
 mod run_cmd;
+mod run_graph_cmd;
 mod signature_cmd;
 mod simulate_cmd;
 mod topology_cmd;
@@ -53,6 +54,9 @@ enum Command {
     /// Run a program as a task of the daemon: its grants become its CPU affinity, and
     /// `hetsched run` exits as the program did.
     Run(run_cmd::RunArgs),
+    /// Run a task graph of programs (WfFormat or DOT) under the daemon, like `make -j`
+    /// with the policy's placement: each task once its predecessors succeeded.
+    RunGraph(run_graph_cmd::RunGraphArgs),
     /// Run an example application (Beisel et al.) on the worker model.
     App {
         #[command(subcommand)]
@@ -91,6 +95,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Daemon(args) => daemon_cmd::daemon(args),
         Command::Client(args) => daemon_cmd::client(args),
         Command::Run(args) => run_cmd::run(args),
+        Command::RunGraph(args) => run_graph_cmd::run(args),
         Command::App { which } => app_cmd::run_app(which),
         Command::Iobench(args) => iobench_cmd::iobench(args),
         Command::Simulate(args) => simulate_cmd::simulate(args),

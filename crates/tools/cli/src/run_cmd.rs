@@ -41,12 +41,17 @@ pub struct RunArgs {
     /// whether it waits for its first grant, runs, or is stopped after a yield.
     #[arg(long, value_name = "WHAT", default_value = "run", value_parser = OnDaemonLoss::NAMES)]
     on_daemon_loss: String,
+    /// The task of the graph this uid declared to the daemon that the program is
+    /// (`hetsched run-graph` starts its tasks this way): granted once its predecessors
+    /// finished.
+    #[arg(long, value_name = "INDEX", hide = true)]
+    graph_task: Option<u32>,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<OsString>,
 }
 
-fn unit_type(s: &str) -> std::result::Result<UnitType, String> {
+pub(crate) fn unit_type(s: &str) -> std::result::Result<UnitType, String> {
     UnitType::parse(s).ok_or_else(|| {
         let names: Vec<&str> = UnitType::ALL.iter().map(|t| t.name()).collect();
         format!("expected one of {}", names.join(", "))
@@ -80,6 +85,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         affinity,
         device: args.device.map(device_name).transpose()?,
         signature: signature.map(Box::new),
+        graph_task: args.graph_task,
         ..MetaInfo::default()
     };
     check_size(&meta, args.signature.as_deref())?;

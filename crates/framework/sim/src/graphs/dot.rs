@@ -9,8 +9,10 @@
 //! ```
 //!
 //! The same terms as a graph from Python (`hetsched.graph`): each node is a task named
-//! by its id, with its `runtime` (seconds on a capacity-1024 CPU, required) and `kind`
-//! (its category, whose models policies read; default `task`); each edge `u -> v` makes
+//! by its id, with its `runtime` (seconds on a capacity-1024 CPU; required unless it
+//! has a `command`), `kind` (its category, whose models policies read; default
+//! `task`) and `command` (a shell line `hetsched run-graph` runs, as make runs a
+//! recipe; simulating reads only the runtime); each edge `u -> v` makes
 //! `u` a parent of `v`, and with a `bytes` attribute above 0 it is also a file of that
 //! size that `u` writes and `v` reads. The graph becomes a workflow
 //! ([`super::wfformat::build`]): measured runtimes, per-category models.
@@ -37,6 +39,7 @@ pub const MAX_NESTING: usize = 32;
 struct NodeAttrs {
     runtime: Option<f64>,
     kind: Option<String>,
+    command: Option<String>,
 }
 
 /// Reads DOT `text`; `origin` names it in errors.
@@ -81,6 +84,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Instance> {
                             })?);
                         }
                         "kind" => attrs.kind = Some(id(v).map_err(err)?),
+                        "command" => attrs.command = Some(id(v).map_err(err)?),
                         _ => {}
                     }
                 }
@@ -143,6 +147,11 @@ pub fn parse(text: &str, origin: &str) -> Result<Instance> {
                 parents: Vec::new(),
                 inputs: Vec::new(),
                 outputs: Vec::new(),
+                // A shell line, as make runs its recipes.
+                command: a
+                    .command
+                    .as_ref()
+                    .map(|c| vec!["/bin/sh".to_string(), "-c".to_string(), c.clone()]),
             }
         })
         .collect();
@@ -275,7 +284,7 @@ mod tests {
         .unwrap();
         // Topological order: a, b, c, d (b is listed first but comes after a).
         assert_eq!(w.ids, vec!["a", "b", "c", "d"]);
-        assert_eq!(w.runtimes, vec![1.5, 2.0, 3.0, 0.5]);
+        assert_eq!(w.runtimes, vec![Some(1.5), Some(2.0), Some(3.0), Some(0.5)]);
         assert_eq!(&*w.graph.tasks[0].kernel, "io");
         assert_eq!(&*w.graph.tasks[2].kernel, "task");
         assert_eq!(w.graph.tasks[1].after, vec![0]);

@@ -21,6 +21,27 @@ pub use cholesky::cholesky;
 pub use lu::lu;
 pub use tasks::{Durations, GraphTasks};
 
+/// A workflow file: WfFormat JSON (`.json`) or DOT (`.dot`, `.gv`), by its extension;
+/// a file of neither, or none, is an input error naming it.
+pub fn read_file(path: &std::path::Path) -> Result<wfformat::Instance> {
+    let origin = path.display().to_string();
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("json") => {
+            let what = "a WfFormat workflow";
+            let text = hetsched_util::files::read_text(path, what, wfformat::MAX_FILE_BYTES)?;
+            wfformat::parse(&text, &origin)
+        }
+        Some("dot" | "gv") => {
+            let what = "a DOT graph";
+            let text = hetsched_util::files::read_text(path, what, dot::MAX_FILE_BYTES)?;
+            dot::parse(&text, &origin)
+        }
+        _ => Err(Error::input(format!(
+            "file: {origin}: expected a WfFormat workflow (.json) or a DOT graph (.dot, .gv)"
+        ))),
+    }
+}
+
 use hetsched_core::footprint;
 use hetsched_core::graph::{GraphTask, Mode, MAX_TASKS};
 use hetsched_core::{Error, Result};

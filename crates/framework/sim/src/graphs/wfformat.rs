@@ -88,13 +88,26 @@ struct Execution {
 struct ExecTask {
     id: String,
     runtime_in_seconds: f64,
+    #[serde(default)]
+    command: Option<ExecCommand>,
+}
+
+/// What a task runs (`hetsched run-graph`).
+#[derive(Deserialize)]
+struct ExecCommand {
+    program: String,
+    #[serde(default)]
+    arguments: Vec<String>,
 }
 
 /// A workflow as the simulator runs it.
 pub struct Instance {
     pub graph: TaskGraph,
-    /// Each task's measured runtime, seconds, in graph order.
-    pub runtimes: Vec<f64>,
+    /// Each task's measured runtime, seconds, in graph order (only a task that gives a
+    /// command may have none).
+    pub runtimes: Vec<Option<f64>>,
+    /// Each task's command (program and arguments), in graph order, where it gives one.
+    pub commands: Vec<Option<Vec<String>>>,
     /// Per kernel, the runtimes' count, mean and deviation on CPUs.
     pub models: PerfModels,
     /// Each graph task's WfFormat id.
@@ -122,6 +135,9 @@ pub struct WorkflowTask {
     pub inputs: Vec<String>,
     #[serde(default)]
     pub outputs: Vec<String>,
+    /// The program and its arguments, for running the workflow (`hetsched run-graph`).
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
 }
 
 fn default_name() -> String {
@@ -158,6 +174,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Instance> {
             parents: t.parents,
             inputs: t.input_files,
             outputs: t.output_files,
+            command: None,
         })
         .collect();
     let index: FxHashMap<String, usize> = tasks
@@ -173,6 +190,11 @@ pub fn parse(text: &str, origin: &str) -> Result<Instance> {
             )));
         };
         tasks[t].runtime = Some(e.runtime_in_seconds);
+        tasks[t].command = e.command.as_ref().map(|c| {
+            std::iter::once(c.program.clone())
+                .chain(c.arguments.iter().cloned())
+                .collect()
+        });
     }
     let files: Vec<WorkflowFile> = spec
         .files
@@ -223,13 +245,23 @@ pub fn build(
                 t.id
             )));
         }
+        if t.command
+            .as_ref()
+            .is_some_and(|c| c.is_empty() || c[0].is_empty())
+        {
+            return Err(err(format!(
+                "{at}tasks[{i}] ({}): an empty command (expected a program and its arguments)",
+                t.id
+            )));
+        }
         match t.runtime {
-            None => {
+            None if t.command.is_none() => {
                 return Err(err(format!(
-                    "{at}tasks[{i}] ({}): no runtime (WfFormat: runtimeInSeconds in workflow.execution.tasks)",
+                    "{at}tasks[{i}] ({}): no runtime and no command (WfFormat: runtimeInSeconds in workflow.execution.tasks)",
                     t.id
                 )))
             }
+            None => {}
             Some(r) if !(0.0..=MAX_RUNTIME_S).contains(&r) => {
                 return Err(err(format!(
                     "{at}tasks[{i}] ({}): runtime {r}, expected a number of seconds in [0, {MAX_RUNTIME_S:e}]",
@@ -294,12 +326,12 @@ pub fn build(
         tasks: Vec::with_capacity(n),
     };
     let mut runtimes = Vec::with_capacity(n);
+    let mut commands = Vec::with_capacity(n);
     let mut ids = Vec::with_capacity(n);
     let mut kernels: FxHashMap<&str, Arc<str>> = FxHashMap::default();
     let mut by_kernel: FxHashMap<Arc<str>, History> = FxHashMap::default();
     for &t in &order {
         let s = &tasks[t];
-        let r = s.runtime.expect("checked above");
         let mut accesses = Vec::with_capacity(s.inputs.len() + s.outputs.len());
         for (names, mode) in [(&s.inputs, Mode::R), (&s.outputs, Mode::W)] {
             for f in names {
@@ -316,7 +348,9 @@ pub fn build(
             .entry(&s.name)
             .or_insert_with(|| Arc::from(s.name.as_str()))
             .clone();
-        by_kernel.entry(kernel.clone()).or_default().add(r);
+        if let Some(r) = s.runtime {
+            by_kernel.entry(kernel.clone()).or_default().add(r);
+        }
         graph.tasks.push(GraphTask {
             kernel,
             footprint: 0,
@@ -325,7 +359,8 @@ pub fn build(
             flops: 0.0,
             priority: 0,
         });
-        runtimes.push(r);
+        runtimes.push(s.runtime);
+        commands.push(s.command.clone());
         ids.push(s.id.clone());
     }
     graph
@@ -343,6 +378,7 @@ pub fn build(
     Ok(Instance {
         graph,
         runtimes,
+        commands,
         models,
         ids,
     })
@@ -361,6 +397,42 @@ mod tests {
     const FILES: &str = r#"{"id": "a", "sizeInBytes": 10}, {"id": "b", "sizeInBytes": 20}"#;
 
     #[test]
+    fn commands_are_read_and_a_task_without_runtime_needs_one() {
+        let text = workflow(
+            r#"{"name": "k", "id": "a", "outputFiles": ["a"]}, {"name": "k", "id": "b", "parents": ["a"]}"#,
+            FILES,
+            r#"{"id": "a", "runtimeInSeconds": 1, "command": {"program": "gzip", "arguments": ["-k", "in"]}},
+               {"id": "b", "runtimeInSeconds": 2}"#,
+        );
+        let w = parse(&text, "w.json").unwrap();
+        assert_eq!(
+            w.commands,
+            vec![Some(vec!["gzip".into(), "-k".into(), "in".into()]), None]
+        );
+        let task = |id: &str, command: Option<Vec<String>>| WorkflowTask {
+            id: id.into(),
+            name: "k".into(),
+            runtime: None,
+            parents: Vec::new(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            command,
+        };
+        let w = build(&[task("x", Some(vec!["true".into()]))], &[], "", "").unwrap();
+        assert_eq!(w.runtimes, vec![None]);
+        let e = build(&[task("y", None)], &[], "g", "")
+            .err()
+            .unwrap()
+            .to_string();
+        assert_eq!(e, "g: tasks[0] (y): no runtime and no command (WfFormat: runtimeInSeconds in workflow.execution.tasks)");
+        let e = build(&[task("z", Some(vec![String::new()]))], &[], "g", "")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("an empty command"), "{e}");
+    }
+
+    #[test]
     fn a_workflow_in_any_order_becomes_a_graph_in_topological_order() {
         // "late" is listed first but needs "early"'s output.
         let text = workflow(
@@ -373,7 +445,7 @@ mod tests {
         );
         let w = parse(&text, "w.json").unwrap();
         assert_eq!(w.ids, vec!["early", "other", "late"]);
-        assert_eq!(w.runtimes, vec![1.0, 2.0, 3.0]);
+        assert_eq!(w.runtimes, vec![Some(1.0), Some(2.0), Some(3.0)]);
         let g = &w.graph;
         assert_eq!(g.tasks[2].after, vec![0]);
         assert_eq!(g.tasks[0].accesses.len(), 2);
