@@ -4,7 +4,10 @@ scientific workflows, run by the simulator as task graphs (a scenario's
 its parents."""
 
 import json
+import pathlib
 import random
+import re
+import tomllib
 
 import networkx as nx
 import numpy as np
@@ -113,3 +116,31 @@ def test_a_networkx_graph_runs_as_written(tmp_path):
     g.add_node("e")
     with pytest.raises(ValueError, match="'e' has no 'runtime'"):
         hetsched.graph(g)
+
+
+def test_the_graphs_page_workflow_example_runs_as_written(tmp_path, monkeypatch):
+    """docs/graphs.md's WfCommons example as the page writes it: its Python block makes a
+    Montage of more than 1,000 tasks, and the scenario after it simulates that under
+    each of its policies, every task completing once, none faster than the critical
+    path."""
+    page = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "graphs.md").read_text()
+    blocks = re.findall(r"```(\w*)[^\n]*\n(.*?)```", page, re.S)
+    i = next(k for k, (lang, _) in enumerate(blocks) if lang == "python")
+    code, (lang, scenario_text) = blocks[i][1], blocks[i + 1]
+    assert lang == "toml"
+    monkeypatch.chdir(tmp_path)
+    random.seed(3)
+    np.random.seed(3)
+    exec(compile(code, "docs/graphs.md", "exec"), {})
+    wf = json.loads((tmp_path / "montage.json").read_text())
+    runtime, critical = runtimes_and_critical_path(wf)
+    assert len(runtime) >= 1000
+    scenario = tomllib.loads(scenario_text)
+    scenario["graph"]["file"] = str(tmp_path / "montage.json")
+    policies = scenario.pop("policies")
+    assert "heft" in policies
+    for policy in policies:
+        r = hetsched.simulate(scenario, policy=policy)
+        assert r.metrics["completed"] == len(runtime), policy
+        assert r.metrics["rejected"] == 0, policy
+        assert r.metrics["makespan_s"] >= critical - 1e-6, policy

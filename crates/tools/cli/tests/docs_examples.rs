@@ -16,6 +16,9 @@
 //!   NAME.toml --json`: it must exit 0 with the PUs (`cores × smt` over its packages),
 //!   NUMA nodes, accelerators and I/O devices the file declares.
 //!
+//! - ```` ```dot NAME.dot ```` is a graph file, written to the same scratch directory before
+//!   any scenario runs, for a scenario example to name (`[graph] file = "NAME.dot"`). A
+//!   scenario of a `[graph]` must complete every task of its graph under each policy.
 //! - ```` ```console ```` starting with `$ hetsched simulate scenarios/...` (a scenario of
 //!   the repository) is run from the repository's root, with `--out` to a scratch
 //!   directory; what it prints (on stderr when it exits with 2, bad input) must be the
@@ -171,9 +174,10 @@ fn check_machine(dir: &Path, name: &str, block: &Block) {
 fn check_scenario(dir: &Path, name: &str, block: &Block, console: Option<&Block>) {
     let what = &block.at;
     let file: toml::Value = toml::from_str(&block.text).unwrap();
-    let tasks = sum(&file, "task", |t| int(t, "count", 1))
+    let declared = sum(&file, "task", |t| int(t, "count", 1))
         + sum(&file, "generator", |g| int(g, "count", 0));
-    assert!(tasks > 0, "{what}: no tasks");
+    let graph = file.get("graph").is_some();
+    assert!(declared > 0 || graph, "{what}: no tasks");
     let policies: Vec<&str> = file["policies"]
         .as_array()
         .unwrap_or_else(|| panic!("{what}: an example names its policies"))
@@ -185,6 +189,12 @@ fn check_scenario(dir: &Path, name: &str, block: &Block, console: Option<&Block>
     assert_ok(&out, what);
     let metrics: Json =
         serde_json::from_slice(&std::fs::read(out_dir.join("metrics.json")).unwrap()).unwrap();
+    // A graph's tasks, as many as the run found in it (each completed, once).
+    let tasks = match graph {
+        true => metrics["graph"]["tasks"].as_u64().unwrap(),
+        false => declared,
+    };
+    assert!(tasks > 0, "{what}: no tasks");
     let runs = metrics["runs"].as_array().unwrap();
     let ran: Vec<&str> = runs.iter().map(|r| r["policy"].as_str().unwrap()).collect();
     assert_eq!(ran, policies, "{what}: the policies run");
@@ -195,7 +205,13 @@ fn check_scenario(dir: &Path, name: &str, block: &Block, console: Option<&Block>
         assert_eq!(r["rejected"], 0, "{what}: {policy}: rejected");
     }
     let table = std::fs::read_to_string(out_dir.join("table.txt")).unwrap();
-    assert_eq!(table.lines().count(), 1 + policies.len(), "{what}: {table}");
+    // A graph's table ends with its bound and each policy's makespan against it.
+    let bound_lines = if graph { 1 + policies.len() } else { 0 };
+    assert_eq!(
+        table.lines().count(),
+        1 + policies.len() + bound_lines,
+        "{what}: {table}"
+    );
     if let Some(console) = console {
         let mut lines = console.text.lines();
         let command = lines.next().unwrap_or_default();
@@ -218,6 +234,7 @@ fn every_example_in_the_docs_runs() {
     let dir = dir.path();
     let pages = user_pages();
     let mut machines = Vec::new();
+    let mut graphs = Vec::new();
     let mut scenarios = Vec::new();
     let mut repository_runs = Vec::new();
     let all: Vec<(&String, Vec<Block>)> = pages.iter().map(|(p, t)| (p, blocks(p, t))).collect();
@@ -235,6 +252,14 @@ fn every_example_in_the_docs_runs() {
                     machines.push((name.to_string(), b));
                 }
                 ["toml", "machine", ..] => panic!("{}: expected ```toml machine NAME.toml", b.at),
+                ["dot", name] => {
+                    assert!(
+                        name.ends_with(".dot") && !name.contains('/'),
+                        "{}: a graph example's name is a file name ending in .dot",
+                        b.at
+                    );
+                    graphs.push((name.to_string(), b));
+                }
                 ["toml", "scenario", rest @ ..] => {
                     let name = match rest {
                         [] => format!("{}-{}.toml", page.trim_end_matches(".md"), i),
@@ -244,7 +269,11 @@ fn every_example_in_the_docs_runs() {
                         _ => panic!("{}: expected ```toml scenario [NAME.toml]", b.at),
                     };
                     let next = blocks.get(i + 1).filter(|n| n.info == ["console"]);
-                    let console = next.filter(|n| n.text.starts_with("$ hetsched simulate "));
+                    // (One running a repository scenario is about that scenario.)
+                    let console = next.filter(|n| {
+                        n.text.starts_with("$ hetsched simulate ")
+                            && !n.text.starts_with("$ hetsched simulate scenarios/")
+                    });
                     scenarios.push((name, b, console));
                 }
                 ["console"] if b.text.starts_with("$ hetsched simulate scenarios/") => {
@@ -289,6 +318,10 @@ fn every_example_in_the_docs_runs() {
     for (name, b) in &machines {
         check_machine(dir, name, b);
     }
+    for (name, b) in &graphs {
+        std::fs::write(dir.join(name), &b.text).unwrap();
+    }
+    assert!(!graphs.is_empty(), "no graph example");
     for (name, b, console) in &scenarios {
         std::fs::write(dir.join(name), &b.text).unwrap();
         check_scenario(dir, name, b, *console);
