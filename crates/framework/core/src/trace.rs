@@ -1,8 +1,9 @@
 //! Perfetto / Chrome trace-event JSON from run records: one process per policy run, one
 //! track (thread) per unit named after it, an "X" slice per run segment, flow events
 //! ("s" at the unit a task left, "f" at its next start) for migrations and steals, and
-//! "C" counter events for queue lengths (one counter per unit plus the central queue).
-//! Times are microseconds. Beside [`crate::record`]: the simulator and the live daemon
+//! "C" counter events for queue lengths (one counter per unit plus the central queue),
+//! and for a task graph's copies a track per accelerator link direction used, an "X"
+//! slice per copy (its handle and bytes). Times are microseconds. Beside [`crate::record`]: the simulator and the live daemon
 //! write the same trace of their records.
 
 use crate::record::{EventKind, Record};
@@ -134,5 +135,106 @@ fn each_event(records: &[Record], emit: &mut dyn FnMut(Value)) {
                 }
             }
         }
+        transfers(rec, pid, emit);
+    }
+}
+
+/// A task graph's copies: one track per link direction that carried one, after the
+/// units' tracks (a link is its accelerator's: memory node `a + 1` is the `a`-th unit
+/// that is not a CPU).
+fn transfers(rec: &Record, pid: usize, emit: &mut dyn FnMut(Value)) {
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let devices: Vec<&str> = rec
+        .unit_names
+        .iter()
+        .zip(&rec.unit_kinds)
+        .filter(|(_, &k)| k != crate::machine::UnitType::Cpu)
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let mut named = rustc_hash::FxHashSet::default();
+    for c in &rec.transfers {
+        // (device node, 0 host to device / 1 back)
+        let (node, back) = if c.to == 0 { (c.from, 1) } else { (c.to, 0) };
+        let tid = rec.unit_names.len() + 2 * (node.max(1) as usize - 1) + back;
+        if named.insert(tid) {
+            let device = devices
+                .get(node.max(1) as usize - 1)
+                .map_or_else(|| format!("memory node {node}"), |d| d.to_string());
+            let name = match back {
+                0 => format!("link host → {device}"),
+                _ => format!("link {device} → host"),
+            };
+            emit(
+                json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}),
+            );
+            emit(
+                json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}}),
+            );
+        }
+        emit(json!({
+            "ph": "X", "name": format!("handle {}", c.handle), "cat": "copy",
+            "pid": pid, "tid": tid, "ts": us(c.start_ns), "dur": us(c.end_ns - c.start_ns),
+            "args": {"handle": c.handle, "bytes": c.bytes, "from": c.from, "to": c.to}
+        }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataflow::Transfer;
+    use crate::machine::UnitType;
+
+    /// Copies go on their link's tracks, one per direction used, named after the
+    /// accelerator, after the units' tracks.
+    #[test]
+    fn copies_are_slices_on_their_links_tracks() {
+        let mut rec = Record::new(
+            "dmda",
+            vec![UnitType::Cpu, UnitType::Gpu],
+            vec!["cpu0".into(), "gpu0".into()],
+        );
+        let copy = |from, to, start_ns| Transfer {
+            handle: 7,
+            from,
+            to,
+            bytes: 4000,
+            start_ns,
+            end_ns: start_ns + 5000,
+        };
+        rec.transfers = vec![copy(0, 1, 1000), copy(1, 0, 9000), copy(0, 1, 20_000)];
+        let t = trace(&[rec]);
+        let events = t["traceEvents"].as_array().unwrap();
+        let names: Vec<(u64, &str)> = events
+            .iter()
+            .filter(|e| e["name"] == "thread_name")
+            .map(|e| {
+                (
+                    e["tid"].as_u64().unwrap(),
+                    e["args"]["name"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (0, "cpu0 (cpu)"),
+                (1, "gpu0 (gpu)"),
+                (2, "link host → gpu0"),
+                (3, "link gpu0 → host")
+            ]
+        );
+        let copies: Vec<(u64, f64, f64)> = events
+            .iter()
+            .filter(|e| e["cat"] == "copy")
+            .map(|e| {
+                (
+                    e["tid"].as_u64().unwrap(),
+                    e["ts"].as_f64().unwrap(),
+                    e["dur"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(copies, [(2, 1.0, 5.0), (3, 9.0, 5.0), (2, 20.0, 5.0)]);
     }
 }
