@@ -16,7 +16,7 @@
 // activity that maestro makes in maestro's std::list of activities (ExecImpl's
 // constructor) and takes it out with std::list::remove as it ends (ExecImpl::post), which
 // walks the whole list: the time goes with the activities alive squared, 100,000 made up
-// front costing 15 to 25 s here; made as the graph is reached, those alive are the frontier.
+// front costing 15 to 26 s here; made as the graph is reached, those alive are the frontier.
 //
 // The scheduler is eager (StarPU's, hetsched's `eager` and `fcfs`): one central FIFO of
 // ready tasks; a host whose task completes takes the oldest ready task it can run; a task
