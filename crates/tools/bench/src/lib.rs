@@ -10,6 +10,7 @@
 
 mod apps;
 mod daemon;
+mod graph;
 mod nuca;
 mod o2;
 mod peers;
@@ -47,6 +48,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
     o2::BENCHMARK,
     reuse::BENCHMARK,
     peers::BENCHMARK,
+    graph::BENCHMARK,
     profile::BENCHMARK,
 ];
 

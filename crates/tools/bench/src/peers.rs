@@ -70,9 +70,9 @@ struct Report {
 }
 
 /// A peer: its name, and how to start it on a task file (or why it cannot run here).
-struct Peer {
-    name: String,
-    command: std::result::Result<Command, String>,
+pub(crate) struct Peer {
+    pub(crate) name: String,
+    pub(crate) command: std::result::Result<Command, String>,
 }
 
 fn run(a: Options) -> Result<()> {
@@ -249,14 +249,19 @@ fn ours(path: &Path) -> bool {
         .is_ok_and(|m| m.file_type().is_file() && m.uid() == me && m.mode() & 0o022 == 0)
 }
 
-/// SimGrid's program, built once per source text into `out` (a C++ compiler and
-/// `libsimgrid-dev` needed).
+/// SimGrid's program for the bag of tasks.
 fn simgrid(out: &OutDir) -> Peer {
-    const SOURCE: &str = include_str!("peers/simgrid_bag.cpp");
+    simgrid_program(out, "simgrid_bag", include_str!("peers/simgrid_bag.cpp"))
+}
+
+/// A SimGrid program (`source`, a file of `peers/` named `stem`), built once per source
+/// text into `out` (a C++ compiler and `libsimgrid-dev` needed).
+pub(crate) fn simgrid_program(out: &OutDir, stem: &str, source: &str) -> Peer {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    SOURCE.hash(&mut h);
-    let file = format!("simgrid-bag-{:016x}", h.finish());
+    source.hash(&mut h);
+    let program = stem.replace('_', "-");
+    let file = format!("{program}-{:016x}", h.finish());
     let bin = out.join(&file);
     let name = "SimGrid (S4U)".to_string();
     if ours(&bin) {
@@ -275,15 +280,15 @@ fn simgrid(out: &OutDir) -> Peer {
             }
         }
     };
-    let src = work.path().join("simgrid_bag.cpp");
-    if let Err(e) = std::fs::write(&src, SOURCE) {
+    let src = work.path().join(format!("{stem}.cpp"));
+    if let Err(e) = std::fs::write(&src, source) {
         return Peer {
             name,
             command: Err(format!("{}: {e}", src.display())),
         };
     }
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    let built_at = work.path().join("simgrid-bag");
+    let built_at = work.path().join(&program);
     let built = Command::new(&cxx)
         .args(["-O2", "-std=c++17"])
         .arg(&src)
@@ -348,7 +353,10 @@ fn simpy() -> Peer {
 }
 
 /// Runs a peer once: its report's fields and the CPU seconds it spent simulating.
-fn run_peer(name: &str, command: &mut Command) -> Result<(HashMap<String, String>, f64)> {
+pub(crate) fn run_peer(
+    name: &str,
+    command: &mut Command,
+) -> Result<(HashMap<String, String>, f64)> {
     let out = command
         .output()
         .map_err(|e| Error::runtime(format!("{name}: {e}")))?;
@@ -371,7 +379,7 @@ fn run_peer(name: &str, command: &mut Command) -> Result<(HashMap<String, String
     Ok((fields, cpu))
 }
 
-fn number(name: &str, fields: &HashMap<String, String>, key: &str) -> Result<f64> {
+pub(crate) fn number(name: &str, fields: &HashMap<String, String>, key: &str) -> Result<f64> {
     fields
         .get(key)
         .and_then(|v| v.parse::<f64>().ok())
