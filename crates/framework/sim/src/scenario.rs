@@ -50,7 +50,7 @@
 //! ```toml
 //! machine = "starpu:idgraf"     # a StarPU calibration: its machine and its models
 //! [graph]
-//! algorithm = "cholesky"        # or "lu": StarPU's examples, task for task
+//! algorithm = "cholesky"        # or "lu": StarPU's examples, task for task; "qr": Chameleon's
 //! tiles = 8                     # tiles a side
 //! tile = 960                    # elements a tile side
 //! precision = "single"          # or "double"
@@ -162,6 +162,7 @@ struct GraphSpec {
 enum Algorithm {
     Cholesky,
     Lu,
+    Qr,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
@@ -888,6 +889,7 @@ fn graph(
     let graph = match algorithm {
         Algorithm::Cholesky => crate::graphs::cholesky(&tiled)?,
         Algorithm::Lu => crate::graphs::lu(&tiled)?,
+        Algorithm::Qr => crate::graphs::qr(&tiled)?,
     };
     let models = match g.models.as_deref().unwrap_or(spec) {
         m if m.starts_with("starpu:") => {

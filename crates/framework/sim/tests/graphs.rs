@@ -6,7 +6,7 @@
 use hetsched_core::graph::{Mode, TaskGraph};
 use hetsched_core::machine::UnitType;
 use hetsched_core::perf_model::{Arch, PerfModels};
-use hetsched_sim::graphs::{cholesky, lu, Precision, Tiled};
+use hetsched_sim::graphs::{cholesky, lu, qr, Precision, Tiled};
 use hetsched_topology::starpu::{Sampling, DEBIAN_DIR};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -235,4 +235,50 @@ fn priorities_are_the_examples() {
         prios(&g),
         vec![max, max, max, 0, 0, max, 0, 0, 0, max, max, max, max, max]
     );
+}
+
+#[test]
+fn qr_task_counts_flops_and_the_first_steps_dependencies() {
+    for n in 1..=9usize {
+        let g = qr(&tiled(n as u32, 480, Precision::Single)).unwrap();
+        let pairs = n * (n - 1) / 2;
+        let squares: usize = (1..n).map(|i| i * i).sum();
+        let c = counts(&g);
+        assert_eq!(c["sgeqrt"], n);
+        assert_eq!(c.get("sunmqr").copied().unwrap_or(0), pairs);
+        assert_eq!(c.get("stsqrt").copied().unwrap_or(0), pairs);
+        assert_eq!(c.get("stsmqr").copied().unwrap_or(0), squares);
+        assert_eq!(g.tasks.len(), n + 2 * pairs + squares);
+        // A tiles then T tiles (ib × b: 48 × 480 floats).
+        assert_eq!(g.data.len(), 2 * n * n);
+        assert_eq!(g.data[n * n].bytes, 48 * 480 * 4);
+        g.dependencies().unwrap();
+    }
+    // Two tiles: GEQRT A00 → UNMQR (A01, after it) → TSQRT (A00 again, after the
+    // UNMQR read it) → TSMQR (A01, A11) → GEQRT A11: one chain.
+    let g = qr(&tiled(2, 480, Precision::Double)).unwrap();
+    let kernels: Vec<&str> = g.tasks.iter().map(|t| &*t.kernel).collect();
+    assert_eq!(kernels, ["dgeqrt", "dunmqr", "dtsqrt", "dtsmqr", "dgeqrt"]);
+    let d = g.dependencies().unwrap();
+    assert_eq!(
+        (0..5).map(|t| d.of(t).to_vec()).collect::<Vec<_>>(),
+        [vec![], vec![0], vec![0, 1], vec![1, 2], vec![3]]
+    );
+    assert_eq!(d.critical_path(), 5);
+    // The four kernels' footprints differ (their buffers differ), and a kernel's is the
+    // same on every task.
+    let mut footprints: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    let g = qr(&tiled(6, 960, Precision::Double)).unwrap();
+    for t in &g.tasks {
+        footprints.entry(&t.kernel).or_default().push(t.footprint);
+    }
+    let distinct: std::collections::BTreeSet<u64> = footprints.values().map(|v| v[0]).collect();
+    assert_eq!(distinct.len(), 4);
+    assert!(footprints.values().all(|v| v.iter().all(|&f| f == v[0])));
+    // Householder QR of a square n × n matrix: 4n³/3 flops, to O(n²b).
+    let g = qr(&tiled(32, 256, Precision::Single)).unwrap();
+    let flops: f64 = g.tasks.iter().map(|t| t.flops).sum();
+    let n = 32.0 * 256.0;
+    let ratio = flops / (4.0 * n * n * n / 3.0);
+    assert!((1.0..1.1).contains(&ratio), "{ratio}");
 }

@@ -5,7 +5,8 @@
 //! tasks unchanged.
 //!
 //! One file per algorithm: [`cholesky`] (`examples/cholesky/cholesky_implicit.c`) and
-//! [`lu`] (`examples/lu/xlu_implicit.c`); [`wfformat`] reads WfCommons' workflows and
+//! [`lu`] (`examples/lu/xlu_implicit.c`); [`qr`] is Chameleon's (StarPU ships no QR
+//! example), with Chameleon's kernel names; [`wfformat`] reads WfCommons' workflows and
 //! [`dot`] hand-written graphs;
 //! [`tasks`] makes a graph's tasks what the simulator runs (`Simulation::graph`), timed
 //! by performance models.
@@ -14,11 +15,13 @@ pub mod bound;
 pub mod cholesky;
 pub mod dot;
 pub mod lu;
+pub mod qr;
 pub mod tasks;
 pub mod wfformat;
 
 pub use cholesky::cholesky;
 pub use lu::lu;
+pub use qr::qr;
 pub use tasks::{Durations, GraphTasks};
 
 /// A workflow file: WfFormat JSON (`.json`) or DOT (`.dot`, `.gv`), by its extension;
@@ -76,7 +79,7 @@ impl Precision {
     }
 
     /// The letter StarPU's LU example puts in its symbols (`STARPU_LU(name)`).
-    fn letter(self) -> char {
+    pub(crate) fn letter(self) -> char {
         match self {
             Precision::Single => 's',
             Precision::Double => 'd',
