@@ -677,8 +677,8 @@ pub fn summary(report: &Report) -> String {
         "# StarPU's tiled Cholesky and LU on its calibrated machines\n\n\
          Tiles of {} elements, single precision, {} tiles a side; each machine's own \
          models; policies {}. GFlop/s, and in parentheses the makespan over the lower \
-         bound's (the larger of the critical path and the area bound). The bound column \
-         is the GFlop/s no schedule exceeds.\n",
+         bound's. The bound column is the GFlop/s no schedule exceeds, and which bound \
+         sets it: the critical path (`path`) or the area bound (`area`).\n",
         report.tile,
         report
             .tiles
@@ -759,9 +759,13 @@ pub fn summary(report: &Report) -> String {
                 "---:|".repeat(report.policies.len())
             );
             for size in rows.chunks(report.policies.len().max(1)) {
+                let limit = match size[0].area_s {
+                    Some(area) if area > size[0].critical_path_s => "area",
+                    _ => "path",
+                };
                 let _ = write!(
                     s,
-                    "| {} | {} | {:.0} |",
+                    "| {} | {} | {:.0} ({limit}) |",
                     size[0].n, size[0].tasks, size[0].bound_gflops
                 );
                 for r in size {
