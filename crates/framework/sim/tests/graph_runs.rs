@@ -624,3 +624,58 @@ fn lower_bounds_by_hand() {
         );
     }
 }
+
+/// Chameleon's QR of 6 × 6 tiles, with models a user brings for its four kernels (no
+/// StarPU calibration has them): every task runs once, after its predecessors, and no
+/// policy beats the bound. Without the models it is refused, naming the kernel.
+#[test]
+fn qr_runs_on_the_models_a_user_brings() {
+    use hetsched_sim::graphs::{bound::bound, qr};
+    let m = machine(1);
+    let g = qr(&Tiled {
+        tiles: 6,
+        tile: 480,
+        precision: Precision::Single,
+    })
+    .unwrap();
+    let mut models = PerfModels::default();
+    for t in &g.tasks {
+        // The GPU 10 times faster, the updates twice the factorizations.
+        let ms = if t.kernel.ends_with("mqr") {
+            20.0
+        } else {
+            10.0
+        };
+        for (unit_type, ms) in [(UnitType::Cpu, ms), (UnitType::Gpu, ms / 10.0)] {
+            let arch = Arch {
+                unit_type,
+                capacity: CAPACITY_SCALE,
+                footprint: t.footprint,
+            };
+            if models.get(&t.kernel, &arch).is_none() {
+                models.pool(
+                    &t.kernel,
+                    arch,
+                    &History::from_stats(10, ms * 1e-3, 0.0).unwrap(),
+                );
+            }
+        }
+    }
+    let tasks = GraphTasks::new(Arc::new(g.clone()), &m, &models, Durations::Mean).unwrap();
+    let b = bound(&tasks, &m).makespan_s();
+    for policy in ["heft", "dmda", "eager"] {
+        let (rec, s) = run(&m, g.clone(), &models, policy, &Config::default());
+        assert_eq!(s.unfinished, 0, "{policy}");
+        assert_eq!(schedule(&rec).len(), g.tasks.len(), "{policy}");
+        assert!(
+            s.end_ns as f64 * 1e-9 >= b - 1e-9,
+            "{policy}: {} < {b}",
+            s.end_ns
+        );
+    }
+    let e = GraphTasks::new(Arc::new(g), &m, &PerfModels::default(), Durations::Mean)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("task 0 of the graph (sgeqrt, footprint "), "{e}");
+}

@@ -1,4 +1,4 @@
-//! The task-graph generators: StarPU's tiled Cholesky and LU, their task counts and
+//! The task-graph generators: StarPU's tiled Cholesky and LU (and Chameleon's QR), their task counts and
 //! critical paths, their footprints against the hashes in Debian's StarPU model files,
 //! and every task found in the idgraf calibration's models (skipped, saying so, where
 //! Debian's `starpu-examples` is not installed).
@@ -252,7 +252,13 @@ fn qr_task_counts_flops_and_the_first_steps_dependencies() {
         // A tiles then T tiles (ib × b: 48 × 480 floats).
         assert_eq!(g.data.len(), 2 * n * n);
         assert_eq!(g.data[n * n].bytes, 48 * 480 * 4);
-        g.dependencies().unwrap();
+        // Each step: GEQRT, one UNMQR, then the TSQRTs in turn; the last TSMQR of a
+        // column feeds the next step's GEQRT.
+        assert_eq!(
+            g.dependencies().unwrap().critical_path(),
+            4 * n - 3,
+            "N = {n}"
+        );
     }
     // Two tiles: GEQRT A00 → UNMQR (A01, after it) → TSQRT (A00 again, after the
     // UNMQR read it) → TSMQR (A01, A11) → GEQRT A11: one chain.
