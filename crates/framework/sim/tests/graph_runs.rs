@@ -567,7 +567,7 @@ fn a_scenario_graph_is_one_source_and_runs_as_written() {
         err("tasks = [{ id = \"a\", runtime = 1.0 }]\ndurations = \"normal\"")
             .contains("no `models`, `durations = \"normal\"` or `precision`")
     );
-    assert!(err("algorithm = \"qr\"\ntiles = 2\ntile = 2").contains("unknown variant `qr`"));
+    assert!(err("algorithm = \"svd\"\ntiles = 2\ntile = 2").contains("unknown variant `svd`"));
     assert!(err("algorithm = \"lu\"").contains("expected `file`"));
     assert!(err("file = \"two.toml\"").contains("expected a WfFormat workflow"));
     let mixed = Scenario::parse(
