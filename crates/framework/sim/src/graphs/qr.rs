@@ -37,9 +37,10 @@ use std::sync::Arc;
 pub const INNER_BLOCK: u32 = 48;
 
 /// The number of tasks for `n` tiles a side: N GEQRT, N(N−1)/2 UNMQR and TSQRT each,
-/// (N−1)N(2N−1)/6 TSMQR.
+/// (N−1)N(2N−1)/6 TSMQR: as many as LU's (one kernel a tile per step and side, one
+/// update per trailing tile).
 pub fn task_count(n: u128) -> u128 {
-    n + n * (n - 1) + (n - 1) * n * (2 * n - 1) / 6
+    super::lu::task_count(n)
 }
 
 /// The kernel `name` in the graph's precision (`sgeqrt`, `dtsmqr`...).
