@@ -11,7 +11,7 @@ use hetsched_util::files::OutDir;
 
 /// The paper's value of each of `experiment::run`'s comparisons, in their order, %
 /// (`None`: the paper says "small", no number), with our claim id and why ours differs.
-const CLAIMS: [(&str, &str, Option<f64>, &str); 7] = [
+const CLAIMS: [(&str, &str, Option<f64>, &str); 10] = [
     ("remote-transfer-loss-8-instances", "§V-B, Fig. 4b", Some(40.0),
      "the size of the loss is the model's DMA window and latencies, which the paper does not give; the paper itself reports 8 % on another configuration"),
     ("remote-transfer-loss-1-instance", "§V-B, Fig. 4b", None, ""),
@@ -25,7 +25,16 @@ const CLAIMS: [(&str, &str, Option<f64>, &str); 7] = [
      "fsmark's system time has much more than the copy in it; ours rises by the copy's slower memory only"),
     ("buffered-cpio-iowait-remote-transfer", "§V-C, Fig. 5", Some(130.0),
      "our CPIO_iow rises only as much as throughput falls; fsmark's includes contention among its 128 threads for the devices"),
+    ("ior-read-loss", "§V-D, Fig. 5c", Some(16.0),
+     "IOR's reads can complete in the page cache (the paper's aggregate reaches 7 GB/s); ours all go to the devices"),
+    ("ior-write-loss", "§V-D, Fig. 5c", Some(19.0),
+     "the model has one buffered path whose link and memory costs do not depend on the direction, so a write loses what a read does (an assumption: the paper does not break the write path down)"),
+    ("stream-loss-two-ssd-sets", "§V-E, Fig. 5d", None,
+     "the paper's two SSD sets lose differently (14 % and 27 %: asymmetric domains); the model's sockets are symmetric, so both lose the same"),
 ];
+
+/// Stream's two SSD sets: the paper's losses on each, %.
+const STREAM_SETS: [f64; 2] = [14.0, 27.0];
 
 /// Holds within a factor 1.5 of the paper's value; partly with the same sign.
 fn judged(ours_pct: f64, paper_pct: Option<f64>) -> (Verdict, String) {
@@ -52,6 +61,23 @@ fn judged(ours_pct: f64, paper_pct: Option<f64>) -> (Verdict, String) {
     }
 }
 
+/// Stream's claim: ours (one figure for both sets) holds if within a factor 1.5 of each
+/// set's loss, partly if positive.
+fn judged_both_sets(ours_pct: f64) -> (Verdict, String) {
+    let [a, b] = STREAM_SETS;
+    let within = |p: f64| ours_pct >= p / 1.5 && ours_pct <= p * 1.5;
+    (
+        Verdict::graded(ours_pct > 0.0, within(a) && within(b)),
+        format!(
+            "holds if within a factor 1.5 of each set's loss ([{:.0} %, {:.0} %] and [{:.0} %, {:.0} %]); partly if positive",
+            a / 1.5,
+            a * 1.5,
+            b / 1.5,
+            b * 1.5
+        ),
+    )
+}
+
 /// The paper's claims that the sweeps measure, judged.
 pub fn claims(r: &Results) -> Vec<Claim> {
     r.paper
@@ -59,7 +85,10 @@ pub fn claims(r: &Results) -> Vec<Claim> {
         .zip(CLAIMS)
         .map(|(c, (id, source, paper_pct, why))| {
             let ours = 100.0 * c.ours;
-            let (verdict, tolerance) = judged(ours, paper_pct);
+            let (verdict, tolerance) = match id {
+                "stream-loss-two-ssd-sets" => judged_both_sets(ours),
+                _ => judged(ours, paper_pct),
+            };
             Claim {
                 paper: "akram",
                 id,

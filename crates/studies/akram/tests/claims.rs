@@ -30,6 +30,9 @@ fn every_claim_has_a_test() {
             "buffered-cpio-sys-remote-transfer",
             "buffered-cpio-sys-remote-copy",
             "buffered-cpio-iowait-remote-transfer",
+            "ior-read-loss",
+            "ior-write-loss",
+            "stream-loss-two-ssd-sets",
         ]
     );
 }
@@ -72,4 +75,23 @@ fn remote_copy_raises_buffered_system_cpio_more_than_the_paper() {
 #[test]
 fn remote_transfer_raises_buffered_iowait_cpio_less_than_the_paper() {
     pinned("buffered-cpio-iowait-remote-transfer", Verdict::Partly);
+}
+
+/// Paper: 16 % (IOR reads); ours 13 % (buffered reads, the same path).
+#[test]
+fn ior_reads_lose_about_the_papers_throughput() {
+    pinned("ior-read-loss", Verdict::Holds);
+}
+
+/// Paper: 19 % (IOR writes); ours 13 %, the read path's (the model's costs do not depend
+/// on the direction).
+#[test]
+fn ior_writes_lose_about_the_papers_throughput() {
+    pinned("ior-write-loss", Verdict::Holds);
+}
+
+/// Paper: 14 % and 27 % on the two SSD sets; ours 13 % on both (symmetric sockets).
+#[test]
+fn stream_loses_throughput_but_not_asymmetrically() {
+    pinned("stream-loss-two-ssd-sets", Verdict::Partly);
 }
