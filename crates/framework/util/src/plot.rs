@@ -48,6 +48,32 @@ pub fn legend<'a, 'b, DB: DrawingBackend + 'a, CT: CoordTranslate>(
     style
 }
 
+/// A legend as one row of (colour, name) entries across `area`, left to right: for a chart
+/// whose series fill the plot, so that no legend box hides them (`area` is a strip split
+/// off the top of the drawing).
+pub fn legend_row<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    entries: &[(&str, RGBAColor)],
+) -> Drawn
+where
+    DB::ErrorType: 'static,
+{
+    let (_, h) = area.dim_in_pixel();
+    let y = h as i32 / 2;
+    let font: TextStyle = ("sans-serif", 15).into();
+    let mut x = 70;
+    for (name, color) in entries {
+        area.draw(&Rectangle::new(
+            [(x, y - 6), (x + 14, y + 6)],
+            color.filled(),
+        ))?;
+        area.draw(&Text::new(name.to_string(), (x + 20, y - 8), font.clone()))?;
+        let (w, _) = area.estimate_text_size(name, &font)?;
+        x += 20 + w as i32 + 30;
+    }
+    Ok(())
+}
+
 /// A named series of points.
 pub struct Series {
     pub name: String,

@@ -6,7 +6,7 @@
 use crate::experiments::Outcome;
 use hetsched_core::Result;
 use hetsched_util::files::OutDir;
-use hetsched_util::plot::{legend, png};
+use hetsched_util::plot::{legend_row, png};
 use plotters::prelude::*;
 
 /// The size of the chart, pixels.
@@ -21,16 +21,18 @@ pub fn bars(out: &OutDir, name: &str, outcomes: &[Outcome]) -> Result<()> {
     // (label, ours, ours vs eevdf, paper)
     let mut groups: Vec<(String, f64, f64, Option<f64>)> = Vec::new();
     for o in outcomes {
+        // (Plotters clips a rotated `j`: the projections' labels name their cores.)
+        let setup = o.setup.name.replace("projection ", "cores ");
         for p in &o.programs {
             groups.push((
-                format!("{}: {}", o.setup.name, p.name),
+                format!("{setup}: {}", p.name),
                 p.change_pct,
                 p.change_vs_eevdf_pct,
                 p.paper_pct,
             ));
         }
         groups.push((
-            format!("{} aggregate", o.setup.name),
+            format!("{setup} aggregate"),
             o.aggregate_pct,
             o.aggregate_vs_eevdf_pct,
             o.setup.paper.aggregate_pct,
@@ -47,12 +49,27 @@ pub fn bars(out: &OutDir, name: &str, outcomes: &[Outcome]) -> Result<()> {
     let pad = (hi - lo).max(1.0) * 0.08;
     // One segment per bar; a group's label sits at its middle bar.
     let n = groups.len() as i32 * BARS;
+    let ours = BLUE.mix(0.8);
+    let vs_eevdf = RGBColor(230, 140, 30).mix(0.9);
+    let paper = RGBColor(150, 150, 150).to_rgba();
     png(out, name, SIZE, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(
-                "signature vs default scheduler: change in mean completion time",
-                ("sans-serif", 22),
-            )
+        let root = root.titled(
+            "signature vs default scheduler: change in mean completion time",
+            ("sans-serif", 22),
+        )?;
+        let (top_strip, root) = root.split_vertically(34);
+        legend_row(
+            &top_strip,
+            &[
+                (
+                    "ours vs the default scheduler (cfs, for Linux 2.6.18)",
+                    ours,
+                ),
+                ("ours vs eevdf (Linux 6.6+, beside it)", vs_eevdf),
+                ("paper (text of section 4)", paper),
+            ],
+        )?;
+        let mut chart = ChartBuilder::on(&root)
             .margin(12)
             .x_label_area_size(230)
             .y_label_area_size(60)
@@ -77,9 +94,6 @@ pub fn bars(out: &OutDir, name: &str, outcomes: &[Outcome]) -> Result<()> {
             .y_desc("change, % (negative: faster)")
             .disable_x_mesh()
             .draw()?;
-        let ours = BLUE.mix(0.8);
-        let vs_eevdf = RGBColor(230, 140, 30).mix(0.9);
-        let paper = RGBColor(150, 150, 150);
         // The bar `k` of group `i`, filling its segment.
         let bar = |i: usize, k: i32, v: f64, c: RGBAColor| {
             let at = i as i32 * BARS + k;
@@ -91,32 +105,19 @@ pub fn bars(out: &OutDir, name: &str, outcomes: &[Outcome]) -> Result<()> {
                 c.filled(),
             )
         };
-        chart
-            .draw_series(groups.iter().enumerate().map(|(i, g)| bar(i, 0, g.1, ours)))?
-            .label("ours vs the default scheduler (cfs, for Linux 2.6.18)")
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], ours.filled()));
-        chart
-            .draw_series(
-                groups
-                    .iter()
-                    .enumerate()
-                    .map(|(i, g)| bar(i, 1, g.2, vs_eevdf)),
-            )?
-            .label("ours vs eevdf (Linux 6.6+, beside it)")
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], vs_eevdf.filled()));
-        chart
-            .draw_series(
-                groups
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, g)| g.3.map(|v| bar(i, 2, v, paper.to_rgba()))),
-            )?
-            .label("paper (text of section 4)")
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], paper.filled()));
-        legend(&mut chart)
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.9))
-            .draw()?;
+        chart.draw_series(groups.iter().enumerate().map(|(i, g)| bar(i, 0, g.1, ours)))?;
+        chart.draw_series(
+            groups
+                .iter()
+                .enumerate()
+                .map(|(i, g)| bar(i, 1, g.2, vs_eevdf)),
+        )?;
+        chart.draw_series(
+            groups
+                .iter()
+                .enumerate()
+                .filter_map(|(i, g)| g.3.map(|v| bar(i, 2, v, paper))),
+        )?;
         Ok(())
     })
 }
