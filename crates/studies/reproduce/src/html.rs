@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 const STYLE: &str = "body{font-family:sans-serif;max-width:78em;margin:1em auto;padding:0 1em;line-height:1.4}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:.2em .5em;vertical-align:top;text-align:left}
 th{background:#eee}.holds{background:#d7f5d7}.partly{background:#fdf1c7}.does-not-hold{background:#f8d0d0}
-.failed{background:#f8d0d0;padding:.5em}img{max-width:100%;border:1px solid #ddd}
+.failed{background:#f8d0d0;padding:.5em}.quick{background:#fdf1c7;padding:.5em}img{max-width:100%;border:1px solid #ddd}
 .pair{display:flex;gap:1.5em;flex-wrap:wrap}code,pre{background:#f4f4f4}pre{padding:.5em;overflow-x:auto}";
 
 /// HTML-escapes text.
@@ -128,7 +128,7 @@ fn reproduction(h: &mut String, r: &Reproduction) {
     h.push_str("</pre>");
 }
 
-fn section(h: &mut String, s: &Section) {
+fn section(h: &mut String, s: &Section, report: &Report) {
     let _ = write!(h, "<section id=\"{}\">", esc(s.paper));
     match &s.result {
         Ok(r) => {
@@ -139,6 +139,9 @@ fn section(h: &mut String, s: &Section) {
                 s.counts(),
                 s.seconds
             );
+            if let Some(label) = s.quick_label(report) {
+                let _ = write!(h, "<p class=\"quick\"><b>{}</b></p>", esc(&label));
+            }
             reproduction(h, r);
         }
         Err(e) => {
@@ -184,7 +187,7 @@ pub fn render(report: &Report) -> String {
     }
     h.push_str("</table>\n");
     for s in &report.sections {
-        section(&mut h, s);
+        section(&mut h, s, report);
         h.push('\n');
     }
     h.push_str("</body></html>\n");

@@ -9,6 +9,7 @@
 //! experiments' PNGs. It never judges a claim itself, so the report and the experiment
 //! crates' claim tests cannot disagree.
 
+pub mod full_run;
 mod html;
 mod markdown;
 
@@ -50,6 +51,18 @@ pub struct Section {
     pub seconds: f64,
     /// Its reproduction, or why it failed (an error or a panic).
     pub result: std::result::Result<Reproduction, String>,
+    /// In a quick report: how its verdicts compare with the stored full run's (`None`
+    /// in a full report, or where the stored run has no such paper).
+    pub full_scale: Option<full_run::FullScale>,
+}
+
+impl Section {
+    /// What a quick report says at the top of this section; `None` in a full report.
+    pub fn quick_label(&self, report: &Report) -> Option<String> {
+        report
+            .quick
+            .then(|| full_run::quick_label(self.full_scale.as_ref()))
+    }
 }
 
 /// The whole report.
@@ -162,6 +175,7 @@ pub fn run(out: &OutDir, quick: bool, studies: &[&Study], progress: bool) -> Res
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(500));
     let mut sections = Vec::new();
+    let full = full_run::FullRun::stored();
     for s in studies {
         bar.set_message(s.key);
         let t = Instant::now();
@@ -178,10 +192,15 @@ pub fn run(out: &OutDir, quick: bool, studies: &[&Study], progress: bool) -> Res
                 .unwrap_or_default();
             Err(format!("panicked: {msg}"))
         });
+        let full_scale = match (&result, quick) {
+            (Ok(r), true) => full.compare(s.key, &r.claims),
+            _ => None,
+        };
         sections.push(Section {
             paper: s.key,
             seconds: t.elapsed().as_secs_f64(),
             result,
+            full_scale,
         });
         bar.inc(1);
     }
@@ -214,6 +233,8 @@ fn claims_json(report: &Report) -> serde_json::Value {
         .map(|s| match &s.result {
             Ok(r) => serde_json::json!({
                 "paper": s.paper, "seconds": s.seconds, "claims": r.claims,
+                "quick_label": s.quick_label(report),
+                "full_scale": s.full_scale,
             }),
             Err(e) => serde_json::json!({ "paper": s.paper, "seconds": s.seconds, "failed": e }),
         })
@@ -325,9 +346,16 @@ mod tests {
             .find("<p class=\"baseline\"><b>Baseline.</b> The paper's: Linux 2.6 &lt;O(1)&gt;. Ours: `cfs`.</p>")
             .expect("the baseline line");
         assert!(baseline < html.find("data-claim=\"c1\"").unwrap());
+        // Quick: the section says so, and that the stored full run has no such paper.
+        assert!(
+            html.contains("<p class=\"quick\"><b>Quick run: the claim tests&#39; scale"),
+            "{html}"
+        );
+        assert!(html.contains("The stored full run has no section for this paper."));
         let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert!(md.contains("**Quick run: the claim tests' scale"), "{md}");
         assert!(md.contains("#### Fig. 1 | a pipe") && md.contains("| `c1` | §1 | x < y |"));
-        assert!(md.contains("(0.0 s)\n\n**Baseline.** The paper's: Linux 2.6 <O(1)>. Ours: `cfs`.\n\n### Claims"), "{md}");
+        assert!(md.contains("(0.0 s)\n\n**Quick run:") && md.contains("paper.**\n\n**Baseline.** The paper's: Linux 2.6 <O(1)>. Ours: `cfs`.\n\n### Claims"), "{md}");
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("claims.json")).unwrap())
                 .unwrap();

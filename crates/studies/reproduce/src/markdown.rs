@@ -50,12 +50,18 @@ pub fn render(report: &Report) -> String {
         };
         let _ = writeln!(
             m,
-            "## {}\n\n{} ({:.1} s)\n\n**Baseline.** The paper's: {}. Ours: {}.\n\n### Claims\n",
+            "## {}\n\n{} ({:.1} s)\n",
             r.reference,
             s.counts(),
-            s.seconds,
-            r.baseline.paper,
-            r.baseline.ours
+            s.seconds
+        );
+        if let Some(label) = s.quick_label(report) {
+            let _ = writeln!(m, "**{label}**\n");
+        }
+        let _ = writeln!(
+            m,
+            "**Baseline.** The paper's: {}. Ours: {}.\n\n### Claims\n",
+            r.baseline.paper, r.baseline.ours
         );
         m.push_str(&row([
             "claim",

@@ -1,7 +1,8 @@
 //! The acceptance test of `hetsched reproduce`: a quick report of every experiment,
 //! rendered in a real headless browser (Debian's `chromium`, installed by
 //! `scripts/deps.sh`), shows every image (natural width > 0) and lists every claim of
-//! every experiment with a verdict.
+//! every experiment with a verdict; every section of the quick report says it is quick
+//! and which of its verdicts the stored full run differs on.
 //!
 //! The page itself has no script: the test renders a copy with a few lines that, once
 //! the page has loaded, write each image's natural width into the DOM, and reads the
@@ -87,6 +88,23 @@ fn the_quick_report_shows_every_image_and_every_claim_with_a_verdict_in_a_browse
 
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(!html.contains("<script"), "the report needs no script");
+    // Every section says it is quick, and what the stored full run says of its verdicts.
+    for s in &report.sections {
+        let full = s
+            .full_scale
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}: not in the stored full run", s.paper));
+        let label = s.quick_label(&report).unwrap();
+        assert!(label.starts_with("Quick run:") && label.ends_with(&full.sentence()));
+    }
+    let sections = html.matches("<section id=").count();
+    assert_eq!(sections, report.sections.len());
+    assert_eq!(
+        html.matches("<p class=\"quick\"><b>Quick run:").count(),
+        sections
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert_eq!(md.matches("\n**Quick run:").count(), sections, "{md}");
     let page = out.join("rendered.html");
     std::fs::write(&page, html.replace("</body>", &format!("{MARK}</body>"))).unwrap();
     let dom = render(&browser, &page, &dir.path().join("profile"));
