@@ -81,8 +81,9 @@ fn hybrid_gains_on_average_but_not_the_papers_18_percent() {
     pinned("mean-gain-theta3", Verdict::Partly);
 }
 
+/// At full scale partly: water gains 4.66× (docs/reproduce.md).
 #[test]
-fn best_benchmark_gains_about_the_papers_2_3x() {
+fn at_test_scale_the_best_benchmark_gains_about_the_papers_2_3x() {
     pinned("best-speedup", Verdict::Holds);
 }
 
