@@ -47,6 +47,10 @@ const INVALID: u64 = u64::MAX;
 /// The most handle × memory-node entries a run keeps (8 bytes each: 1 GiB).
 pub const MAX_COPY_ENTRIES: usize = 1 << 27;
 
+/// The most copies a run logs when asked to ([`GraphRun::keep_copies`]; 40 bytes each:
+/// 160 MiB); later ones are counted in [`GraphRun::traffic`] only.
+pub const MAX_COPIES_KEPT: usize = 1 << 22;
+
 /// One direction of an accelerator's host link.
 #[derive(Clone, Copy, Debug)]
 struct Lane {
@@ -225,7 +229,8 @@ impl GraphRun {
         self.first + u64::from(index)
     }
 
-    /// Keeps every copy issued from now on ([`GraphRun::copies`]).
+    /// Keeps every copy issued from now on ([`GraphRun::copies`]), the first
+    /// [`MAX_COPIES_KEPT`] of them.
     pub fn keep_copies(&mut self) {
         self.copies.get_or_insert_with(Vec::new);
     }
@@ -358,7 +363,7 @@ impl GraphRun {
         self.valid_from[row + to] = end;
         self.traffic.copies += 1;
         self.traffic.bytes = self.traffic.bytes.saturating_add(bytes);
-        if let Some(log) = &mut self.copies {
+        if let Some(log) = self.copies.as_mut().filter(|l| l.len() < MAX_COPIES_KEPT) {
             log.push(Transfer {
                 handle,
                 from: from as u32,
