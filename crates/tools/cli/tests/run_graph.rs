@@ -120,3 +120,49 @@ fn a_task_without_a_command_is_refused_before_anything_runs() {
     let out = run_graph(&d, dir.path(), "digraph g { a [runtime = 1]; }", &[]);
     common::assert_input_error(&out, &["g.dot", "task \"a\" has no command"]);
 }
+
+/// A WfFormat workflow as `wfcommons` writes it: each task's `command` (program and
+/// arguments, run without a shell) in `workflow.execution.tasks`; files as edges.
+#[test]
+fn a_wfformat_workflow_runs_its_commands_in_order() {
+    let d = Daemon::start(2, 0, "dmda");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("in.txt"), "data\n").unwrap();
+    let wf = r#"{"name": "w", "schemaVersion": "1.5", "workflow": {
+        "specification": {
+            "tasks": [
+                {"name": "copy", "id": "second", "parents": ["first"], "inputFiles": ["mid"], "outputFiles": ["out"]},
+                {"name": "copy", "id": "first", "parents": [], "inputFiles": ["in"], "outputFiles": ["mid"]}
+            ],
+            "files": [{"id": "in", "sizeInBytes": 5}, {"id": "mid", "sizeInBytes": 5}, {"id": "out", "sizeInBytes": 5}]
+        },
+        "execution": {"makespanInSeconds": 1, "tasks": [
+            {"id": "first", "runtimeInSeconds": 0.1, "command": {"program": "cp", "arguments": ["in.txt", "mid.txt"]}},
+            {"id": "second", "runtimeInSeconds": 0.1, "command": {"program": "cp", "arguments": ["mid.txt", "out.txt"]}}
+        ]}}}"#;
+    std::fs::write(dir.path().join("w.json"), wf).unwrap();
+    let out = Command::new(BIN)
+        .current_dir(dir.path())
+        .args([
+            "run-graph",
+            "w.json",
+            "--daemon",
+            d.socket.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
+        "data\n"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.find("first: done").unwrap() < stderr.find("second: done").unwrap(),
+        "{stderr}"
+    );
+}
