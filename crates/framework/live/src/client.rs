@@ -157,7 +157,7 @@ fn decode_reply(frame: Frame<'_>) -> Option<(Result<Reply>, usize)> {
 /// A daemon's error reply, as an error of this library.
 fn daemon_error(code: ErrorCode, message: String) -> Error {
     match code {
-        ErrorCode::NoUnit | ErrorCode::Invalid | ErrorCode::PermissionDenied | ErrorCode::Busy => {
+        ErrorCode::NoUnit | ErrorCode::Invalid | ErrorCode::PermissionDenied => {
             Error::Input(format!("daemon: {message}"))
         }
         _ => Error::Runtime(format!("daemon: {code:?}: {message}")),
