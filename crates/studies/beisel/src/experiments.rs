@@ -412,14 +412,6 @@ impl Fig5 {
     pub fn rows(&self) -> &[Fig5Row] {
         &self.sweep[0].1
     }
-    /// Whether the paper's claim holds at every N for the GPU speed `ratio`: the mean
-    /// runtime is lower with the CPUs than on the GPU alone.
-    pub fn claim_holds(&self, ratio: f64) -> Option<bool> {
-        self.sweep
-            .iter()
-            .find(|(r, _)| *r == ratio)
-            .map(|(_, rows)| rows.iter().all(|r| r.4 < r.3))
-    }
 }
 
 /// Fig. 5: N prime tasks on the GPU alone vs the GPU plus the CPU cores, for each GPU

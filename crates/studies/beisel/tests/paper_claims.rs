@@ -1,9 +1,9 @@
 //! The paper's claims (Beisel et al., §V), one test each: every test pins the verdict
-//! that `hetsched_beisel::reproduce` judges at its quick scale (the scale of
-//! `hetsched reproduce --quick`), so the report and these tests agree by construction
-//! and a change in either direction is noticed. Where we reproduce a claim the verdict
-//! is `Holds` with the claim's stated tolerance; where we do not, it is our documented
-//! different result (docs/beisel-fig*.md).
+//! that `hetsched_beisel::reproduce` grades by the one rule at its quick scale (the scale
+//! of `hetsched reproduce --quick`), so the report and these tests agree by construction
+//! and a change in either direction is noticed; `assert_verdict` grades each of the
+//! claim's numbers against its band again. Where we do not reproduce a claim, the verdict
+//! is our documented different result (docs/beisel-fig*.md).
 
 use hetsched_beisel::experiments;
 use hetsched_study::{assert_verdict, judged_once, Judged, Verdict};
@@ -27,8 +27,8 @@ fn judged() -> &'static [Judged] {
     })
 }
 
-fn pinned(id: &str, verdict: Verdict) {
-    assert_verdict(judged(), id, verdict);
+fn pinned(id: &str, verdict: Verdict) -> &'static Judged {
+    assert_verdict(judged(), id, verdict)
 }
 
 #[test]
@@ -66,18 +66,19 @@ fn fig4_time_sharing_lowers_mean_turnaround_over_most_seeds() {
 }
 
 #[test]
-fn fig4_after_150_s_only_long_tasks_remain_does_not_hold_all_end_before() {
-    // The plotted seed's last task ends at 125.4 s (docs/beisel-fig4.md).
-    pinned(
-        "fig4-after-150-s-only-long-tasks-remain",
-        Verdict::DoesNotHold,
-    );
+fn fig4_the_plotted_mix_ends_before_150_s_but_within_half_of_it() {
+    // The plotted seed's last task ends at 125.4 s (docs/beisel-fig4.md): below the
+    // paper's 150 s by less than half.
+    let c = pinned("fig4-after-150-s-only-long-tasks-remain", Verdict::Partly);
+    let end = c.checks[0].ours.unwrap();
+    assert!((75.0..150.0).contains(&end), "{end}");
 }
 
 #[test]
 fn fig5_gpu_plus_cpus_lowers_the_mean_runtime_only_while_the_gpu_is_slow() {
     // Holds at every N at the assumed 1x and 2x, not at 128x (docs/beisel-fig5.md).
-    pinned("fig5-gpu-plus-cpus-lowers-mean-runtime", Verdict::Partly);
+    let c = pinned("fig5-gpu-plus-cpus-lowers-mean-runtime", Verdict::Partly);
+    assert_eq!(c.checks[0].verdict, Verdict::Holds, "at the assumed speed");
 }
 
 #[test]

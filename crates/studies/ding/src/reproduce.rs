@@ -4,7 +4,7 @@
 
 use crate::experiment::{evaluate, Report, PAPER_SPEEDUP};
 use hetsched_core::Result;
-use hetsched_study::{Baseline, Claim, Figure, Reproduction, Table, Verdict};
+use hetsched_study::{Baseline, Check, Claim, Figure, Measure, Paper, Reproduction, Table};
 use hetsched_util::files::OutDir;
 
 /// Runs the evaluation into `out` (`table.txt`, `ding.json`, `speedup.png`) and judges
@@ -57,18 +57,21 @@ pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
     })
 }
 
-/// The paper's claim, judged.
+/// The paper's claim, graded by the one rule ([`hetsched_study::grade`]).
 pub fn claims(r: &Report) -> Vec<Claim> {
     let ours = r.numa_amp_over_cfs;
-    vec![Claim {
-        paper: "ding",
-        id: "speedup-over-cfs",
-        source: "abstract, §5",
-        statement: "the NUMA-aware AMP scheduler runs PARSEC programs faster than Linux CFS on average".into(),
-        paper_value: format!("{PAPER_SPEEDUP:.2}×"),
-        ours: format!("{ours:.3}× over {} program runs (cfs-cap: {:.3}×)", r.rows.len(), r.cfs_cap_over_cfs),
-        tolerance: "holds if within ±0.10× of 1.36×; partly if above 1×".into(),
-        verdict: Verdict::graded(ours > 1.0, (ours - PAPER_SPEEDUP).abs() <= 0.10),
-        explanation: "our programs' per-thread work is equal and known to the model, and the paper's per-program miss rates, CPIs and CFS behaviour are unknown to us; we did not tune the workload toward its figure (docs/ding.md)".into(),
-    }]
+    vec![Claim::new(
+        "ding",
+        "speedup-over-cfs",
+        "abstract, §5",
+        "the NUMA-aware AMP scheduler runs PARSEC programs faster than Linux CFS on average",
+    )
+    .measured(
+        format!("{PAPER_SPEEDUP:.2}×"),
+        format!("{ours:.3}× over {} program runs (cfs-cap: {:.3}×)", r.rows.len(), r.cfs_cap_over_cfs),
+    )
+    .graded(
+        vec![Check::number("numa-amp over cfs, ×", Paper::Value(PAPER_SPEEDUP), Measure::Ratio, ours)],
+        "our programs' per-thread work is equal and known to the model, and the paper's per-program miss rates, CPIs and CFS behaviour are unknown to us; we did not tune the workload toward its figure (docs/ding.md)",
+    )]
 }

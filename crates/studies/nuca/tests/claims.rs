@@ -1,4 +1,5 @@
-//! One test per claim of Shim et al., judged by `reproduce::reproduce` at its quick scale
+//! One test per claim of Shim et al., graded by the one rule in `reproduce::reproduce`
+//! at its quick scale
 //! (the 16 benchmarks at tiny sizes, 16 threads on a 4 × 4 Table I chip), once for all
 //! of this binary's tests.
 //! Each test pins the verdict — the paper's statement where we hold it, our documented
@@ -30,9 +31,8 @@ fn judged() -> &'static [Judged] {
     })
 }
 
-fn pinned(id: &str, verdict: Verdict) {
-    assert_verdict(judged(), id, verdict);
-    let c = judged().iter().find(|c| c.id == id).unwrap();
+fn pinned(id: &str, verdict: Verdict) -> &'static Judged {
+    let c = assert_verdict(judged(), id, verdict);
     assert_eq!(
         c.explanation.is_empty(),
         verdict == Verdict::Holds,
@@ -40,6 +40,7 @@ fn pinned(id: &str, verdict: Verdict) {
         c.claim
     );
     assert!(!c.ours.is_empty(), "{}", c.claim);
+    c
 }
 
 #[test]
@@ -63,17 +64,24 @@ fn every_claim_is_pinned_here() {
 
 #[test]
 fn baseline_core_miss_rate_is_higher_than_the_papers() {
-    pinned("core-miss-remote-only", Verdict::DoesNotHold);
+    let c = pinned("core-miss-remote-only", Verdict::DoesNotHold);
+    assert!(c.checks[0].ours.unwrap() > 29.0, "{}", c.claim);
+}
+
+/// At test scale −34 % against the paper's −38 % (just outside 10 % of it); at full
+/// scale −41 %, which holds.
+#[test]
+fn at_test_scale_the_predictor_cuts_core_misses_by_near_the_papers_share() {
+    pinned("core-miss-reduction", Verdict::Partly);
 }
 
 #[test]
-fn predictor_cuts_core_misses_by_about_the_papers_share() {
-    pinned("core-miss-reduction", Verdict::Holds);
-}
-
-#[test]
-fn fewer_migrations_than_core_misses_removed_but_more_than_three_percent() {
-    pinned("migration-rate", Verdict::Partly);
+fn more_migrations_than_the_papers_three_percent_yet_fewer_than_core_misses_removed() {
+    let c = pinned("migration-rate", Verdict::DoesNotHold);
+    assert_eq!(
+        c.check("fewer migrations than core misses removed").verdict,
+        Verdict::Holds
+    );
 }
 
 #[test]
@@ -81,15 +89,17 @@ fn hybrid_gains_on_average_but_not_the_papers_18_percent() {
     pinned("mean-gain-theta3", Verdict::Partly);
 }
 
-/// At full scale partly: water gains 4.66× (docs/reproduce.md).
+/// At test scale lu_contiguous gains 2.51× against the paper's 2.3×; at full scale water
+/// gains 4.66× (docs/reproduce.md).
 #[test]
-fn at_test_scale_the_best_benchmark_gains_about_the_papers_2_3x() {
-    pinned("best-speedup", Verdict::Holds);
+fn at_test_scale_the_best_benchmark_gains_near_the_papers_2_3x() {
+    pinned("best-speedup", Verdict::Partly);
 }
 
 #[test]
 fn some_benchmarks_are_slower_under_the_hybrid() {
-    pinned("never-worse", Verdict::DoesNotHold);
+    let c = pinned("never-worse", Verdict::Partly);
+    assert!(c.checks[0].ours.unwrap() > 1.0, "{}", c.claim);
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! One test per claim of the CORETIME paper, judged by `reproduce::reproduce` at its quick
+//! One test per claim of the CORETIME paper, graded by the one rule in
+//! `reproduce::reproduce` at its quick
 //! scale (the scale of `hetsched reproduce --quick`: the paper's 16-core machine, 1–32
 //! MB, fewer lookups than `hetsched experiment coretime-sim`), once for all of this
 //! binary's tests, across nextest's processes too. Each test pins the verdict, so a
@@ -65,12 +66,24 @@ fn not_two_to_three_times_at_every_size_from_4_to_16_mb() {
     assert!(c.ours.contains("8 MB"), "{}", c.ours);
 }
 
+/// At test scale 8 and 16 MB reach 1.99× and 1.97×: just short of "more than twice",
+/// which means ≥ 2.0×. At full scale 2.03× and 2.12×, which holds (docs/reproduce.md).
 #[test]
-fn about_twice_as_fast_at_most_sizes_from_4_to_16_mb() {
-    pinned("twice-as-fast-most-sizes", Verdict::Holds);
+fn at_test_scale_just_short_of_twice_as_fast_at_most_sizes_from_4_to_16_mb() {
+    pinned("twice-as-fast-most-sizes", Verdict::DoesNotHold);
+    // The same ratios, as the range claim grades them.
+    let c = judged()
+        .iter()
+        .find(|c| c.id == "two-to-three-times-above-2mb")
+        .unwrap();
+    let near_twice = |size: &str| {
+        let r = c.check(&format!("O²/thread-based at {size}, ×"));
+        r.ours.is_some_and(|x| (1.5..2.0).contains(&x))
+    };
+    assert!(near_twice("8 MB") && near_twice("16 MB"), "{}", c.claim);
 }
 
-/// At full scale partly: the monitoring also assigns 13 directories at 2 MB
+/// At full scale it does not hold: the monitoring also assigns 13 directories at 2 MB
 /// (docs/reproduce.md).
 #[test]
 fn at_test_scale_the_monitoring_assigns_directories_only_when_they_miss() {

@@ -1,15 +1,15 @@
 //! The last full-scale run's verdicts, kept in the repository (`full-run.json`: the
 //! `claims.json` that `hetsched reproduce` writes at full scale), so that a quick report
 //! says in every section which of its verdicts the full scale changes: measured, not
-//! assumed. A quick run takes seconds; the full one about half an hour here, too long
-//! for a test.
+//! assumed. A quick run takes about 20 s here; the full one about three minutes, too
+//! long for a test.
 //!
 //! To refresh it after a change to an experiment: `hetsched reproduce --out DIR` (release
 //! build), then copy `DIR/claims.json` over `crates/studies/reproduce/full-run.json`. A
-//! test checks that the file is a full run's, that no section of it failed, and that it
-//! has every study with a reproduction.
+//! test checks that the file is a full run's, that no section of it failed, that it has
+//! every study with a reproduction, and that it was graded by today's rule.
 
-use hetsched_study::{Claim, Verdict};
+use hetsched_study::{grade, Check, Claim, Verdict};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -37,6 +37,29 @@ struct StoredClaim {
     id: String,
     verdict: Verdict,
     ours: String,
+    #[serde(default)]
+    checks: Vec<Check>,
+}
+
+/// Whether `c`'s verdict is the one rule's on its stored numbers: a file from before the
+/// rule, or from before a change to it, is refused until the full run is refreshed.
+fn regraded(c: &StoredClaim) -> Result<(), String> {
+    if c.checks.is_empty() {
+        return Err("no checks (graded before the one rule)".into());
+    }
+    for k in &c.checks {
+        let again = match (k.paper, k.measure, k.ours) {
+            (Some(p), Some(m), Some(ours)) => Check::number(k.what.clone(), p, m, ours),
+            _ => Check::statement(k.what.clone(), k.verdict == Verdict::Holds),
+        };
+        if &again != k {
+            return Err(format!("check {:?} is not graded by today's rule", k.what));
+        }
+    }
+    if grade::worst(&c.checks) != c.verdict {
+        return Err("the verdict is not its worst check's".into());
+    }
+    Ok(())
 }
 
 /// A full run's verdicts, per paper.
@@ -86,6 +109,11 @@ impl FullRun {
             .filter(|e| e.failed.is_some())
             .map(|e| e.paper.clone())
             .collect();
+        for e in &f.experiments {
+            for c in &e.claims {
+                regraded(c).map_err(|why| format!("{} {}: {why}", e.paper, c.id))?;
+            }
+        }
         let papers = f
             .experiments
             .into_iter()
@@ -175,22 +203,38 @@ mod tests {
     use super::*;
 
     fn claim(id: &'static str, verdict: Verdict) -> Claim {
-        Claim {
-            verdict,
-            ..Claim::new("p", id, "§1", "x")
-        }
+        // A number 0, 30 or 100 % off the paper's: holds, partly, does not hold.
+        let ours = match verdict {
+            Verdict::Holds => 1.0,
+            Verdict::Partly => 1.3,
+            Verdict::DoesNotHold => 2.0,
+        };
+        let c = Claim::new("p", id, "§1", "x").graded(
+            vec![Check::number(
+                "n",
+                hetsched_study::Paper::Value(1.0),
+                hetsched_study::Measure::Quantity,
+                ours,
+            )],
+            "",
+        );
+        assert_eq!(c.verdict, verdict);
+        c
+    }
+
+    /// A full run's `claims.json` with `claims` for paper `p`, 12 s, and a failed `q`.
+    fn stored(claims: &[Claim]) -> String {
+        serde_json::json!({"quick": false, "experiments": [
+            {"paper": "p", "seconds": 12.0, "claims": claims},
+            {"paper": "q", "seconds": 1.0, "failed": "no machine"}]})
+        .to_string()
     }
 
     #[test]
     fn a_quick_sections_verdicts_are_compared_with_the_full_runs() {
-        let full = FullRun::parse(
-            r#"{"quick": false, "experiments": [
-                {"paper": "p", "seconds": 12.0, "claims": [
-                    {"id": "a", "verdict": "holds", "ours": "1.9x"},
-                    {"id": "b", "verdict": "partly", "ours": "3 %"}]},
-                {"paper": "q", "seconds": 1.0, "failed": "no machine"}]}"#,
-        )
-        .unwrap();
+        let mut a = claim("a", Verdict::Holds);
+        a.ours = "1.9x".into();
+        let full = FullRun::parse(&stored(&[a, claim("b", Verdict::Partly)])).unwrap();
         assert_eq!(full.failed, ["q"]);
         assert!(full.compare("q", &[]).is_none());
         let quick = [
@@ -209,6 +253,19 @@ mod tests {
             .sentence()
             .ends_with("12.0 s for this paper) gives the same verdict."));
         assert!(FullRun::parse(r#"{"quick": true, "experiments": []}"#).is_err());
+        // A verdict that is not the rule's on its numbers, or no numbers at all.
+        let mut doctored = claim("a", Verdict::DoesNotHold);
+        doctored.checks[0].verdict = Verdict::Holds;
+        assert_eq!(
+            FullRun::parse(&stored(&[doctored])).err().unwrap(),
+            "p a: check \"n\" is not graded by today's rule"
+        );
+        let mut bare = claim("a", Verdict::Holds);
+        bare.checks.clear();
+        assert_eq!(
+            FullRun::parse(&stored(&[bare])).err().unwrap(),
+            "p a: no checks (graded before the one rule)"
+        );
     }
 
     /// The committed run is a full one, none of its sections failed, and it has every

@@ -161,7 +161,7 @@ fn section(h: &mut String, s: &Section, report: &Report) {
 /// The page.
 pub fn render(report: &Report) -> String {
     let mut h = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>hetsched: how far the papers reproduce</title><style>{STYLE}</style></head><body>\n<h1>hetsched: how far the papers reproduce</h1><p>Produced by <code>{}</code> in {:.0} s{}. {}. A verdict is decided by each experiment from its own measurement with the tolerance shown (see docs/reproduce.md).</p>",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>hetsched: how far the papers reproduce</title><style>{STYLE}</style></head><body>\n<h1>hetsched: how far the papers reproduce</h1><p>Produced by <code>{}</code> in {:.0} s{}. {}.</p><p class=\"rule\"><b>Grading.</b> {}</p>",
         esc(&command(report)),
         report.seconds,
         if report.quick {
@@ -169,7 +169,8 @@ pub fn render(report: &Report) -> String {
         } else {
             ""
         },
-        report.counts()
+        report.counts(),
+        esc(hetsched_study::grade::RULE)
     );
     h.push_str("<table><tr><th>paper</th><th>claims</th><th>holds</th><th>partly</th><th>does not hold</th><th>status</th></tr>");
     for s in &report.sections {

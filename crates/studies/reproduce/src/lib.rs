@@ -293,6 +293,7 @@ mod tests {
                 paper_value: "1".into(),
                 ours: "2".into(),
                 tolerance: "±1".into(),
+                checks: vec![],
                 verdict: Verdict::Partly,
                 explanation: "why".into(),
             }],
@@ -341,6 +342,12 @@ mod tests {
         assert!(html.contains("A &lt;tiny&gt; &amp; &quot;quoted&quot; paper"));
         assert!(html.contains("<img src=\"tiny/fig1.png\""));
         assert!(html.contains("data-claim=\"c1\" data-verdict=\"partly\""));
+        // The one grading rule is stated once, at the top.
+        assert_eq!(
+            html.matches("<b>Grading.</b> Every claim is graded by one rule")
+                .count(),
+            1
+        );
         // The baseline is named at the top of the section, before the claims.
         let baseline = html
             .find("<p class=\"baseline\"><b>Baseline.</b> The paper's: Linux 2.6 &lt;O(1)&gt;. Ours: `cfs`.</p>")
@@ -354,6 +361,11 @@ mod tests {
         assert!(html.contains("The stored full run has no section for this paper."));
         let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
         assert!(md.contains("**Quick run: the claim tests' scale"), "{md}");
+        assert_eq!(
+            md.matches("**Grading.** Every claim is graded by one rule")
+                .count(),
+            1
+        );
         assert!(md.contains("#### Fig. 1 | a pipe") && md.contains("| `c1` | §1 | x < y |"));
         assert!(md.contains("(0.0 s)\n\n**Quick run:") && md.contains("paper.**\n\n**Baseline.** The paper's: Linux 2.6 <O(1)>. Ours: `cfs`.\n\n### Claims"), "{md}");
         let json: serde_json::Value =
@@ -362,6 +374,18 @@ mod tests {
         assert_eq!(json["experiments"][0]["failed"], "no machine");
         assert_eq!(json["experiments"][2]["claims"][0]["verdict"], "partly");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// docs/reproduce.md quotes the rule the report states, word for word.
+    #[test]
+    fn the_docs_quote_the_grading_rule() {
+        let docs = include_str!("../../../../docs/reproduce.md");
+        let quoted: String = docs
+            .lines()
+            .filter_map(|l| l.strip_prefix("> "))
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(quoted, hetsched_study::grade::RULE);
     }
 
     #[test]

@@ -31,10 +31,11 @@ fn table(m: &mut String, caption: &str, t: &Table) {
 /// The document.
 pub fn render(report: &Report) -> String {
     let mut m = format!(
-        "# hetsched: how far the papers reproduce\n\n`{}`, {:.0} s. {}.\n\n",
+        "# hetsched: how far the papers reproduce\n\n`{}`, {:.0} s. {}.\n\n**Grading.** {}\n\n",
         command(report),
         report.seconds,
-        report.counts()
+        report.counts(),
+        hetsched_study::grade::RULE
     );
     for s in &report.sections {
         let r = match &s.result {

@@ -28,8 +28,8 @@ fn judged() -> &'static [Judged] {
     })
 }
 
-fn pinned(id: &str, verdict: Verdict) {
-    assert_verdict(judged(), id, verdict);
+fn pinned(id: &str, verdict: Verdict) -> &'static Judged {
+    assert_verdict(judged(), id, verdict)
 }
 
 #[test]
@@ -49,33 +49,39 @@ fn every_claim_has_a_test() {
 }
 
 /// §4.1: the paper's sign for every program, each within 6 points of the paper's.
+/// Every program has the paper's sign; eon gains more than within 10 % of the paper's.
 #[test]
-fn heterogeneous_per_program_changes_have_the_papers_signs_and_sizes() {
-    pinned("s4.1-per-program-changes", Verdict::Holds);
+fn heterogeneous_per_program_changes_have_the_papers_signs_near_its_sizes() {
+    let c = pinned("s4.1-per-program-changes", Verdict::Partly);
+    for (k, paper) in c.checks.iter().zip([-19.4, -19.9, 15.6, 12.3]) {
+        assert_eq!(k.ours.unwrap().signum(), f64::signum(paper), "{}", c.claim);
+    }
 }
 
-/// §4.1: the aggregate within 3 points of −4.3 %.
+/// §4.1: the paper's −4.3 %; at test scale ours falls by more than half as much again.
 #[test]
-fn heterogeneous_improves_the_aggregate() {
-    pinned("s4.1-heterogeneous-aggregate", Verdict::Holds);
+fn heterogeneous_improves_the_aggregate_more_than_the_paper() {
+    let c = pinned("s4.1-heterogeneous-aggregate", Verdict::DoesNotHold);
+    assert!(c.checks[0].ours.unwrap() < -4.3, "{}", c.claim);
 }
 
-/// §4.2: the aggregate within 1.5 points of −2.7 %.
+/// §4.2: the aggregate within 10 % of −2.7 %.
 #[test]
 fn balanced_improves_the_aggregate() {
     pinned("s4.2-balanced-aggregate", Verdict::Holds);
 }
 
-/// §4.3: "unlikely to seriously hurt": the aggregate within ±2 % (paper +0.4 %).
+/// §4.3: "unlikely to seriously hurt": no worse than the paper's +0.4 %.
 #[test]
 fn uniform_barely_changes_the_aggregate() {
     pinned("s4.3-uniform-barely-changes", Verdict::Holds);
 }
 
-/// §4.1's projection, 1.5–3 GHz: "could almost double" (ours: 1.5 to 2.5 times).
+/// §4.1's projection, 1.5–3 GHz: "could almost double"; ours 1.8×, within half of the
+/// paper's change but not 10 % of it.
 #[test]
-fn a_wider_range_almost_doubles_the_gain() {
-    pinned("s4.1-projection-1.5-ghz-almost-doubles", Verdict::Holds);
+fn a_wider_range_nearly_doubles_the_gain() {
+    pinned("s4.1-projection-1.5-ghz-almost-doubles", Verdict::Partly);
 }
 
 /// §4.1's projection, 1.0–3 GHz: "more than triple".

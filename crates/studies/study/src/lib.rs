@@ -12,7 +12,9 @@
 //! the list the report prints come from the same source text, so an assumption is never
 //! written twice.
 
+pub mod grade;
 mod study;
+pub use grade::{Check, Measure, Paper};
 pub use study::{options, say, Experiment, Study};
 
 use hetsched_util::files::{self, OutDir};
@@ -30,9 +32,9 @@ pub const MAX_JUDGED_BYTES: u64 = 64 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
-    /// Our measurement meets the paper's statement within the claim's stated tolerance.
+    /// Our measurement meets the paper's statement within the band of [`grade::RULE`].
     Holds,
-    /// The direction (or part of the statement) holds, the size does not.
+    /// Ours is near the paper's statement: within the wider band of [`grade::RULE`].
     Partly,
     /// Our measurement contradicts the paper's statement.
     DoesNotHold,
@@ -45,16 +47,6 @@ impl Verdict {
             Verdict::Holds => "holds",
             Verdict::Partly => "partly",
             Verdict::DoesNotHold => "does not hold",
-        }
-    }
-
-    /// The verdict of a claim that has a size and a direction: `Holds` when the size is
-    /// met, `Partly` when only the direction is, `DoesNotHold` otherwise.
-    pub fn graded(direction_holds: bool, size_holds: bool) -> Verdict {
-        match (direction_holds, size_holds) {
-            (true, true) => Verdict::Holds,
-            (true, false) => Verdict::Partly,
-            (false, _) => Verdict::DoesNotHold,
         }
     }
 }
@@ -75,16 +67,19 @@ pub struct Claim {
     pub paper_value: String,
     /// Ours, with units, from the run the claim was judged on.
     pub ours: String,
-    /// How the verdict is decided (e.g. `holds if ours is within ±5 points of the paper`).
+    /// The bands of its checks, in words ([`Check::band`]).
     pub tolerance: String,
+    /// What is graded, each by [`grade::RULE`].
+    pub checks: Vec<Check>,
+    /// The worst of the checks' verdicts.
     pub verdict: Verdict,
     /// Why ours differs, with the evidence, where it does; empty where it holds.
     pub explanation: String,
 }
 
 impl Claim {
-    /// A claim of `paper` to be judged: the caller fills in the values, the tolerance
-    /// and the verdict (`DoesNotHold` until judged).
+    /// A claim of `paper` to be judged: the caller fills in the values and grades it
+    /// (`DoesNotHold` until graded).
     pub fn new(
         paper: &'static str,
         id: &'static str,
@@ -99,30 +94,38 @@ impl Claim {
             paper_value: String::new(),
             ours: String::new(),
             tolerance: String::new(),
+            checks: Vec::new(),
             verdict: Verdict::DoesNotHold,
             explanation: String::new(),
         }
     }
 
-    /// The claim with the paper's value, ours and the tolerance.
-    pub fn measured(self, paper_value: &str, ours: String, tolerance: &str) -> Claim {
+    /// The claim with the paper's value and ours, as the report prints them.
+    pub fn measured(self, paper_value: impl Into<String>, ours: impl Into<String>) -> Claim {
         Claim {
             paper_value: paper_value.into(),
-            ours,
-            tolerance: tolerance.into(),
+            ours: ours.into(),
             ..self
         }
     }
 
-    /// The claim with its verdict; `explanation` (why ours differs) is kept only where
-    /// the verdict is not `Holds`.
-    pub fn judged(self, verdict: Verdict, explanation: &str) -> Claim {
+    /// The claim graded by [`grade::RULE`] on `checks`; `explanation` (why ours differs)
+    /// is kept only where the verdict is not `Holds`.
+    pub fn graded(self, checks: Vec<Check>, explanation: impl Into<String>) -> Claim {
+        let verdict = grade::worst(&checks);
+        let tolerance = checks
+            .iter()
+            .map(Check::band)
+            .collect::<Vec<_>>()
+            .join("; ");
         let explanation = if verdict == Verdict::Holds {
             String::new()
         } else {
             explanation.into()
         };
         Claim {
+            tolerance,
+            checks,
             verdict,
             explanation,
             ..self
@@ -280,15 +283,28 @@ pub fn trim_doc(doc: &str) -> String {
         .join(" ")
 }
 
-/// A claim's verdict as its claim test reads it: the id, the verdict, our value and the
-/// explanation (which tests may check too), and the claim in full for the failure message.
+/// A claim's verdict as its claim test reads it: the id, the verdict, its checks (our
+/// numbers and their bands), our value and the explanation (which tests may check too),
+/// and the claim in full for the failure message.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Judged {
     pub id: String,
     pub verdict: Verdict,
+    pub checks: Vec<Check>,
     pub ours: String,
     pub explanation: String,
     pub claim: String,
+}
+
+impl Judged {
+    /// Our number of the check `what`, and the check (panics, naming the claim, if it
+    /// has none).
+    pub fn check(&self, what: &str) -> &Check {
+        self.checks
+            .iter()
+            .find(|c| c.what == what)
+            .unwrap_or_else(|| panic!("claim {} has no check {what:?}: {}", self.id, self.claim))
+    }
 }
 
 impl From<&Claim> for Judged {
@@ -296,6 +312,7 @@ impl From<&Claim> for Judged {
         Judged {
             id: c.id.to_string(),
             verdict: c.verdict,
+            checks: c.checks.clone(),
             ours: c.ours.clone(),
             explanation: c.explanation.clone(),
             claim: format!("{c:#?}"),
@@ -303,14 +320,47 @@ impl From<&Claim> for Judged {
     }
 }
 
-/// Asserts that the claim `id` of `judged` has `verdict`, showing the claim if not: the
-/// body of a claim test.
-pub fn assert_verdict(judged: &[Judged], id: &str, verdict: Verdict) {
+/// Asserts that the claim `id` of `judged` has `verdict`, showing its numbers against
+/// their bands and the whole claim if not: the body of a claim test. Returns the claim,
+/// for tests that check its numbers further.
+pub fn assert_verdict<'a>(judged: &'a [Judged], id: &str, verdict: Verdict) -> &'a Judged {
     let c = judged
         .iter()
         .find(|c| c.id == id)
         .unwrap_or_else(|| panic!("no claim {id}"));
-    assert_eq!(c.verdict, verdict, "{}", c.claim);
+    let numbers: Vec<String> = c
+        .checks
+        .iter()
+        .map(|k| match k.ours {
+            Some(ours) => format!("{} = {ours} ({:?}; {})", k.what, k.verdict, k.band()),
+            None => format!("{:?}: {}", k.verdict, k.what),
+        })
+        .collect();
+    assert_eq!(
+        c.verdict,
+        verdict,
+        "claim {id}:\n  {}\n{}",
+        numbers.join("\n  "),
+        c.claim
+    );
+    // The verdict is the rule's on the numbers: each number graded again against the
+    // paper's, and the claim the worst of its checks.
+    for k in &c.checks {
+        if let (Some(paper), Some(measure), Some(ours)) = (k.paper, k.measure, k.ours) {
+            let again = Check::number(k.what.clone(), paper, measure, ours);
+            assert_eq!(
+                &again, k,
+                "claim {id}: check {:?} is not the rule's",
+                k.what
+            );
+        }
+    }
+    assert_eq!(
+        grade::worst(&c.checks),
+        c.verdict,
+        "claim {id}: not its worst check's verdict"
+    );
+    c
 }
 
 /// The claims `judge` returns, judged once per build of the calling test binary and
@@ -444,6 +494,7 @@ mod tests {
             paper_value: "1".into(),
             ours: "1".into(),
             tolerance: "t".into(),
+            checks: vec![],
             verdict: Verdict::Partly,
             explanation: String::new(),
         };
@@ -461,10 +512,28 @@ mod tests {
     }
 
     #[test]
-    fn graded_verdicts() {
-        assert_eq!(Verdict::graded(true, true), Verdict::Holds);
-        assert_eq!(Verdict::graded(true, false), Verdict::Partly);
-        assert_eq!(Verdict::graded(false, true), Verdict::DoesNotHold);
+    fn a_graded_claim_takes_its_worst_checks_verdict_and_writes_its_bands() {
+        let c = Claim::new("test", "c", "§1", "s")
+            .measured("2×", "1.8×")
+            .graded(
+                vec![
+                    Check::number("speed-up", Paper::AtLeast(2.0), Measure::Ratio, 1.8),
+                    Check::statement("order", true),
+                ],
+                "why",
+            );
+        assert_eq!(c.verdict, Verdict::Partly);
+        assert_eq!(c.explanation, "why");
+        assert_eq!(
+            c.tolerance,
+            "speed-up: holds ≥ 2, partly ≥ 1.5; order: a statement, holds or not"
+        );
+        let held =
+            Claim::new("test", "c", "§1", "s").graded(vec![Check::statement("order", true)], "why");
+        assert_eq!(
+            (held.verdict, held.explanation.as_str()),
+            (Verdict::Holds, "")
+        );
         assert_eq!(
             serde_json::to_string(&Verdict::DoesNotHold).unwrap(),
             "\"does-not-hold\""
