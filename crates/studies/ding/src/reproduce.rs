@@ -30,7 +30,7 @@ pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
                 rows: vec![vec!["the paper's scheduler".into(), format!("{PAPER_SPEEDUP:.2}×")]],
             },
             ours: Table {
-                header: vec!["program".into(), "cfs-cap over cfs".into(), "numa-amp over cfs".into(), "eevdf over cfs".into()],
+                header: vec!["program".into(), "cfs-cap over cfs".into(), "numa-amp over cfs".into(), "numa-amp without page moves over cfs".into(), "eevdf over cfs".into()],
                 rows: r
                     .programs
                     .iter()
@@ -39,6 +39,7 @@ pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
                             p.program.into(),
                             format!("{:.3}×", p.cfs_cap_speedup),
                             format!("{:.3}×", p.numa_amp_speedup),
+                            format!("{:.3}×", p.numa_amp_no_pages_speedup),
                             format!("{:.3}×", p.eevdf_speedup),
                         ]
                     })
@@ -46,6 +47,7 @@ pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
                         "average".into(),
                         format!("{:.3}×", r.cfs_cap_over_cfs),
                         format!("{:.3}×", r.numa_amp_over_cfs),
+                        format!("{:.3}×", r.all.numa_amp_no_pages_over_cfs),
                         format!("{:.3}×", r.eevdf_over_cfs),
                     ]])
                     .collect(),

@@ -1,13 +1,17 @@
-//! The paper's claim, pinned to the verdict `hetsched_ding::reproduce::claims` judges
-//! (the report prints the same judgement), and the evaluation's own properties.
+//! The paper's claim as `hetsched_ding::reproduce::claims` judges it, and the
+//! evaluation's own properties: its runs, that the memory bandwidth binds in the
+//! simulation, that numa-amp's NUMA half acts (and only on memory-intensive programs),
+//! and that the policy knows the programs only through their counters.
 
-use hetsched_ding::experiment::{evaluate, runs, Report, PAPER_SPEEDUP};
+use hetsched_core::record::Record;
+use hetsched_ding::experiment::{
+    evaluate, numa_amp, runs, simulate, simulate_numa_amp, tasks, Report, PAPER_SPEEDUP, POLICIES,
+};
+use hetsched_ding::workload::{machine, WorkingSet, PROGRAMS, THREADS};
+use hetsched_policies::amp_factors::TURTLE_MPKI;
+use hetsched_sim::{Config, Simulation};
 use hetsched_study::Verdict;
 use std::sync::OnceLock;
-
-/// Tolerance: numa-amp's mean speed-up may fall short of a baseline's by 1% at most
-/// (the runs are deterministic; the margin only absorbs rounding of time slices).
-const TOLERANCE: f64 = 0.01;
 
 fn report() -> &'static Report {
     static R: OnceLock<Report> = OnceLock::new();
@@ -18,44 +22,191 @@ fn report() -> &'static Report {
     })
 }
 
-/// The paper's 1.36x over CFS: ours is faster than CFS but far from 1.36x
-/// (docs/ding.md explains why), so the verdict is `Partly`.
-#[test]
-fn speedup_over_cfs_is_partly_reproduced() {
-    let claims = hetsched_ding::reproduce::claims(report());
-    let ids: Vec<&str> = claims.iter().map(|c| c.id).collect();
-    assert_eq!(ids, ["speedup-over-cfs"]);
-    assert_eq!(claims[0].verdict, Verdict::Partly, "{:#?}", claims[0]);
+fn program(name: &str) -> hetsched_ding::workload::Program {
+    *PROGRAMS.iter().find(|p| p.name == name).unwrap()
 }
 
-/// Ours, not the paper's: numa-amp is at least as fast as both baselines on average.
+/// The claim reports the evaluation's own average and its verdict follows the
+/// tolerance it states (within ±0.10× of 1.36×: holds; above 1×: partly; else not).
 #[test]
-fn numa_amp_is_at_least_as_fast_as_both_baselines_on_average() {
+fn the_claim_reports_the_measured_average() {
     let r = report();
-    assert_eq!(
-        r.rows.len(),
-        13 + 2 * 13,
-        "each program alone and in two mixes"
-    );
-    assert_eq!(runs().len(), 26);
-    assert!(r
-        .rows
-        .iter()
-        .all(|row| row.seconds.iter().all(|&s| s > 0.0)));
+    let claims = hetsched_ding::reproduce::claims(r);
+    let ids: Vec<&str> = claims.iter().map(|c| c.id).collect();
+    assert_eq!(ids, ["speedup-over-cfs"]);
+    let c = &claims[0];
     assert!(
-        r.numa_amp_over_cfs >= r.cfs_cap_over_cfs - TOLERANCE,
-        "numa-amp {} vs cfs-cap {} over cfs",
-        r.numa_amp_over_cfs,
-        r.cfs_cap_over_cfs
+        c.ours.starts_with(&format!("{:.3}×", r.numa_amp_over_cfs)),
+        "{c:#?}"
     );
-    assert!(r.numa_amp_over_cfs_cap >= 1.0 - TOLERANCE);
-    assert_eq!(r.paper_numa_amp_over_cfs, PAPER_SPEEDUP);
-    // The report round-trips through JSON with the averages named.
+    let ours = r.numa_amp_over_cfs;
+    let expected = if (ours - PAPER_SPEEDUP).abs() <= 0.10 {
+        Verdict::Holds
+    } else if ours > 1.0 {
+        Verdict::Partly
+    } else {
+        Verdict::DoesNotHold
+    };
+    assert_eq!(c.verdict, expected, "{c:#?}");
+}
+
+/// Each program alone and in a mix with every other; every time positive and finite.
+#[test]
+fn every_program_runs_alone_and_with_every_other() {
+    let r = report();
+    let n = PROGRAMS.len();
+    assert_eq!(runs().len(), n + n * (n - 1) / 2);
+    assert_eq!(r.rows.len(), n + n * (n - 1));
+    for p in PROGRAMS {
+        let mine: Vec<_> = r.rows.iter().filter(|row| row.program == p.name).collect();
+        assert_eq!(mine.len(), n, "{}", p.name);
+        assert_eq!(mine.iter().filter(|row| row.run == "alone").count(), 1);
+    }
+    assert!(r.rows.iter().all(|row| row
+        .seconds
+        .iter()
+        .chain([&row.numa_amp_no_pages_seconds])
+        .all(|&s| s.is_finite() && s > 0.0)));
+    assert_eq!(r.policies, POLICIES);
+    assert_eq!(
+        (r.alone.pairs, r.mixes.pairs, r.all.pairs),
+        (n, n * (n - 1), r.rows.len())
+    );
     let json = serde_json::to_value(r).unwrap();
     assert!(json["numa_amp_over_cfs"].as_f64().is_some());
-    // Today's Linux runs beside the paper's baseline; the claim stays over cfs.
-    assert_eq!(r.policies, ["cfs", "eevdf", "cfs-cap", "numa-amp"]);
-    assert!(json["eevdf_over_cfs"].as_f64().is_some());
-    assert!(json["numa_amp_over_eevdf"].as_f64().is_some());
-    assert_eq!(json["programs"].as_array().unwrap().len(), 13);
+    assert_eq!(json["programs"].as_array().unwrap().len(), n);
+}
+
+/// The node's bandwidth binds in the simulation: canneal alone (its data on node 0)
+/// under cfs takes longer on the machine with [`NODE_BANDWIDTH`] than on the same
+/// machine without a bandwidth limit; blackscholes, a turtle, takes the same.
+#[test]
+fn memory_bandwidth_binds_in_the_simulation() {
+    let run = |name: &str, limited: bool| {
+        let mut m = machine().unwrap();
+        if !limited {
+            m.numa_nodes
+                .iter_mut()
+                .for_each(|n| n.bandwidth_bytes_per_s = None);
+        }
+        let mut policy = hetsched_policies::build("cfs", 1).unwrap();
+        let mut rec = Record::new(
+            "cfs",
+            m.units.iter().map(|u| u.kind).collect(),
+            m.units.iter().map(|u| u.name.clone()).collect(),
+        );
+        Simulation::new(&m, tasks(&[program(name)]), &Config::default())
+            .run(policy.as_mut(), &mut rec)
+            .unwrap();
+        rec.outcomes()
+            .iter()
+            .map(|o| o.end_ns.unwrap())
+            .max()
+            .unwrap()
+    };
+    let (limited, free) = (run("canneal", true), run("canneal", false));
+    assert!(limited as f64 > free as f64 * 1.02, "{limited} vs {free}");
+    assert_eq!(run("blackscholes", true), run("blackscholes", false));
+}
+
+/// numa-amp's NUMA half acts: over the evaluation its NUMA-list moves threads and
+/// their pages. A turtle's pages (below DINO's 2 MPKI) move only before its first
+/// profile (an unprofiled task's memory follows it, as live without counters): at
+/// most once a thread in a run of turtles only; canneal's keep moving after, so more
+/// of them move than blackscholes'.
+#[test]
+fn the_numa_half_acts_on_memory_intensive_programs() {
+    let r = report();
+    let [_, _, numa, pages] = r.numa_amp_triggers;
+    assert!(numa > 0 && pages > 0, "{:?}", r.numa_amp_triggers);
+    for row in &r.rows {
+        let partner = row.run.strip_prefix("with ").map(program);
+        let run: Vec<_> = std::iter::once(program(row.program))
+            .chain(partner)
+            .collect();
+        if run.iter().all(|p| p.working_set.mpki() < TURTLE_MPKI) {
+            assert!(
+                row.numa_amp_triggers[3] <= (run.len() * THREADS) as u64,
+                "{row:?}"
+            );
+        }
+    }
+    let moves = |name: &str| {
+        simulate_numa_amp("numa-amp", &[program(name)])
+            .unwrap()
+            .1
+            .page_moves
+    };
+    let (canneal, blackscholes) = (moves("canneal"), moves("blackscholes"));
+    assert!(canneal > blackscholes, "{canneal} vs {blackscholes}");
+}
+
+/// numa-amp learns a program only from the counters it samples: after a short run of
+/// canneal beside blackscholes, the MPKI on its NUMA-list are the programs' (LLC
+/// misses over instructions), while its speed-up factors are its own estimates from
+/// its own miss latency, not the machine's factors (which the workload computes with
+/// the machine's stall per miss).
+#[test]
+fn numa_amp_knows_the_programs_from_their_counters_only() {
+    let programs = [program("canneal"), program("blackscholes")];
+    let m = machine().unwrap();
+    let mut policy = numa_amp("numa-amp").unwrap();
+    let mut rec = Record::new(
+        "numa-amp",
+        m.units.iter().map(|u| u.kind).collect(),
+        m.units.iter().map(|u| u.name.clone()).collect(),
+    );
+    let config = Config {
+        max_time_ns: Some(50_000_000),
+        ..Config::default()
+    };
+    Simulation::new(&m, tasks(&programs), &config)
+        .run(&mut policy, &mut rec)
+        .unwrap();
+    let lists = policy.lists();
+    assert!(!lists.numa.is_empty());
+    for &(task, mpki, _) in &lists.numa {
+        let p = programs[task as usize / THREADS];
+        assert!(
+            (mpki - p.working_set.mpki()).abs() < 0.01,
+            "{}: {mpki}",
+            p.name
+        );
+    }
+    for &(task, sf) in &lists.amp {
+        let p = programs[task as usize / THREADS];
+        if p.working_set == WorkingSet::Unbounded {
+            assert!(
+                (sf - p.speedup()).abs() > 0.05,
+                "{}: estimated {sf}, machine {}",
+                p.name,
+                p.speedup()
+            );
+        }
+    }
+    // It still ranks them in the machine's order: blackscholes gains more.
+    let sf = |name: &str| {
+        lists
+            .amp
+            .iter()
+            .find(|&&(t, _)| programs[t as usize / THREADS].name == name)
+            .map(|&(_, sf)| sf)
+            .unwrap()
+    };
+    assert!(sf("blackscholes") > sf("canneal"));
+    assert!(program("blackscholes").speedup() > program("canneal").speedup());
+}
+
+/// A run's times do not depend on the order of the policies run before it (each run
+/// builds its policy afresh) and match a direct simulation.
+#[test]
+fn a_row_is_a_direct_simulation() {
+    let r = report();
+    let row = r
+        .rows
+        .iter()
+        .find(|row| row.program == "dedup" && row.run == "alone")
+        .unwrap();
+    let cfs = simulate("cfs", &[program("dedup")]).unwrap();
+    assert_eq!(row.seconds[0], cfs[0]);
 }
