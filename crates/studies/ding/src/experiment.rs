@@ -13,7 +13,10 @@
 //! speed-up under a policy is its `cfs` time over its time under that policy, and an
 //! average is the arithmetic mean over every (program, run) pair.
 
-use crate::workload::{machine, Parallelism, Program, DATA_NODES, PROGRAMS, THREADS};
+use crate::workload::{
+    Memory, Parallelism, Program, DATA_NODES, LINE_BYTES, MEMORY_LATENCY_NS, MPKI_LARGE,
+    NODE_BANDWIDTH, ONE_THREAD_STREAM, PROGRAMS, THREADS,
+};
 use hetsched_core::policy::Policy;
 use hetsched_core::record::Record;
 use hetsched_core::{Error, Result};
@@ -124,6 +127,8 @@ pub struct Report {
     /// numa-amp's trigger counts summed over the runs: eager, lazy, NUMA-list swaps,
     /// page moves.
     pub numa_amp_triggers: [u64; 4],
+    /// The averages with one assumption changed at a time ([`SENSITIVITY`]).
+    pub sensitivity: Vec<Sensitivity>,
     pub paper_numa_amp_over_cfs: f64,
 }
 
@@ -138,10 +143,15 @@ pub fn runs() -> Vec<Vec<Program>> {
 /// The threads of a run's programs, ids in order, the `k`-th program's memory on
 /// `DATA_NODES[k]`.
 pub fn tasks(programs: &[Program]) -> Vec<SimTask> {
+    tasks_in(&Memory::ASSUMED, programs)
+}
+
+/// [`tasks`] on memory `m`.
+pub fn tasks_in(m: &Memory, programs: &[Program]) -> Vec<SimTask> {
     programs
         .iter()
         .enumerate()
-        .flat_map(|(k, p)| p.threads((k * THREADS) as u64, DATA_NODES[k % DATA_NODES.len()]))
+        .flat_map(|(k, p)| p.threads_in(m, (k * THREADS) as u64, DATA_NODES[k % DATA_NODES.len()]))
         .collect()
 }
 
@@ -152,14 +162,24 @@ pub fn simulate_with<P: Policy + ?Sized>(
     policy: &mut P,
     programs: &[Program],
 ) -> Result<Vec<f64>> {
-    let m = machine()?;
+    simulate_in(&Memory::ASSUMED, spec, policy, programs)
+}
+
+/// [`simulate_with`] on memory `mem`.
+pub fn simulate_in<P: Policy + ?Sized>(
+    mem: &Memory,
+    spec: &str,
+    policy: &mut P,
+    programs: &[Program],
+) -> Result<Vec<f64>> {
+    let m = mem.machine()?;
     let mut record = Record::new(
         spec,
         m.units.iter().map(|u| u.kind).collect(),
         m.units.iter().map(|u| u.name.clone()).collect(),
     );
-    let summary =
-        Simulation::new(&m, tasks(programs), &Config::default()).run(policy, &mut record)?;
+    let summary = Simulation::new(&m, tasks_in(mem, programs), &Config::default())
+        .run(policy, &mut record)?;
     record
         .check()
         .map_err(|e| Error::runtime(format!("ding, {spec}: run record invariant: {e}")))?;
@@ -192,9 +212,71 @@ pub fn numa_amp(spec: &str) -> Result<NumaAmp> {
 
 /// Simulates one run under numa-amp `spec`; each program's time and the triggers.
 pub fn simulate_numa_amp(spec: &str, programs: &[Program]) -> Result<(Vec<f64>, Triggers)> {
+    simulate_numa_amp_in(&Memory::ASSUMED, spec, programs)
+}
+
+fn simulate_numa_amp_in(
+    mem: &Memory,
+    spec: &str,
+    programs: &[Program],
+) -> Result<(Vec<f64>, Triggers)> {
     let mut policy = numa_amp(spec)?;
-    let times = simulate_with(spec, &mut policy, programs)?;
+    let times = simulate_in(mem, spec, &mut policy, programs)?;
     Ok((times, policy.triggers()))
+}
+
+/// One assumption changed at a time, for the sensitivity runs: its label and the
+/// memory it gives. Not tuned: each goes to a bound its own source gives (no bandwidth
+/// limit; twice the bandwidth, one socket of two; one miss in flight, a pointer chase;
+/// 12.5, streaming; the unbounded class at the large class's MPKI) and the report
+/// prints what each gives.
+pub const SENSITIVITY: [(&str, Memory); 5] = {
+    let a = Memory::ASSUMED;
+    [
+        (
+            "no bandwidth limit",
+            Memory {
+                node_bandwidth: None,
+                ..a
+            },
+        ),
+        (
+            "node bandwidth 12.5 GB/s",
+            Memory {
+                node_bandwidth: Some(2.0 * NODE_BANDWIDTH),
+                ..a
+            },
+        ),
+        (
+            "1 miss in flight (160 ns stall)",
+            Memory {
+                misses_in_flight: 1.0,
+                ..a
+            },
+        ),
+        (
+            "12.5 misses in flight (12.8 ns stall)",
+            Memory {
+                misses_in_flight: ONE_THREAD_STREAM * MEMORY_LATENCY_NS * 1e-9 / LINE_BYTES,
+                ..a
+            },
+        ),
+        (
+            "unbounded class at 5 MPKI",
+            Memory {
+                mpki: [a.mpki[0], a.mpki[1], a.mpki[2], MPKI_LARGE],
+                ..a
+            },
+        ),
+    ]
+};
+
+/// What one sensitivity run gives: the averages over all (program, run) pairs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Sensitivity {
+    pub variant: &'static str,
+    pub memory: Memory,
+    pub averages: Averages,
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> f64 {
@@ -206,8 +288,22 @@ fn mean(values: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
-/// Runs the evaluation.
+/// Runs the evaluation on the assumed memory, then each [`SENSITIVITY`] variant.
 pub fn evaluate() -> Result<Report> {
+    let mut report = evaluate_in(&Memory::ASSUMED)?;
+    for (variant, memory) in SENSITIVITY {
+        let averages = evaluate_in(&memory)?.all;
+        report.sensitivity.push(Sensitivity {
+            variant,
+            memory,
+            averages,
+        });
+    }
+    Ok(report)
+}
+
+/// Runs the evaluation on memory `mem` (no sensitivity runs).
+pub fn evaluate_in(mem: &Memory) -> Result<Report> {
     let mut rows = Vec::new();
     let mut totals = [0u64; 4];
     for programs in runs() {
@@ -215,14 +311,15 @@ pub fn evaluate() -> Result<Report> {
         let mut triggers = Triggers::default();
         for spec in POLICIES {
             if spec == "numa-amp" {
-                let (t, tr) = simulate_numa_amp(spec, &programs)?;
+                let (t, tr) = simulate_numa_amp_in(mem, spec, &programs)?;
                 times.push(t);
                 triggers = tr;
             } else {
-                times.push(simulate(spec, &programs)?);
+                let mut policy = hetsched_policies::build(spec, 1)?;
+                times.push(simulate_in(mem, spec, policy.as_mut(), &programs)?);
             }
         }
-        let (no_pages, _) = simulate_numa_amp(NUMA_AMP_NO_PAGES, &programs)?;
+        let (no_pages, _) = simulate_numa_amp_in(mem, NUMA_AMP_NO_PAGES, &programs)?;
         let counts = [
             triggers.eager,
             triggers.lazy,
@@ -262,10 +359,12 @@ pub fn evaluate() -> Result<Report> {
                 program: p.name,
                 working_set: p.working_set,
                 parallelism: p.parallelism,
-                llc_mpki: p.working_set.mpki(),
-                memory_bound: p.memory_bound(),
-                machine_speedup_factor: p.speedup(),
-                node_demand_ratio: p.node_demand_ratio(),
+                llc_mpki: mem.mpki(p.working_set),
+                memory_bound: p.memory_bound_in(mem),
+                machine_speedup_factor: p.speedup_in(mem),
+                node_demand_ratio: mem
+                    .node_bandwidth
+                    .map_or(0.0, |b| THREADS as f64 * p.bandwidth_per_thread_in(mem) / b),
                 eevdf_speedup: of(&|r| r.eevdf_speedup),
                 cfs_cap_speedup: of(&|r| r.cfs_cap_speedup),
                 numa_amp_speedup: of(&|r| r.numa_amp_speedup),
@@ -275,7 +374,7 @@ pub fn evaluate() -> Result<Report> {
         .collect();
     let all = Averages::of(rows.iter());
     Ok(Report {
-        machine: machine()?.name,
+        machine: mem.machine()?.name,
         policies: POLICIES,
         eevdf_over_cfs: all.eevdf_over_cfs,
         cfs_cap_over_cfs: all.cfs_cap_over_cfs,
@@ -289,6 +388,7 @@ pub fn evaluate() -> Result<Report> {
         mixes: Averages::of(rows.iter().filter(|r| r.run != "alone")),
         all,
         numa_amp_triggers: totals,
+        sensitivity: Vec::new(),
         paper_numa_amp_over_cfs: PAPER_SPEEDUP,
         rows,
         programs,
@@ -361,6 +461,17 @@ impl Report {
             s,
             "numa-amp's triggers over all runs: eager {eager}, lazy {lazy}, NUMA-list swaps {numa}, page moves {pages}"
         );
+        for v in &self.sensitivity {
+            let a = &v.averages;
+            let _ = writeln!(
+                s,
+                "sensitivity, {:<38} numa-amp {:.3}x (without page moves {:.3}x), cfs-cap {:.3}x over cfs",
+                format!("{}:", v.variant),
+                a.numa_amp_over_cfs,
+                a.numa_amp_no_pages_over_cfs,
+                a.cfs_cap_over_cfs
+            );
+        }
         let _ = writeln!(
             s,
             "paper: numa-amp {:.2}x over cfs; numa-amp over cfs-cap {:.3}x",

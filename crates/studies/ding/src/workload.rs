@@ -51,6 +51,10 @@ hetsched_study::assumptions! { "ding";
     /// 64 B = 12.5 lines in flight for streaming; a dependent pointer chase keeps 1.
     /// The stall per miss is the latency over this: 40 ns.
     pub const MISSES_IN_FLIGHT: f64 = 4.0;
+    /// STREAM bandwidth of one thread, bytes/s: 5 GB/s on the Xeon X7560 with DDR3-1066
+    /// (same AnandTech page); used only by the sensitivity run with a streaming
+    /// thread's misses in flight (5 GB/s × 160 ns / 64 B = 12.5).
+    pub const ONE_THREAD_STREAM: f64 = 5e9;
     /// Core cycles per instruction of every program with a perfect LLC (our choice: no
     /// citable per-program CPI was found).
     pub const CORE_CPI: f64 = 1.0;
@@ -104,18 +108,55 @@ impl WorkingSet {
     /// medium working sets fit a Xeon 7500's 18–24 MB LLC — turtles, below 2; large is a
     /// semi-devil; unbounded a devil, above 10).
     pub fn mpki(self) -> f64 {
-        match self {
-            WorkingSet::Small => MPKI_SMALL,
-            WorkingSet::Medium => MPKI_MEDIUM,
-            WorkingSet::Large => MPKI_LARGE,
-            WorkingSet::Unbounded => MPKI_UNBOUNDED,
-        }
+        Memory::ASSUMED.mpki(self)
     }
 
     /// The program's resident memory, bytes, that page migration moves (our choice,
     /// the order of the simlarge inputs).
     pub fn footprint(self) -> f64 {
         FOOTPRINT_BYTES[self as usize]
+    }
+}
+
+/// The machine's memory and the programs' miss rates per working-set class: the
+/// assumptions above ([`Memory::ASSUMED`]), or a variant of them for the sensitivity
+/// runs (`experiment::SENSITIVITY`).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Memory {
+    /// Bytes/s per node; `None`: unlimited.
+    pub node_bandwidth: Option<f64>,
+    pub latency_ns: f64,
+    pub misses_in_flight: f64,
+    /// LLC MPKI by working-set class (small, medium, large, unbounded).
+    pub mpki: [f64; 4],
+}
+
+impl Memory {
+    /// The evaluation's memory: the assumptions of this module.
+    pub const ASSUMED: Memory = Memory {
+        node_bandwidth: Some(NODE_BANDWIDTH),
+        latency_ns: MEMORY_LATENCY_NS,
+        misses_in_flight: MISSES_IN_FLIGHT,
+        mpki: [MPKI_SMALL, MPKI_MEDIUM, MPKI_LARGE, MPKI_UNBOUNDED],
+    };
+
+    /// The core's stall per LLC miss, ns: the latency over the misses in flight.
+    pub fn stall_per_miss_ns(&self) -> f64 {
+        self.latency_ns / self.misses_in_flight
+    }
+
+    /// LLC misses per 1,000 instructions of a working-set class.
+    pub fn mpki(&self, ws: WorkingSet) -> f64 {
+        self.mpki[ws as usize]
+    }
+
+    /// The `ding` preset with this node bandwidth.
+    pub fn machine(&self) -> Result<Machine> {
+        let mut m = hetsched_topology::load("ding", UnitGranularity::Core)?;
+        for node in &mut m.numa_nodes {
+            node.bandwidth_bytes_per_s = self.node_bandwidth;
+        }
+        Ok(m)
     }
 }
 
@@ -166,56 +207,72 @@ pub const PROGRAMS: [Program; 6] = {
 
 /// The `ding` preset with [`NODE_BANDWIDTH`] per node.
 pub fn machine() -> Result<Machine> {
-    let mut m = hetsched_topology::load("ding", UnitGranularity::Core)?;
-    for node in &mut m.numa_nodes {
-        node.bandwidth_bytes_per_s = Some(NODE_BANDWIDTH);
-    }
-    Ok(m)
+    Memory::ASSUMED.machine()
 }
 
 /// The core's stall per LLC miss on this machine, ns: the latency over the misses in
 /// flight.
 pub fn stall_per_miss_ns() -> f64 {
-    MEMORY_LATENCY_NS / MISSES_IN_FLIGHT
+    Memory::ASSUMED.stall_per_miss_ns()
 }
 
 impl Program {
     /// Memory stall per instruction, ns, with local, uncontended memory.
-    fn stall_ns(&self) -> f64 {
-        self.working_set.mpki() / 1000.0 * stall_per_miss_ns()
+    fn stall_ns(&self, m: &Memory) -> f64 {
+        m.mpki(self.working_set) / 1000.0 * m.stall_per_miss_ns()
     }
 
     /// Nanoseconds per instruction at clock `ghz`, local memory, uncontended.
-    fn ns_per_instruction(&self, ghz: f64) -> f64 {
-        CORE_CPI / ghz + self.stall_ns()
+    fn ns_per_instruction(&self, m: &Memory, ghz: f64) -> f64 {
+        CORE_CPI / ghz + self.stall_ns(m)
     }
 
     /// The fraction of a capacity-1024 core's time the program waits for local memory,
     /// uncontended: what the simulator stretches by distance and bandwidth sharing.
-    pub fn memory_bound(&self) -> f64 {
-        self.stall_ns() / self.ns_per_instruction(REFERENCE_GHZ)
+    pub fn memory_bound_in(&self, m: &Memory) -> f64 {
+        self.stall_ns(m) / self.ns_per_instruction(m, REFERENCE_GHZ)
     }
 
     /// Instructions per second alone on a capacity-1024 core, local memory.
-    pub fn instructions_per_s(&self) -> f64 {
-        1e9 / self.ns_per_instruction(REFERENCE_GHZ)
+    pub fn instructions_per_s_in(&self, m: &Memory) -> f64 {
+        1e9 / self.ns_per_instruction(m, REFERENCE_GHZ)
     }
 
     /// The memory bandwidth one thread draws alone on a capacity-1024 core, bytes/s.
+    pub fn bandwidth_per_thread_in(&self, m: &Memory) -> f64 {
+        self.instructions_per_s_in(m) * m.mpki(self.working_set) / 1000.0 * LINE_BYTES
+    }
+
+    /// The machine's speed-up of a thread from a slow (512, half the clock) to a fast
+    /// (1024) core, local memory, uncontended: what numa-amp tries to estimate.
+    pub fn speedup_in(&self, m: &Memory) -> f64 {
+        self.ns_per_instruction(m, REFERENCE_GHZ / 2.0) / self.ns_per_instruction(m, REFERENCE_GHZ)
+    }
+
+    /// [`Self::memory_bound_in`] the assumed memory.
+    pub fn memory_bound(&self) -> f64 {
+        self.memory_bound_in(&Memory::ASSUMED)
+    }
+
+    /// [`Self::instructions_per_s_in`] the assumed memory.
+    pub fn instructions_per_s(&self) -> f64 {
+        self.instructions_per_s_in(&Memory::ASSUMED)
+    }
+
+    /// [`Self::bandwidth_per_thread_in`] the assumed memory.
     pub fn bandwidth_per_thread(&self) -> f64 {
-        self.instructions_per_s() * self.working_set.mpki() / 1000.0 * LINE_BYTES
+        self.bandwidth_per_thread_in(&Memory::ASSUMED)
+    }
+
+    /// [`Self::speedup_in`] the assumed memory.
+    pub fn speedup(&self) -> f64 {
+        self.speedup_in(&Memory::ASSUMED)
     }
 
     /// What all its threads running at once draw from the node holding its memory,
     /// over that node's bandwidth (above 1: the node's bandwidth binds).
     pub fn node_demand_ratio(&self) -> f64 {
         THREADS as f64 * self.bandwidth_per_thread() / NODE_BANDWIDTH
-    }
-
-    /// The machine's speed-up of a thread from a slow (512, half the clock) to a fast
-    /// (1024) core, local memory, uncontended: what numa-amp tries to estimate.
-    pub fn speedup(&self) -> f64 {
-        self.ns_per_instruction(REFERENCE_GHZ / 2.0) / self.ns_per_instruction(REFERENCE_GHZ)
     }
 
     /// Work of thread `i`, reference seconds (see [`PIPELINE_SPREAD`]).
@@ -229,21 +286,27 @@ impl Program {
         }
     }
 
-    /// Its threads, ids from `first_id`, arriving at 0, their memory on `node`.
-    pub fn threads(&self, first_id: u64, node: u32) -> Vec<SimTask> {
+    /// Its threads on memory `m`, ids from `first_id`, arriving at 0, their memory on
+    /// `node`.
+    pub fn threads_in(&self, m: &Memory, first_id: u64, node: u32) -> Vec<SimTask> {
         (0..THREADS)
             .map(|i| {
                 let mut t = SimTask::cpu(first_id + i as u64, self.work_s(i), 0);
                 t.kind = self.name.into();
                 t.set_numa_home(Some(node));
-                t.model.memory_bound = self.memory_bound();
-                t.model.instructions_per_s = self.instructions_per_s();
-                t.model.llc_mpki = self.working_set.mpki();
-                t.model.mem_bandwidth = self.bandwidth_per_thread();
+                t.model.memory_bound = self.memory_bound_in(m);
+                t.model.instructions_per_s = self.instructions_per_s_in(m);
+                t.model.llc_mpki = m.mpki(self.working_set);
+                t.model.mem_bandwidth = self.bandwidth_per_thread_in(m);
                 t.model.memory_bytes = self.working_set.footprint() / THREADS as f64;
                 t
             })
             .collect()
+    }
+
+    /// [`Self::threads_in`] the assumed memory.
+    pub fn threads(&self, first_id: u64, node: u32) -> Vec<SimTask> {
+        self.threads_in(&Memory::ASSUMED, first_id, node)
     }
 }
 

@@ -6,8 +6,9 @@
 use hetsched_core::record::Record;
 use hetsched_ding::experiment::{
     evaluate, numa_amp, runs, simulate, simulate_numa_amp, tasks, Report, PAPER_SPEEDUP, POLICIES,
+    SENSITIVITY,
 };
-use hetsched_ding::workload::{machine, WorkingSet, PROGRAMS, THREADS};
+use hetsched_ding::workload::{machine, Memory, WorkingSet, PROGRAMS, THREADS};
 use hetsched_policies::amp_factors::TURTLE_MPKI;
 use hetsched_sim::{Config, Simulation};
 use hetsched_study::Verdict;
@@ -72,6 +73,14 @@ fn every_program_runs_alone_and_with_every_other() {
         (r.alone.pairs, r.mixes.pairs, r.all.pairs),
         (n, n * (n - 1), r.rows.len())
     );
+    // Each sensitivity run is a full evaluation of its own memory.
+    assert_eq!(r.sensitivity.len(), SENSITIVITY.len());
+    for v in &r.sensitivity {
+        assert_eq!(v.averages.pairs, r.rows.len(), "{}", v.variant);
+        assert!(v.averages.numa_amp_over_cfs.is_finite(), "{}", v.variant);
+        assert_ne!(v.memory, Memory::ASSUMED, "{}", v.variant);
+        assert_ne!(v.averages, r.all, "{}", v.variant);
+    }
     let json = serde_json::to_value(r).unwrap();
     assert!(json["numa_amp_over_cfs"].as_f64().is_some());
     assert_eq!(json["programs"].as_array().unwrap().len(), n);
