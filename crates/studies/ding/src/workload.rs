@@ -37,11 +37,12 @@ use hetsched_sim::SimTask;
 
 hetsched_study::assumptions! { "ding";
     /// Memory bandwidth per NUMA node, bytes/s: 6.25 GB/s, a quarter of the 25 GB/s
-    /// (low end of 25–29 GB/s) STREAM Triad that AnandTech measured with all threads on a
-    /// four-socket Xeon X7560 Dell R810 (J. De Gelas, "Dell R810: Xeon 7500", 2010,
-    /// anandtech.com/show/3648, p. 7), i.e. one socket's share. The paper gives none;
-    /// its R910 has the same memory system (Xeon 7500, SMI links to DDR3 buffers), and
-    /// its 8 cores sit on fewer sockets than that, so the per-node figure is ours.
+    /// (low end of 25–29 GB/s) STREAM Triad that AnandTech measured with all threads on
+    /// Xeon X7560s in a Dell R810 (J. De Gelas, "Dell R810: Xeon 7500", 2010,
+    /// anandtech.com/show/3648, p. 7): one socket's share if that R810 had four (it
+    /// takes two or four; with two the share is 12.5 GB/s, a sensitivity run). The
+    /// paper gives none; its R910 has the same memory system (Xeon 7500, SMI links to
+    /// DDR3 buffers), so the per-node figure is ours.
     pub const NODE_BANDWIDTH: f64 = 6.25e9;
     /// Local memory latency, ns: 160 ns, SiSoft Sandra's memory latency of a Xeon X7560
     /// in the same AnandTech review (p. 7, latency table). Not from the paper.
