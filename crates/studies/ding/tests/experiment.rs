@@ -3,7 +3,11 @@
 //! simulation, that numa-amp's NUMA half acts (and only on memory-intensive programs),
 //! and that the policy knows the programs only through their counters.
 
+use hetsched_core::policy::{
+    CheckpointDecision, PickDecision, Policy, Sample, SubmitDecision, TickAction, UnitId, View,
+};
 use hetsched_core::record::Record;
+use hetsched_core::task::TaskId;
 use hetsched_ding::experiment::{
     evaluate, numa_amp, runs, simulate, simulate_numa_amp, tasks, Report, PAPER_SPEEDUP, POLICIES,
     SENSITIVITY,
@@ -227,4 +231,85 @@ fn a_row_is_a_direct_simulation() {
         .unwrap();
     let cfs = simulate("cfs", &[program("dedup")]).unwrap();
     assert_eq!(row.seconds[0], cfs[0]);
+}
+
+/// numa-amp with the samples' model-derived field (`memory_bound`, which the simulator
+/// fills from the task's model and a live engine leaves empty) removed or not: the
+/// policy reads only the counters, so the runs are the same to the nanosecond.
+struct WithoutModelField {
+    inner: hetsched_policies::numa_amp::NumaAmp,
+    strip: bool,
+    /// Samples seen with the field filled.
+    seen: usize,
+}
+
+impl Policy for WithoutModelField {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn submit(&mut self, view: &View, task: TaskId) -> SubmitDecision {
+        self.inner.submit(view, task)
+    }
+    fn pick(&mut self, view: &View, unit: UnitId) -> PickDecision {
+        self.inner.pick(view, unit)
+    }
+    fn time_slice(&mut self, view: &View, unit: UnitId, task: TaskId) -> Option<u64> {
+        self.inner.time_slice(view, unit, task)
+    }
+    fn checkpoint(&mut self, view: &View, task: TaskId, unit: UnitId) -> CheckpointDecision {
+        self.inner.checkpoint(view, task, unit)
+    }
+    fn complete(&mut self, view: &View, task: TaskId, unit: UnitId) {
+        self.inner.complete(view, task, unit)
+    }
+    fn tick_interval(&self) -> Option<u64> {
+        self.inner.tick_interval()
+    }
+    fn tick(&mut self, view: &View, samples: &[Sample]) -> Vec<TickAction> {
+        let mut samples = samples.to_vec();
+        if self.strip {
+            samples.iter_mut().for_each(|s| s.memory_bound = None);
+        } else {
+            self.seen += samples.iter().filter(|s| s.memory_bound.is_some()).count();
+        }
+        self.inner.tick(view, &samples)
+    }
+    fn migrate_memory(&mut self, view: &View, task: TaskId, unit: UnitId) -> bool {
+        self.inner.migrate_memory(view, task, unit)
+    }
+    fn wants_samples(&self) -> bool {
+        self.inner.wants_samples()
+    }
+    fn wants_models(&self) -> bool {
+        self.inner.wants_models()
+    }
+}
+
+#[test]
+fn numa_amp_ignores_the_models_field_in_its_samples() {
+    let run = |strip: bool| {
+        let mut policy = WithoutModelField {
+            inner: numa_amp("numa-amp").unwrap(),
+            strip,
+            seen: 0,
+        };
+        let m = machine().unwrap();
+        let mut rec = Record::new(
+            "numa-amp",
+            m.units.iter().map(|u| u.kind).collect(),
+            m.units.iter().map(|u| u.name.clone()).collect(),
+        );
+        let programs = [program("canneal"), program("x264")];
+        Simulation::new(&m, tasks(&programs), &Config::default())
+            .run(&mut policy, &mut rec)
+            .unwrap();
+        let ends: Vec<_> = rec.outcomes().iter().map(|o| (o.task, o.end_ns)).collect();
+        if !strip {
+            assert!(policy.seen > 0, "the simulator fills the field");
+        }
+        (ends, policy.inner.triggers())
+    };
+    let (kept, stripped) = (run(false), run(true));
+    assert!(kept.1.lazy > 0 && kept.1.page_moves > 0, "{:?}", kept.1);
+    assert_eq!(kept, stripped);
 }
