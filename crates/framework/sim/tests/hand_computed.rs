@@ -455,6 +455,36 @@ fn concurrent_tasks_share_a_nodes_memory_bandwidth() {
     );
 }
 
+/// A remote task draws from the node holding its memory, not from its core's node,
+/// and pays the distance ratio on top. Two nodes of one core (distances 10/20), node
+/// 0 of 10 GB/s; both tasks' memory on node 0, each half memory-bound drawing 10 GB/s.
+/// Task 0 runs on node 0, task 1 on node 1. Together node 0 serves 20 GB/s: σ = 2.
+/// Task 0: 0.5 + 0.5 × 2 = 1.5 s. Task 1: 0.5 + 0.5 × 2 (remote) × 2 = 2.5 ns per ns
+/// of work until 1.5 s (0.6 s of work done), then alone 0.5 + 0.5 × 2 = 1.5: the 0.4 s
+/// left take 0.6 s, it ends at 2.1 s. (Charged to its core's node instead, neither
+/// node would be shared: 1 s and 1.5 s.)
+#[test]
+fn a_remote_task_shares_its_memory_nodes_bandwidth_and_pays_the_distance() {
+    let m = machine_from_toml(
+        "name = \"bw2\"\ndistances = [[10, 20], [20, 10]]\n\
+         [[package]]\ncores = 1\n[[package]]\ncores = 1\n\
+         [[numa_node]]\nmemory = \"1 GiB\"\nbandwidth = \"10 GB/s\"\n\
+         [[numa_node]]\nmemory = \"1 GiB\"\nbandwidth = \"10 GB/s\"\n",
+        "bw2.toml",
+    )
+    .unwrap();
+    let homed = |id: u64| {
+        let mut t = memory_task(id, 1.0, 0);
+        t.set_numa_home(Some(0));
+        t
+    };
+    let rec = simulate(&m, "fcfs", vec![homed(0), homed(1)]);
+    assert_eq!(
+        completions(&rec),
+        vec![(0, 0, 1500 * MS), (1, 1, 2100 * MS)]
+    );
+}
+
 #[test]
 fn a_task_slows_down_while_another_shares_the_node_and_speeds_up_after() {
     // t0 (1 s) alone until t1 (1 s) arrives at 0.5 s: t0 has 0.5 s of work left, done

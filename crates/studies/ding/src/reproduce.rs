@@ -30,7 +30,7 @@ pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
                 rows: vec![vec!["the paper's scheduler".into(), format!("{PAPER_SPEEDUP:.2}×")]],
             },
             ours: Table {
-                header: vec!["program".into(), "cfs-cap over cfs".into(), "numa-amp over cfs".into(), "eevdf over cfs".into()],
+                header: vec!["program".into(), "cfs-cap over cfs".into(), "numa-amp over cfs".into(), "numa-amp without page moves over cfs".into(), "eevdf over cfs".into()],
                 rows: r
                     .programs
                     .iter()
@@ -39,6 +39,7 @@ pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
                             p.program.into(),
                             format!("{:.3}×", p.cfs_cap_speedup),
                             format!("{:.3}×", p.numa_amp_speedup),
+                            format!("{:.3}×", p.numa_amp_no_pages_speedup),
                             format!("{:.3}×", p.eevdf_speedup),
                         ]
                     })
@@ -46,6 +47,7 @@ pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
                         "average".into(),
                         format!("{:.3}×", r.cfs_cap_over_cfs),
                         format!("{:.3}×", r.numa_amp_over_cfs),
+                        format!("{:.3}×", r.all.numa_amp_no_pages_over_cfs),
                         format!("{:.3}×", r.eevdf_over_cfs),
                     ]])
                     .collect(),
@@ -60,6 +62,9 @@ pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
 /// The paper's claim, graded by the one rule ([`hetsched_study::grade`]).
 pub fn claims(r: &Report) -> Vec<Claim> {
     let ours = r.numa_amp_over_cfs;
+    let varied = r.sensitivity.iter().map(|v| v.averages.numa_amp_over_cfs);
+    let lo = varied.clone().fold(ours, f64::min);
+    let hi = varied.fold(ours, f64::max);
     vec![Claim::new(
         "ding",
         "speedup-over-cfs",
@@ -72,6 +77,14 @@ pub fn claims(r: &Report) -> Vec<Claim> {
     )
     .graded(
         vec![Check::number("numa-amp over cfs, ×", Paper::Value(PAPER_SPEEDUP), Measure::Ratio, ours)],
-        "our programs' per-thread work is equal and known to the model, and the paper's per-program miss rates, CPIs and CFS behaviour are unknown to us; we did not tune the workload toward its figure (docs/ding.md)",
+        format!(
+            "six PARSEC programs, one per distinct (working set, parallelisation model) of Bienia et al.'s Table 1, alone and in every pair; \
+             the machine's memory model (cited Xeon X7560 latency, assumed overlap, per-node bandwidth that binds for the unbounded working sets) makes their times, \
+             and numa-amp sees only their counters; ours is {:.3}× from the paper's, and the gain rests on those assumptions: alone {:.3}×, in mixes {:.3}×, without page moves {:.3}× overall, from {:.3}× to {:.3}× with one assumption changed at a time; \
+             the per-class miss rates, core CPI, imbalance and bandwidth are our assumptions, fixed before the first run and not tuned toward the paper (docs/ding.md)",
+            (ours - PAPER_SPEEDUP).abs(), r.alone.numa_amp_over_cfs, r.mixes.numa_amp_over_cfs, r.all.numa_amp_no_pages_over_cfs,
+            lo,
+            hi
+        ),
     )]
 }

@@ -175,7 +175,9 @@ pub fn run(out: &OutDir, quick: bool, studies: &[&Study], progress: bool) -> Res
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(500));
     let mut sections = Vec::new();
-    let full = full_run::FullRun::stored();
+    // Only a quick run compares with the stored full run; a full run must not need it,
+    // since it is what refreshes it.
+    let full = quick.then(full_run::FullRun::stored);
     for s in studies {
         bar.set_message(s.key);
         let t = Instant::now();
@@ -193,7 +195,7 @@ pub fn run(out: &OutDir, quick: bool, studies: &[&Study], progress: bool) -> Res
             Err(format!("panicked: {msg}"))
         });
         let full_scale = match (&result, quick) {
-            (Ok(r), true) => full.compare(s.key, &r.claims),
+            (Ok(r), true) => full.as_ref().and_then(|f| f.compare(s.key, &r.claims)),
             _ => None,
         };
         sections.push(Section {
