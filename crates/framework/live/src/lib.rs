@@ -19,6 +19,7 @@ pub mod run_graph;
 pub mod sampler;
 pub mod server;
 pub mod shm;
+pub mod slow_cpu;
 pub mod sources;
 pub mod trust;
 pub mod worker_bridge;

@@ -18,6 +18,7 @@ mod run_cmd;
 mod run_graph_cmd;
 mod signature_cmd;
 mod simulate_cmd;
+mod slow_cpu_cmd;
 mod topology_cmd;
 mod watch;
 
@@ -57,6 +58,9 @@ enum Command {
     /// Run a task graph of programs (WfFormat or DOT) under the daemon, like `make -j`
     /// with the policy's placement: each task once its predecessors succeeded.
     RunGraph(run_graph_cmd::RunGraphArgs),
+    /// Run a command while one CPU is made slower (a real-time duty-cycle load pinned to
+    /// it), so that a machine of equal CPUs has a fast and a slow one.
+    SlowCpu(slow_cpu_cmd::SlowCpuArgs),
     /// Run an example application (Beisel et al.) on the worker model.
     App {
         #[command(subcommand)]
@@ -96,6 +100,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Client(args) => daemon_cmd::client(args),
         Command::Run(args) => run_cmd::run(args),
         Command::RunGraph(args) => run_graph_cmd::run(args),
+        Command::SlowCpu(args) => slow_cpu_cmd::run(args),
         Command::App { which } => app_cmd::run_app(which),
         Command::Iobench(args) => iobench_cmd::iobench(args),
         Command::Simulate(args) => simulate_cmd::simulate(args),
