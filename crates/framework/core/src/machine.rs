@@ -8,6 +8,7 @@
 //!
 //! CPU sets are lists of PU OS indexes (what `sched_setaffinity` takes).
 
+use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// Linux's capacity scale: the fastest CPU of a machine has capacity 1024.
@@ -298,6 +299,30 @@ impl Machine {
         self.pus.iter().find(|p| p.os_index == os_index)
     }
 
+    /// Sets the capacity of the CPU `os_index` and of every CPU unit made of it alone: what
+    /// a machine's CPU is when something the source cannot see slows it (a real-time load
+    /// of `hetsched slow-cpu`, a frequency cap). Refuses a CPU the machine lacks or a
+    /// capacity outside 1..=[`CAPACITY_SCALE`], naming the value and the range.
+    pub fn set_cpu_capacity(&mut self, os_index: u32, capacity: u32) -> Result<()> {
+        if !(1..=CAPACITY_SCALE).contains(&capacity) {
+            return Err(Error::input(format!(
+                "capacity {capacity} of CPU {os_index}: must be in [1, {CAPACITY_SCALE}]"
+            )));
+        }
+        let pu = self
+            .pus
+            .iter_mut()
+            .find(|p| p.os_index == os_index)
+            .ok_or_else(|| Error::input(format!("CPU {os_index}: the machine has no such CPU")))?;
+        pu.capacity = capacity;
+        for u in &mut self.units {
+            if u.kind == UnitType::Cpu && u.cpus == [os_index] {
+                u.capacity = capacity;
+            }
+        }
+        Ok(())
+    }
+
     pub fn numa_node(&self, os_index: u32) -> Option<&NumaNode> {
         self.numa_nodes.iter().find(|n| n.os_index == os_index)
     }
@@ -453,6 +478,36 @@ mod tests {
         assert_eq!(m.kind_capacities(), vec![512, 1024]);
         m.cpu_kinds[0].capacity_override = Some(300);
         assert_eq!(m.kind_capacities(), vec![300, 1024]);
+    }
+
+    #[test]
+    fn a_cpus_capacity_is_set_on_it_and_on_its_unit_only() {
+        let mut m = Machine::default();
+        m.pus = (0..2)
+            .map(|i| Pu {
+                os_index: i,
+                core: None,
+                package: 0,
+                numa_node: Some(0),
+                cpu_kind: None,
+                capacity: 0,
+            })
+            .collect();
+        m.assign_capacities();
+        m.derive_units(UnitGranularity::Pu);
+        m.set_cpu_capacity(1, 512).unwrap();
+        let caps: Vec<_> = m.units.iter().map(|u| u.capacity).collect();
+        assert_eq!(caps, [1024, 512]);
+        assert_eq!(m.pu(1).unwrap().capacity, 512);
+        let e = m.set_cpu_capacity(2, 512).unwrap_err().to_string();
+        assert!(e.contains("CPU 2: the machine has no such CPU"), "{e}");
+        let e = m.set_cpu_capacity(0, 0).unwrap_err().to_string();
+        assert!(
+            e.contains("capacity 0 of CPU 0: must be in [1, 1024]"),
+            "{e}"
+        );
+        assert!(m.set_cpu_capacity(0, 1025).is_err());
+        assert_eq!(m.units[0].capacity, 1024);
     }
 
     #[test]

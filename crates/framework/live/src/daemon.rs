@@ -43,6 +43,9 @@ pub struct Options {
     /// The event loop's nice value.
     pub nice: i32,
     pub models: Models,
+    /// CPUs whose capacity the machine's source cannot see, `(os_index, capacity)`: a
+    /// CPU slowed by `hetsched slow-cpu`, a frequency cap.
+    pub capacities: Vec<(u32, u32)>,
 }
 
 /// What a daemon left when it stopped.
@@ -69,6 +72,11 @@ pub fn serve(o: Options, say: &mut dyn FnMut(String)) -> Result<Ended> {
     // a device, a link) is refused before the run, not after it.
     let trace_file = o.trace.as_deref().map(OutFile::create).transpose()?;
     let mut machine = hetsched_topology::load(&o.machine, UnitGranularity::Pu)?;
+    for &(cpu, capacity) in &o.capacities {
+        machine
+            .set_cpu_capacity(cpu, capacity)
+            .map_err(|e| Error::input(format!("--capacity {cpu}={capacity}: {e}")))?;
+    }
     let device_index = if o.machine == "live" {
         let mut found = devices::opencl_devices();
         found.extend(devices::cuda_devices());

@@ -46,6 +46,24 @@ pub struct DaemonArgs {
     /// Keep no performance models: start with none, write none.
     #[arg(long)]
     no_perfmodel: bool,
+    /// CPU=CAPACITY: a CPU's capacity (1–1024) where the machine's source cannot see it,
+    /// e.g. `1=512` for CPU 1 slowed by `hetsched slow-cpu --cpu 1 --leave 0.5`
+    /// (repeatable, or comma-separated).
+    #[arg(long, value_name = "CPU=CAP", value_delimiter = ',', value_parser = cpu_capacity)]
+    capacity: Vec<(u32, u32)>,
+}
+
+/// `CPU=CAPACITY`, both numbers; the range is the machine's to check.
+fn cpu_capacity(s: &str) -> std::result::Result<(u32, u32), String> {
+    let (cpu, cap) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected CPU=CAPACITY, e.g. 1=512"))?;
+    let number = |x: &str| {
+        x.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("{s:?}: expected CPU=CAPACITY, two whole numbers, e.g. 1=512"))
+    };
+    Ok((number(cpu)?, number(cap)?))
 }
 
 pub fn daemon(args: DaemonArgs) -> Result<()> {
@@ -62,6 +80,7 @@ pub fn daemon(args: DaemonArgs) -> Result<()> {
             (Some(dir), _) => daemon::Models::In(dir),
             (None, false) => daemon::Models::Default,
         },
+        capacities: args.capacity,
     };
     let ended = daemon::serve(options, &mut |line| eprintln!("hetsched daemon: {line}"))?;
     if let Some(t) = ended.trace {

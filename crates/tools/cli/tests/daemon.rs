@@ -405,3 +405,50 @@ fn the_daemon_keeps_dmdas_models_between_runs() {
     let d = Daemon::start_with(1, 1, "dmda", &["--no-perfmodel"], Stdio::null());
     assert_eq!(d.client().alloc(&both).unwrap().id, units[0].id);
 }
+
+/// `--capacity CPU=CAP` (a CPU slowed where the machine's source cannot see it, as by
+/// `hetsched slow-cpu`) is that CPU unit's capacity from the start, and only its; a CPU
+/// the machine lacks or a capacity out of range is one line naming the flag, exit 2.
+#[test]
+fn a_capacity_given_at_start_is_that_cpus_units() {
+    let d = Daemon::start_with(2, 0, "cfs-cap", &["--capacity", "1=512"], Stdio::null());
+    let out = Command::new(BIN)
+        .args(["client", "--socket", d.socket.to_str().unwrap(), "units"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let capacity = |unit: &str| {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(unit))
+            .unwrap_or_else(|| panic!("no unit {unit}: {text}"));
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let at = words.iter().position(|w| *w == "capacity").unwrap();
+        words[at + 1].parse::<u32>().unwrap()
+    };
+    assert_eq!((capacity("0"), capacity("1")), (1024, 512), "{text}");
+    drop(d);
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("d.sock");
+    for (flag, says) in [
+        (
+            "999=512",
+            "--capacity 999=512: CPU 999: the machine has no such CPU",
+        ),
+        (
+            "1=0",
+            "--capacity 1=0: capacity 0 of CPU 1: must be in [1, 1024]",
+        ),
+    ] {
+        let out = common::hetsched(&[
+            "daemon",
+            "--machine",
+            "beisel",
+            "--socket",
+            socket.to_str().unwrap(),
+            "--capacity",
+            flag,
+        ]);
+        common::assert_input_error(&out, &[says]);
+    }
+}
