@@ -107,6 +107,17 @@ const ALLOWED: &[(&str, &str, &str, &str)] = &[
     ),
 ];
 
+/// Assumptions whose doc states its source in words [`provenance`] does not read, each
+/// with why it is left so: (paper, name, reason). An entry that now passes, or that no
+/// assumption has, fails the test, so the list only shrinks.
+const PENDING: &[(&str, &str, &str)] = &[(
+    "ding",
+    "ONE_THREAD_STREAM",
+    "its doc cites its source (the AnandTech review of the Xeon X7560) but not that the \
+     value is ours; crates/studies/ding is being rewritten by other engineers, who are \
+     told (issue #42 audit)",
+)];
+
 /// Files that grade the paper's claims or print its numbers beside ours.
 const GRADING_FILES: &[&str] = &["reproduce.rs", "plot.rs"];
 
@@ -130,11 +141,15 @@ fn provenance(doc: &str) -> Option<&'static str> {
         "not in the paper",
         "not in table",
         "not taken from the paper",
+        "not from the paper",
     ];
     let lower = doc.to_lowercase();
+    let says_ours = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| w == "ours");
     if lower.contains("paper") && PLACES.iter().any(|p| doc.contains(p)) {
         Some("the paper's setup")
-    } else if OURS.iter().any(|p| lower.contains(p)) {
+    } else if says_ours || OURS.iter().any(|p| lower.contains(p)) {
         Some("our choice")
     } else {
         None
@@ -159,7 +174,12 @@ fn the_provenance_rule_tells_a_stated_source_from_none() {
         provenance("Line bytes. Not in Table I."),
         Some("our choice")
     );
+    assert_eq!(
+        provenance("Misses in flight: 4, ours. Stall 40 ns."),
+        Some("our choice")
+    );
     assert_eq!(provenance("GPU queue limit: 5."), None);
+    assert_eq!(provenance("Hours of the detours: 5."), None);
     assert_eq!(provenance("As in the paper."), None);
 }
 
@@ -169,6 +189,7 @@ fn every_reproduction_lists_its_assumptions_with_where_they_come_from() {
     assert_eq!(known.len(), ENTRIES.len(), "a study is listed twice");
     let mut problems = Vec::new();
     let mut checked = 0;
+    let mut pending_seen = vec![false; PENDING.len()];
     for study in STUDIES.iter().filter(|s| s.reproduce.is_some()) {
         let Some(entry) = ENTRIES.iter().find(|e| e.key == study.key) else {
             problems.push(format!(
@@ -194,13 +215,26 @@ fn every_reproduction_lists_its_assumptions_with_where_they_come_from() {
             if a.value.is_empty() {
                 problems.push(format!("{at}: no value"));
             }
-            if provenance(&a.doc).is_none() {
+            let pending = PENDING.iter().position(|p| p.0 == a.paper && p.1 == a.name);
+            if let Some(k) = pending {
+                pending_seen[k] = true;
+                if provenance(&a.doc).is_some() {
+                    problems.push(format!(
+                        "{at}: now states its source: remove it from PENDING"
+                    ));
+                }
+            } else if provenance(&a.doc).is_none() {
                 problems.push(format!(
                     "{at}: its doc does not say where the value comes from (the paper's \
                      setup with its §, table or figure, or our choice): {:?}",
                     a.doc
                 ));
             }
+        }
+    }
+    for (p, seen) in PENDING.iter().zip(pending_seen) {
+        if !seen {
+            problems.push(format!("PENDING names no assumption: {}: {}", p.0, p.1));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
