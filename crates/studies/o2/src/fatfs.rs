@@ -34,7 +34,7 @@ const _: () = assert!(std::mem::size_of::<DirEntry>() == 32);
 
 hetsched_study::assumptions! { "coretime";
     /// Bytes per directory entry: the paper's setup, §Preliminary evidence (32-byte FAT
-    /// entries; the layout of [`DirEntry`]).
+    /// entries; the layout of `DirEntry`).
     pub const ENTRY_BYTES: u64 = 32;
     /// Entries per directory of the lookup benchmark: the paper's setup, §Preliminary
     /// evidence (1000 entries per directory).
