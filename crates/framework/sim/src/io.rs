@@ -35,8 +35,6 @@
 use hetsched_core::machine::Machine;
 use serde::Serialize;
 
-/// Utilisation at which queueing delay is capped (a saturated resource).
-pub const MAX_UTILISATION: f64 = 0.9;
 const SECTOR: f64 = 512.0;
 
 /// The model's parameters, each an assumption documented in `docs/akram.md`.
@@ -60,8 +58,8 @@ pub struct IoParams {
 }
 
 hetsched_study::assumptions! { "akram";
-    /// Local memory latency seen by DMA and by CPU copies, ns: the Nehalem-EP order of
-    /// magnitude; Akram et al. give none.
+    /// Local memory latency seen by DMA and by CPU copies, ns: our choice, the Nehalem-EP
+    /// order of magnitude; Akram et al. give none.
     pub const MEM_LATENCY_NS: f64 = 100.0;
     /// Remote / local memory latency when the machine has no distance matrix: the paper
     /// gives none.
@@ -79,9 +77,13 @@ hetsched_study::assumptions! { "akram";
     /// Memory bandwidth one stress thread draws from its node, bytes/s: the paper does
     /// not give mstress's draw.
     pub const STRESS_BYTES_PER_S: f64 = 2.5e9;
-    /// CPU clock, Hz: a Xeon 5520-class nominal clock (the paper names the server, not
-    /// its clock).
+    /// CPU clock, Hz: our choice, a Xeon 5520-class nominal clock (the paper names the
+    /// server, not its clock).
     pub const CLOCK_HZ: f64 = 2.27e9;
+    /// Utilisation at which the model's queueing delay (M/M/1 stretch `1 / (1 − ρ)`) is
+    /// capped, a saturated resource: our choice (at most a 10× stretch); the paper gives
+    /// no queueing model.
+    pub const MAX_UTILISATION: f64 = 0.9;
 }
 
 impl Default for IoParams {

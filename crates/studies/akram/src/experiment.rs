@@ -118,8 +118,24 @@ impl Results {
     }
 }
 
-pub const MAX_INSTANCES: u32 = 8;
-const REQUEST: f64 = 1_048_576.0;
+hetsched_study::assumptions! { "akram";
+    /// zmIO instances of the sweeps, 1 to this many: the paper's setup, §V-B, Fig. 4
+    /// (its zmIO losses are given up to 8 instances).
+    pub const MAX_INSTANCES: u32 = 8;
+    /// Bytes per zmIO request: our choice (1 MiB sequential requests), not taken from
+    /// the paper.
+    pub const REQUEST_BYTES: f64 = 1_048_576.0;
+    /// I/O tasks of the policy comparison (two per RAID device): our choice; the paper
+    /// runs no scheduler.
+    pub const POLICY_IO_TASKS: usize = 8;
+    /// Compute-bound tasks among them: our choice (with the I/O tasks, one per PU).
+    pub const POLICY_COMPUTE_TASKS: usize = 8;
+    /// Work of each task of the policy comparison, reference seconds: our choice.
+    pub const POLICY_WORK_S: f64 = 10.0;
+    /// Share of an I/O task's work on its I/O path (`Workload::io_bound`): our choice,
+    /// I/O-bound as zmIO is.
+    pub const POLICY_IO_BOUND: f64 = 0.8;
+}
 
 /// The block devices (one RAID-0 per controller), alternating between the nodes.
 fn raid_devices(machine: &Machine) -> Vec<usize> {
@@ -156,7 +172,7 @@ fn streams(
                 cpu_node: cpu,
                 direct,
                 touch: mode == Mode::DirectSum,
-                request_bytes: REQUEST,
+                request_bytes: REQUEST_BYTES,
             }
         })
         .collect()
@@ -362,7 +378,13 @@ pub fn run() -> Result<Results> {
     let machine = hetsched_topology::load("akram", UnitGranularity::Pu)?;
     let params = IoParams::default();
     let points = sweep(&machine, &params)?;
-    let tasks = mixed_tasks(&machine, 8, 8, 10.0, 0.8);
+    let tasks = mixed_tasks(
+        &machine,
+        POLICY_IO_TASKS,
+        POLICY_COMPUTE_TASKS,
+        POLICY_WORK_S,
+        POLICY_IO_BOUND,
+    );
     let policies = POLICIES
         .iter()
         .map(|p| run_policy(&machine, p, &tasks))

@@ -116,6 +116,13 @@ pub fn reproduce(out: &OutDir, _quick: bool) -> Result<Reproduction> {
             note: "Ours is the simulator's I/O model of the paper's two-socket server, not a measurement; the live iobench runs on this one-node machine and is not part of the report.".into(),
         }],
         claims: claims(&r),
-        assumptions: hetsched_sim::io::assumptions(),
+        assumptions: assumptions(),
     })
+}
+
+/// The reproduction's assumptions: the I/O model's, then the experiment's.
+pub fn assumptions() -> Vec<hetsched_study::Assumption> {
+    let mut all = hetsched_sim::io::assumptions();
+    all.extend(experiment::assumptions());
+    all
 }

@@ -15,6 +15,39 @@ use hetsched_util::files::OutDir;
 use hetsched_util::plot::{lines, Series};
 use std::fmt::Write as _;
 
+hetsched_study::assumptions! { "beisel";
+    /// MD5 tasks of Fig. 3, all submitted at once: the paper's setup, §V, Fig. 3 ("We run
+    /// 15 GPU affine threads").
+    pub const FIG3_MD5_TASKS: usize = 15;
+    /// Queue limit of the GPU in Fig. 3 (`affinity`'s `acc_limit`): the paper's setup, §V,
+    /// Fig. 3 ("a limited queue length of 5 for the GPU").
+    pub const GPU_QUEUE_LIMIT: usize = 5;
+    /// Time-sharing granularity of the accelerator in Fig. 4 (`affinity`'s `gran_ms`), ms:
+    /// the paper's setup, §V, Fig. 4 (4 s).
+    pub const GRANULARITY_MS: u64 = 4000;
+    /// MD5 tasks of the mix of Fig. 4 and Figs. 6–7: the paper's setup, §V, Figs. 4, 6
+    /// and 7 (25 MD5 and 50 prime factorisation instances).
+    pub const MIX_MD5_TASKS: usize = 25;
+    /// Prime factorisation tasks of the mix of Fig. 4 and Figs. 6–7: the paper's setup,
+    /// §V, Figs. 4, 6 and 7.
+    pub const MIX_PRIME_TASKS: usize = 50;
+    /// Runs (seeds) behind each mean of Figs. 4, 6 and 7: the paper's setup, §V, Fig. 6
+    /// ("mean of total runtime for 30 runs").
+    pub const RUNS: usize = 30;
+    /// The numbers N of prime tasks of Fig. 5: our choice (5 to 75 in steps of 5 over
+    /// the figure's axis; the paper gives no list of N).
+    pub const FIG5_COUNTS: [usize; 15] = [5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75];
+    /// The GPU speeds of prime factorisation swept by Fig. 5, relative to one CPU core:
+    /// our choice (the paper gives affinities 1:1, not speeds; `PRIME_GPU_RATIO` is the
+    /// first).
+    pub const FIG5_GPU_RATIOS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0];
+    /// The granularities of the Figs. 6–7 sweep, ms: our choice of points from 0 (the
+    /// paper's finest) to 16 s.
+    pub const GRANULARITIES_MS: &[f64] = &[
+        0.0, 10.0, 100.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000.0,
+    ];
+}
+
 /// The paper's testbed: 16 CPU PUs and one GTX 480 (`gpu` unit).
 pub fn machine() -> Result<Machine> {
     hetsched_topology::load("beisel", UnitGranularity::Pu)
@@ -159,9 +192,9 @@ pub struct Fig3 {
 /// Fig. 3: 15 GPU-affine MD5 tasks at once, GPU queue limit 5.
 pub fn fig3(out: &OutDir, scale: f64) -> Result<Fig3> {
     let m = machine()?;
-    let tasks = workload::md5_batch(15, 3, scale);
-    let spec = "affinity:acc_limit=5";
-    let r = simulate(&m, spec, tasks.clone())?;
+    let tasks = workload::md5_batch(FIG3_MD5_TASKS, 3, scale);
+    let spec = format!("affinity:acc_limit={GPU_QUEUE_LIMIT}");
+    let r = simulate(&m, &spec, tasks.clone())?;
     let first = first_queue_kinds(&r.record);
     let started_cpu = first.iter().filter(|(_, k)| *k == UnitType::Cpu).count();
     let started_gpu = first.len() - started_cpu;
@@ -278,10 +311,6 @@ impl std::fmt::Display for Spread {
     }
 }
 
-/// The paper's number of runs behind a mean (Fig. 6: "mean of total runtime for 30
-/// runs"); Figs. 4, 6 and 7 are repeated over as many seeds by default.
-pub const PAPER_RUNS: usize = 30;
-
 /// `n` consecutive seeds from `first`.
 pub fn seeds(first: u64, n: usize) -> Vec<u64> {
     (first..).take(n).collect()
@@ -315,9 +344,10 @@ pub struct Fig4 {
 /// seed is plotted, every seed counts in the spread.
 pub fn fig4(out: &OutDir, md5: usize, prime: usize, seeds: &[u64], scale: f64) -> Result<Fig4> {
     let m = machine()?;
+    let timeshare = format!("affinity:gran_ms={GRANULARITY_MS}");
     let runs = [
         ("FCFS (no time-sharing)", "affinity:fcfs=1"),
-        ("time-sharing, 4 s granularity", "affinity:gran_ms=4000"),
+        ("time-sharing, 4 s granularity", timeshare.as_str()),
     ];
     let mut series = Vec::new();
     let mut figures = Vec::new();
@@ -395,10 +425,6 @@ pub fn fig4(out: &OutDir, md5: usize, prime: usize, seeds: &[u64], scale: f64) -
 
 /// (N, GPU-alone makespan, GPU+CPU makespan, GPU-alone and GPU+CPU mean turnaround), s.
 pub type Fig5Row = (usize, f64, f64, f64, f64);
-
-/// The GPU speeds of prime factorisation swept by Fig. 5, relative to one CPU core (the
-/// paper gives affinities 1:1, not speeds; [`workload::PRIME_GPU_RATIO`] is the first).
-pub const FIG5_GPU_RATIOS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0];
 
 /// Figure 5's figures: one row per N for each swept GPU speed.
 pub struct Fig5 {
@@ -520,11 +546,6 @@ pub struct Fig67 {
     pub seeds: usize,
 }
 
-/// The granularities of the sweep (ms).
-pub const GRANULARITIES_MS: &[f64] = &[
-    0.0, 10.0, 100.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000.0,
-];
-
 /// Figs. 6–7: 25 MD5 + 50 prime tasks on the GPU, granularity sweep and FCFS, each
 /// point over `seeds` (the paper: the mean of 30 runs).
 pub fn fig6_7(
@@ -645,7 +666,7 @@ pub const DMDA_NOTE: &str = "dmda runs as a StarPU user runs it: its models cali
 /// the comparison table, plots and a Perfetto trace. Returns the table.
 pub fn demo(out: &OutDir) -> Result<String> {
     let m = machine()?;
-    let tasks = workload::mix(25, 50, Devices::Both, 4, 1.0);
+    let tasks = workload::mix(MIX_MD5_TASKS, MIX_PRIME_TASKS, Devices::Both, 4, 1.0);
     let mut records = Vec::new();
     let mut metrics = Vec::new();
     let mut series = Vec::new();

@@ -5,7 +5,10 @@
 //! Why here: the claim tests (`tests/paper_claims.rs`) and `hetsched reproduce` read the
 //! same judgement, so they cannot disagree; the quick scale is the tests' scale.
 
-use crate::experiments::{self, Fig3, Fig4, Fig5, Fig5Row, Fig67, GRANULARITIES_MS};
+use crate::experiments::{
+    self, Fig3, Fig4, Fig5, Fig5Row, Fig67, FIG5_COUNTS, GRANULARITIES_MS, MIX_MD5_TASKS,
+    MIX_PRIME_TASKS, RUNS,
+};
 use hetsched_core::Result;
 use hetsched_study::{Baseline, Check, Claim, Figure, Measure, Paper, Reproduction, Table};
 use hetsched_util::files::OutDir;
@@ -37,12 +40,12 @@ impl Scale {
             }
         } else {
             Scale {
-                fig4_seeds: experiments::PAPER_RUNS,
-                fig5_counts: (1..=15).map(|i| i * 5).collect(),
+                fig4_seeds: RUNS,
+                fig5_counts: FIG5_COUNTS.to_vec(),
                 fig5_ratios: experiments::FIG5_GPU_RATIOS,
                 fig5_scale: 1.0,
-                fig67_seeds: experiments::PAPER_RUNS,
-                fig67_tasks: (25, 50),
+                fig67_seeds: RUNS,
+                fig67_tasks: (MIX_MD5_TASKS, MIX_PRIME_TASKS),
                 fig67_scale: 1.0,
             }
         }
@@ -60,7 +63,13 @@ pub fn reproduce(out: &OutDir, quick: bool) -> Result<Reproduction> {
     let s = Scale::of(quick);
     let f3 = experiments::fig3(&out.subdir("fig3")?, 1.0)?;
     let seeds4 = experiments::seeds(experiments::FIG4_FIRST_SEED, s.fig4_seeds);
-    let f4 = experiments::fig4(&out.subdir("fig4")?, 25, 50, &seeds4, 1.0)?;
+    let f4 = experiments::fig4(
+        &out.subdir("fig4")?,
+        MIX_MD5_TASKS,
+        MIX_PRIME_TASKS,
+        &seeds4,
+        1.0,
+    )?;
     let f5 = experiments::fig5(
         &out.subdir("fig5")?,
         &s.fig5_counts,
@@ -100,8 +109,15 @@ pub fn reproduce(out: &OutDir, quick: bool) -> Result<Reproduction> {
             fig67_figure(&f67, false),
         ],
         claims: claims(&f3, &f4, &f5, &f67),
-        assumptions: crate::workload::assumptions(),
+        assumptions: assumptions(),
     })
+}
+
+/// The reproduction's assumptions: the workload's, then the experiments'.
+pub fn assumptions() -> Vec<hetsched_study::Assumption> {
+    let mut all = crate::workload::assumptions();
+    all.extend(experiments::assumptions());
+    all
 }
 
 fn claim(id: &'static str, source: &'static str, statement: &str) -> Claim {

@@ -34,7 +34,8 @@ pub const STUDY: Study = Study {
             run: |m, out, w| {
                 let s: Seeds = options(m)?;
                 let seeds = experiments::seeds(experiments::FIG4_FIRST_SEED, s.seeds);
-                say(w, experiments::fig4(out, 25, 50, &seeds, 1.0)?.table)
+                let (md5, prime) = (experiments::MIX_MD5_TASKS, experiments::MIX_PRIME_TASKS);
+                say(w, experiments::fig4(out, md5, prime, &seeds, 1.0)?.table)
             },
         },
         Experiment {
@@ -43,7 +44,7 @@ pub const STUDY: Study = Study {
             outputs: "table.txt, runtimes.csv, runtimes.png, gpu-speed-sweep.png",
             args: |c| c,
             run: |_, out, w| {
-                let counts: Vec<usize> = (1..=15).map(|i| i * 5).collect();
+                let counts = experiments::FIG5_COUNTS;
                 say(
                     w,
                     experiments::fig5(out, &counts, experiments::FIG5_GPU_RATIOS, 1.0)?.table,
@@ -60,7 +61,11 @@ pub const STUDY: Study = Study {
                 let s: Seeds = options(m)?;
                 let seeds = experiments::seeds(experiments::FIG67_FIRST_SEED, s.seeds);
                 let g = experiments::GRANULARITIES_MS;
-                say(w, experiments::fig6_7(out, 25, 50, g, &seeds, 1.0)?.table)
+                let (md5, prime) = (experiments::MIX_MD5_TASKS, experiments::MIX_PRIME_TASKS);
+                say(
+                    w,
+                    experiments::fig6_7(out, md5, prime, g, &seeds, 1.0)?.table,
+                )
             },
         },
     ],
@@ -71,7 +76,7 @@ pub const STUDY: Study = Study {
 #[derive(clap::Args)]
 struct Seeds {
     /// Runs (seeds) per point, 1..=10000; the paper averages 30.
-    #[arg(long, default_value_t = experiments::PAPER_RUNS,
+    #[arg(long, default_value_t = experiments::RUNS,
           value_parser = clap::value_parser!(u16).range(1..=10000).map(usize::from))]
     seeds: usize,
 }

@@ -42,9 +42,9 @@ hetsched_study::assumptions! { "beisel";
     /// Prime divisors per second on one CPU core: this project's measurement (`hetsched
     /// bench apps`, docs/apps.md); the paper gives no rate.
     pub const PRIME_CPU_DIVISORS_PER_S: f64 = 1.75e8;
-    /// GTX 480 speed over one CPU core for MD5: a published CUDA MD5 search ran 36x a CPU
-    /// core on an 8800 Ultra, and the GTX 480 has ~2.8x its integer throughput; the paper
-    /// gives only the affinities (CUDA 2, CPU 1).
+    /// GTX 480 speed over one CPU core for MD5: our choice from published figures (a CUDA
+    /// MD5 search ran 36x a CPU core on an 8800 Ultra, and the GTX 480 has ~2.8x its
+    /// integer throughput); the paper gives only the affinities (CUDA 2, CPU 1).
     pub const MD5_GPU_RATIO: f64 = 100.0;
     /// GTX 480 speed over one CPU core for 64-bit trial division (emulated `%` on that
     /// GPU): the paper gives affinities 1:1, not speeds; Fig. 5 sweeps it from 1x to 128x.
@@ -63,14 +63,36 @@ hetsched_study::assumptions! { "beisel";
     /// does not give its numbers; the work of factorising random numbers by trial
     /// division is heavy-tailed.
     pub const PRIME_MAX_DIVISORS: f64 = 2e10;
+    /// MD5 words a CPU thread searches between two checkpoints: the paper's setup, §V-1
+    /// ("500 strings").
+    pub const MD5_CPU_CHECKPOINT_WORDS: f64 = 500.0;
+    /// MD5 words the GPU searches between two checkpoints: the paper's setup, §V-1
+    /// ("1 billion").
+    pub const MD5_GPU_CHECKPOINT_WORDS: f64 = 1e9;
+    /// Prime divisors tested between two checkpoints on a CPU core, and per thread
+    /// processor on the GPU: our choice (the paper gives no interval for prime
+    /// factorisation).
+    pub const PRIME_CHECKPOINT_DIVISORS: f64 = 1000.0;
+    /// GTX 480 thread processors: the paper's setup, §VI (test system: "480
+    /// thread-processors"); a GPU prime checkpoint covers `PRIME_CHECKPOINT_DIVISORS` on
+    /// each.
+    pub const GPU_THREADS: f64 = 480.0;
+    /// MD5's affinity to the GPU in its meta info: the paper's setup, §V (MD5: "CUDA 2,
+    /// CPU 1").
+    pub const MD5_GPU_AFFINITY: f64 = 2.0;
+    /// Prime factorisation's affinity to the GPU in its meta info: the paper's setup, §V
+    /// (prime factorisation: CUDA 1, CPU 1).
+    pub const PRIME_GPU_AFFINITY: f64 = 1.0;
+    /// Both applications' affinity to a CPU core when they offer a CPU implementation:
+    /// the paper's setup, §V (CPU 1 for both).
+    pub const CPU_AFFINITY: f64 = 1.0;
+    /// Letters of the MD5 search alphabet (a–z0–9): our choice; the paper does not give
+    /// the alphabet of its searches.
+    pub const MD5_ALPHABET: u32 = 36;
+    /// Length of the MD5 search words (36^6 words: up to 18 min on a CPU core): our
+    /// choice; the paper does not give the length of its searches.
+    pub const MD5_LENGTH: u32 = 6;
 }
-
-/// The paper's checkpoint intervals of MD5 (§V-1: "500 strings", "1 billion").
-pub const MD5_CPU_CHECKPOINT_WORDS: f64 = 500.0;
-pub const MD5_GPU_CHECKPOINT_WORDS: f64 = 1e9;
-pub const PRIME_CHECKPOINT_DIVISORS: f64 = 1000.0;
-/// GTX 480 thread processors: a GPU prime checkpoint covers 1000 divisors on each.
-pub const GPU_THREADS: f64 = 480.0;
 
 /// The applications.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,13 +141,13 @@ pub fn task_with_gpu_ratio(id: TaskId, app: App, items: f64, devices: Devices, r
             MD5_CPU_WORDS_PER_S,
             MD5_CPU_CHECKPOINT_WORDS,
             MD5_GPU_CHECKPOINT_WORDS,
-            2.0,
+            MD5_GPU_AFFINITY,
         ),
         App::Prime => (
             PRIME_CPU_DIVISORS_PER_S,
             PRIME_CHECKPOINT_DIVISORS,
             PRIME_CHECKPOINT_DIVISORS * GPU_THREADS,
-            1.0,
+            PRIME_GPU_AFFINITY,
         ),
     };
     let mut t = Task::cpu(id, items / cpu_rate, 0);
@@ -136,7 +158,7 @@ pub fn task_with_gpu_ratio(id: TaskId, app: App, items: f64, devices: Devices, r
     let mut affinity = Affinity::default();
     affinity.set(UnitType::Gpu, aff_gpu);
     if devices == Devices::Both {
-        affinity.set(UnitType::Cpu, 1.0);
+        affinity.set(UnitType::Cpu, CPU_AFFINITY);
     }
     t.affinity = affinity;
     let mut speed = PerUnitType::default();
@@ -186,7 +208,7 @@ pub fn mix(md5: usize, prime: usize, devices: Devices, seed: u64, scale: f64) ->
         .enumerate()
         .map(|(i, app)| {
             let items = match app {
-                App::Md5 => sizes.md5_words(36, 6),
+                App::Md5 => sizes.md5_words(MD5_ALPHABET, MD5_LENGTH),
                 App::Prime => sizes.prime_divisors(PRIME_MIN_DIVISORS, PRIME_MAX_DIVISORS),
             };
             task(i as TaskId, app, items * scale, devices)
@@ -202,7 +224,7 @@ pub fn md5_batch(n: usize, seed: u64, scale: f64) -> Vec<Task> {
             task(
                 i as TaskId,
                 App::Md5,
-                sizes.md5_words(36, 6) * scale,
+                sizes.md5_words(MD5_ALPHABET, MD5_LENGTH) * scale,
                 Devices::Both,
             )
         })

@@ -8,13 +8,19 @@ use hetsched_core::{Error, Result};
 use hetsched_util::files::OutDir;
 use std::fmt::Write as _;
 
+hetsched_study::assumptions! { "shim";
+    /// The hybrid scheme's migration thresholds θ evaluated (run lengths the predictor
+    /// needs before it migrates): the paper's setup, §IV (θ = 2, 3 and 5).
+    pub const THETAS: [u32; 3] = [2, 3, 5];
+}
+
 /// The schemes compared, in table order.
 pub const SCHEMES: [Scheme; 5] = [
     Scheme::RemoteOnly,
     Scheme::AlwaysMigrate,
-    Scheme::Hybrid { theta: 2 },
-    Scheme::Hybrid { theta: 3 },
-    Scheme::Hybrid { theta: 5 },
+    Scheme::Hybrid { theta: THETAS[0] },
+    Scheme::Hybrid { theta: THETAS[1] },
+    Scheme::Hybrid { theta: THETAS[2] },
 ];
 
 /// The paper's reported figures (Section IV-C/D), for the side-by-side table.

@@ -459,6 +459,15 @@ pub fn reproduce(out: &OutDir, quick: bool) -> Result<Reproduction> {
         },
         figures: figures(&results),
         claims: claims(&results),
-        assumptions: crate::chip::assumptions(),
+        assumptions: assumptions(),
     })
+}
+
+/// The reproduction's assumptions: the chip's, the schemes' and the benchmarks' default
+/// sizes.
+pub fn assumptions() -> Vec<hetsched_study::Assumption> {
+    let mut all = crate::chip::assumptions();
+    all.extend(experiment::assumptions());
+    all.extend(crate::kernels::default_sizes::assumptions());
+    all
 }

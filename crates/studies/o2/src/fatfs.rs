@@ -32,10 +32,14 @@ pub struct DirEntry {
 
 const _: () = assert!(std::mem::size_of::<DirEntry>() == 32);
 
-/// Bytes per directory entry (the paper's 32).
-pub const ENTRY_BYTES: u64 = 32;
-/// Entries per directory in the paper's benchmark.
-pub const PAPER_ENTRIES: usize = 1000;
+hetsched_study::assumptions! { "coretime";
+    /// Bytes per directory entry: the paper's setup, §Preliminary evidence (32-byte FAT
+    /// entries; the layout of `DirEntry`).
+    pub const ENTRY_BYTES: u64 = 32;
+    /// Entries per directory of the lookup benchmark: the paper's setup, §Preliminary
+    /// evidence (1000 entries per directory).
+    pub const ENTRIES_PER_DIR: usize = 1000;
+}
 const ATTR_ARCHIVE: u8 = 0x20;
 
 /// The 8.3 name of file `i` (space-padded, no dot, as FAT stores it).
@@ -139,14 +143,14 @@ mod tests {
 
     #[test]
     fn every_file_is_found_with_its_own_cluster_and_size() {
-        let fs = FileSystem::new(3, PAPER_ENTRIES, 7);
+        let fs = FileSystem::new(3, ENTRIES_PER_DIR, 7);
         assert_eq!(fs.bytes(), 3 * 32_000);
         for (d, dir) in fs.directories.iter().enumerate() {
             assert_eq!(dir.bytes(), 32_000);
             for i in [0, 1, 499, 999] {
                 assert_eq!(
                     dir.lookup(&file_name(i)),
-                    Some(expected(d, i, PAPER_ENTRIES))
+                    Some(expected(d, i, ENTRIES_PER_DIR))
                 );
             }
             assert_eq!(dir.lookup(&file_name(1000)), None);

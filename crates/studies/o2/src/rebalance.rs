@@ -51,11 +51,11 @@ impl Default for Policy {
     fn default() -> Self {
         Policy {
             min_ops: 8,
-            slack: 0.15,
+            slack: crate::sim::LOAD_SLACK,
             idle_gap: 0.15,
             retry_periods: 20,
             // CORETIME's 2000 cycles at 2 GHz.
-            initial_migration_ns: 1000.0,
+            initial_migration_ns: crate::sim::MIGRATION_CYCLES / crate::sim::GHZ,
             miss_ratio: 1.5,
         }
     }

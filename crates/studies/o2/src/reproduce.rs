@@ -13,9 +13,6 @@ use hetsched_study::{Check, Claim, Figure, Measure, Paper, Table};
 const PAPER: &str = "coretime";
 const MB: u64 = 1 << 20;
 
-/// Memory bandwidths swept (GB/s per node; 0 = unlimited).
-pub const BANDWIDTHS: [f64; 5] = [0.0, 5.3, MEM_GBPS, 21.2, 42.4];
-
 fn ratio(p: &SimPoint) -> f64 {
     p.o2.lookups_per_s / p.threads.lookups_per_s
 }
@@ -309,7 +306,7 @@ pub fn config(sizes: Vec<u64>, mem_gbps: f64, quick: bool) -> SimConfig {
     SimConfig {
         machine,
         sizes,
-        per_dir: 1000,
+        per_dir: crate::fatfs::ENTRIES_PER_DIR,
         warmup_lookups: if quick { 6_000 } else { 60_000 },
         measured_lookups: if quick { 3_000 } else { 60_000 },
         seed: 1,
@@ -367,7 +364,7 @@ pub fn reproduce(
     } else {
         &[4 * MB, 8 * MB, 16 * MB]
     };
-    let bandwidth = bandwidth_sweep(&BANDWIDTHS, bw_sizes, quick)?;
+    let bandwidth = bandwidth_sweep(&crate::sim::BANDWIDTHS, bw_sizes, quick)?;
     sim_figure(out, &points)?;
     let names: Vec<String> = bandwidth
         .iter()
@@ -407,6 +404,13 @@ pub fn reproduce(
         },
         figures: figures(&points, &bandwidth),
         claims: claims(&points),
-        assumptions: crate::sim::assumptions(),
+        assumptions: assumptions(),
     })
+}
+
+/// The reproduction's assumptions: the simulated machine's and the file system's.
+pub fn assumptions() -> Vec<hetsched_study::Assumption> {
+    let mut all = crate::sim::assumptions();
+    all.extend(crate::fatfs::assumptions());
+    all
 }

@@ -72,6 +72,58 @@ hetsched_study::assumptions! { "coretime";
     /// The "portion" of a hot core's objects a period moves to the best other core.
     /// The paper does not say how much; the live runtime moves a quarter too.
     pub const MOVED_PORTION: f64 = 0.25;
+    /// Chips of the paper's AMD machine: the paper's setup, §Preliminary evidence ("four
+    /// quad-core 2 GHz Opteron chips").
+    pub const CHIPS: usize = 4;
+    /// Cores per chip: the paper's setup, §Preliminary evidence (quad-core chips).
+    pub const CORES_PER_CHIP: usize = 4;
+    /// Core clock, GHz: the paper's setup, §Preliminary evidence (2 GHz).
+    pub const GHZ: f64 = 2.0;
+    /// Each core's L1 data cache: its size is the paper's setup, §Preliminary evidence
+    /// (64 KB); its ways and 64-byte lines are from AMD's data sheet of the quad-core
+    /// Opteron (our source: the paper gives none).
+    pub const L1: Geometry = Geometry {
+        size_bytes: 64 << 10,
+        ways: 2,
+        line_bytes: 64,
+    };
+    /// Each core's L2: its size is the paper's setup, §Preliminary evidence (512 KB; 16
+    /// of them and four L3s make its 16 MB); ways and lines from AMD's data sheet (our
+    /// source: the paper gives none).
+    pub const L2: Geometry = Geometry {
+        size_bytes: 512 << 10,
+        ways: 16,
+        line_bytes: 64,
+    };
+    /// Each chip's L3: its size is the paper's setup, §Preliminary evidence (2 MB); ways
+    /// and lines from AMD's data sheet (our source: the paper gives none).
+    pub const L3: Geometry = Geometry {
+        size_bytes: 2 << 20,
+        ways: 32,
+        line_bytes: 64,
+    };
+    /// L1 hit latency, cycles: the paper's setup, §Preliminary evidence (3 cycles).
+    pub const L1_CYCLES: f64 = 3.0;
+    /// L2 hit latency, cycles: the paper's setup, §Preliminary evidence (14 cycles).
+    pub const L2_CYCLES: f64 = 14.0;
+    /// L3 hit latency, cycles: the paper's setup, §Preliminary evidence (75 cycles).
+    pub const L3_CYCLES: f64 = 75.0;
+    /// Memory latency from the chip's own node, cycles: the paper's setup, §Preliminary
+    /// evidence (remote fetches "127 to 336 cycles"; the nearest taken as the local node).
+    pub const MEM_NEAR_CYCLES: f64 = 127.0;
+    /// Memory latency from the most distant node (two hops), cycles: the paper's setup,
+    /// §Preliminary evidence (the 336 of "127 to 336 cycles").
+    pub const MEM_FAR_CYCLES: f64 = 336.0;
+    /// Cost of a CORETIME migration (both ways), cycles: the paper's setup, §Preliminary
+    /// evidence (2000 cycles).
+    pub const MIGRATION_CYCLES: f64 = 2000.0;
+    /// Slack over the mean load a core may take when O² packs directories into cores
+    /// (load bounded per core at (1 + slack) × the mean): our choice; the paper does not
+    /// say how CORETIME bounds a core's load. The live runtime's default is the same.
+    pub const LOAD_SLACK: f64 = 0.15;
+    /// Memory bandwidths per node swept by the reproduction, GB/s (0 = unlimited): our
+    /// choice, halving and doubling `MEM_GBPS` (the paper does not give the bandwidth).
+    pub const BANDWIDTHS: [f64; 5] = [0.0, 5.3, MEM_GBPS, 21.2, 42.4];
 }
 
 /// The simulated machine and workload parameters.
@@ -103,31 +155,19 @@ impl SimMachine {
     /// L1D, 512 KB 16-way L2, 2 MB 32-way L3, 64-byte lines).
     pub fn paper() -> Self {
         SimMachine {
-            chips: 4,
-            cores_per_chip: 4,
-            l1: Geometry {
-                size_bytes: 64 << 10,
-                ways: 2,
-                line_bytes: 64,
-            },
-            l2: Geometry {
-                size_bytes: 512 << 10,
-                ways: 16,
-                line_bytes: 64,
-            },
-            l3: Geometry {
-                size_bytes: 2 << 20,
-                ways: 32,
-                line_bytes: 64,
-            },
-            l1_cycles: 3.0,
-            l2_cycles: 14.0,
-            l3_cycles: 75.0,
-            mem_near_cycles: 127.0,
-            mem_far_cycles: 336.0,
-            migration_cycles: 2000.0,
+            chips: CHIPS,
+            cores_per_chip: CORES_PER_CHIP,
+            l1: L1,
+            l2: L2,
+            l3: L3,
+            l1_cycles: L1_CYCLES,
+            l2_cycles: L2_CYCLES,
+            l3_cycles: L3_CYCLES,
+            mem_near_cycles: MEM_NEAR_CYCLES,
+            mem_far_cycles: MEM_FAR_CYCLES,
+            migration_cycles: MIGRATION_CYCLES,
             mlp: MLP,
-            ghz: 2.0,
+            ghz: GHZ,
             mem_gbps: MEM_GBPS,
         }
     }
@@ -602,7 +642,7 @@ impl<'a> Engine<'a> {
                 });
             }
         }
-        let cap = load_cap(total_load, m.cores(), 0.15, &items);
+        let cap = load_cap(total_load, m.cores(), LOAD_SLACK, &items);
         let placed = pack(&items, bins, cap);
         for &(d, c) in &placed {
             self.owner[d as usize] = Some(c);

@@ -126,7 +126,7 @@ struct LiveArgs {
     #[arg(long, value_parser = parse_bytes, default_value = "64M")]
     max_bytes: u64,
     /// Entries per directory (the paper's 1000, 32 bytes each).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = crate::fatfs::ENTRIES_PER_DIR)]
     entries: usize,
     /// Measured time per run, ms.
     #[arg(long, default_value_t = 600)]
@@ -279,7 +279,7 @@ struct SimArgs {
     #[arg(long, value_parser = parse_bytes, default_value = "64M")]
     max_bytes: u64,
     /// Entries per directory (the paper's 1000, 32 bytes each).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = crate::fatfs::ENTRIES_PER_DIR)]
     entries: usize,
     /// Lookups per warm-up phase (all 16 threads together).
     #[arg(long, default_value_t = 60_000)]
@@ -288,13 +288,13 @@ struct SimArgs {
     #[arg(long, default_value_t = 60_000)]
     lookups: usize,
     /// Misses in flight during a directory scan (memory-level parallelism).
-    #[arg(long, default_value_t = 8.0)]
+    #[arg(long, default_value_t = crate::sim::MLP)]
     mlp: f64,
     /// CORETIME migration cost, cycles.
-    #[arg(long, default_value_t = 2000.0)]
+    #[arg(long, default_value_t = crate::sim::MIGRATION_CYCLES)]
     migration_cycles: f64,
     /// Memory bandwidth per chip's node, GB/s (0 = unlimited; not given by the paper).
-    #[arg(long, default_value_t = 10.6)]
+    #[arg(long, default_value_t = crate::sim::MEM_GBPS)]
     mem_gbps: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
