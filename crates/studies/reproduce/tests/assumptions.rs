@@ -1,5 +1,5 @@
-//! Issue #42: no experiment passes a value typed from the paper to the scheduler or to
-//! the workload model unless the report lists it as an assumption.
+//! No experiment passes a value typed from the paper to the scheduler or to the workload
+//! model unless the report lists it as an assumption.
 //!
 //! Two checks over every study of the registry ([`STUDIES`]):
 //!
@@ -13,9 +13,9 @@
 //!    `plot.rs`) or from the lines of [`ALLOWED`], each with its reason; never from a
 //!    file that builds a workload, a machine or a policy.
 //!
-//! Which values of the paper's setup reach a model is a review, not a scan (the audit of
-//! issue #42 moved each into an `assumptions!` block); this test keeps the registry
-//! honest and the paper's answers out of the inputs.
+//! Which values of the paper's setup reach a model is a review, not a scan (each found
+//! is declared in an `assumptions!` block); this test keeps the registry honest and the
+//! paper's answers out of the inputs.
 
 use hetsched_reproduce::STUDIES;
 use hetsched_study::Assumption;
