@@ -53,8 +53,9 @@ hetsched_study::assumptions! { "ding";
     /// The stall per miss is the latency over this: 40 ns.
     pub const MISSES_IN_FLIGHT: f64 = 4.0;
     /// STREAM bandwidth of one thread, bytes/s: 5 GB/s on the Xeon X7560 with DDR3-1066
-    /// (same AnandTech page); used only by the sensitivity run with a streaming
-    /// thread's misses in flight (5 GB/s × 160 ns / 64 B = 12.5).
+    /// (same AnandTech page; not from the paper, which gives none); used only by the
+    /// sensitivity run with a streaming thread's misses in flight (5 GB/s × 160 ns /
+    /// 64 B = 12.5).
     pub const ONE_THREAD_STREAM: f64 = 5e9;
     /// Core cycles per instruction of every program with a perfect LLC (our choice: no
     /// citable per-program CPI was found).

@@ -110,13 +110,7 @@ const ALLOWED: &[(&str, &str, &str, &str)] = &[
 /// Assumptions whose doc states its source in words [`provenance`] does not read, each
 /// with why it is left so: (paper, name, reason). An entry that now passes, or that no
 /// assumption has, fails the test, so the list only shrinks.
-const PENDING: &[(&str, &str, &str)] = &[(
-    "ding",
-    "ONE_THREAD_STREAM",
-    "its doc cites its source (the AnandTech review of the Xeon X7560) but not that the \
-     value is ours; crates/studies/ding is being rewritten by other engineers, who are \
-     told (issue #42 audit)",
-)];
+const PENDING: &[(&str, &str, &str)] = &[];
 
 /// Files that grade the paper's claims or print its numbers beside ours.
 const GRADING_FILES: &[&str] = &["reproduce.rs", "plot.rs"];
