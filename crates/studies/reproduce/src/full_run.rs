@@ -41,27 +41,6 @@ struct StoredClaim {
     checks: Vec<Check>,
 }
 
-/// Whether `c`'s verdict is the one rule's on its stored numbers: a file from before the
-/// rule, or from before a change to it, is refused until the full run is refreshed.
-fn regraded(c: &StoredClaim) -> Result<(), String> {
-    if c.checks.is_empty() {
-        return Err("no checks (graded before the one rule)".into());
-    }
-    for k in &c.checks {
-        let again = match (k.paper, k.measure, k.ours) {
-            (Some(p), Some(m), Some(ours)) => Check::number(k.what.clone(), p, m, ours),
-            _ => Check::statement(k.what.clone(), k.verdict == Verdict::Holds),
-        };
-        if &again != k {
-            return Err(format!("check {:?} is not graded by today's rule", k.what));
-        }
-    }
-    if grade::worst(&c.checks) != c.verdict {
-        return Err("the verdict is not its worst check's".into());
-    }
-    Ok(())
-}
-
 /// A full run's verdicts, per paper.
 pub struct FullRun {
     papers: BTreeMap<String, (f64, Vec<StoredClaim>)>,
@@ -111,7 +90,10 @@ impl FullRun {
             .collect();
         for e in &f.experiments {
             for c in &e.claims {
-                regraded(c).map_err(|why| format!("{} {}: {why}", e.paper, c.id))?;
+                // A file from before the rule, or from before a change to it, is
+                // refused until the full run is refreshed.
+                grade::regrade(&c.checks, c.verdict)
+                    .map_err(|why| format!("{} {}: {why}", e.paper, c.id))?;
             }
         }
         let papers = f

@@ -162,6 +162,18 @@ impl Check {
         }
     }
 
+    /// The check graded again from what it records (the paper's number, the measure,
+    /// ours): equal to it exactly when it was graded by today's rule. A statement keeps
+    /// its verdict (it has no number to grade).
+    fn regraded(&self) -> Check {
+        match (self.paper, self.measure, self.ours) {
+            (Some(paper), Some(measure), Some(ours)) => {
+                Check::number(self.what.clone(), paper, measure, ours)
+            }
+            _ => Check::statement(self.what.clone(), self.verdict == Verdict::Holds),
+        }
+    }
+
     /// The check's band in words, e.g. `eon: holds in [−21.3, −17.5], partly in
     /// [−29.1, −9.7]`.
     pub fn band(&self) -> String {
@@ -195,6 +207,22 @@ fn short(x: f64) -> String {
     } else {
         s
     }
+}
+
+/// Whether `verdict` is the rule's on `checks`: each check graded again from its numbers
+/// is itself, and the verdict is the worst of them. What a claim test asserts of every
+/// claim, and what a stored run must pass to be compared with (`Err` says what is not).
+pub fn regrade(checks: &[Check], verdict: Verdict) -> Result<(), String> {
+    if checks.is_empty() {
+        return Err("no checks (graded before the one rule)".into());
+    }
+    if let Some(k) = checks.iter().find(|k| &k.regraded() != *k) {
+        return Err(format!("check {:?} is not graded by today's rule", k.what));
+    }
+    if worst(checks) != verdict {
+        return Err("the verdict is not its worst check's".into());
+    }
+    Ok(())
 }
 
 /// The worst verdict of `checks` (`DoesNotHold` for none: a claim without a check is not
@@ -310,6 +338,28 @@ mod tests {
             Verdict::DoesNotHold
         );
         assert_eq!(worst(&[]), Verdict::DoesNotHold);
+    }
+
+    #[test]
+    fn a_verdict_not_the_rules_on_its_numbers_is_found() {
+        let checks = vec![Check::number(
+            "a",
+            Paper::Value(10.0),
+            Measure::Quantity,
+            13.0,
+        )];
+        assert_eq!(regrade(&checks, Verdict::Partly), Ok(()));
+        assert_eq!(
+            regrade(&checks, Verdict::Holds).unwrap_err(),
+            "the verdict is not its worst check's"
+        );
+        let mut doctored = checks.clone();
+        doctored[0].ours = Some(10.0);
+        assert_eq!(
+            regrade(&doctored, Verdict::Partly).unwrap_err(),
+            "check \"a\" is not graded by today's rule"
+        );
+        assert!(regrade(&[], Verdict::Holds).is_err());
     }
 
     #[test]
