@@ -26,7 +26,11 @@ pub fn options(quick: bool) -> Options {
 /// returns, and `shelepov.png`): what `hetsched experiment shelepov` and the report share.
 pub fn run_into(out: &OutDir, opts: &Options) -> Result<(Vec<Outcome>, String)> {
     let outcomes = run_all(opts)?;
-    let text = table(&outcomes);
+    let text = format!(
+        "{}\n{}",
+        crate::programs::table(crate::programs::stand_ins()),
+        table(&outcomes)
+    );
     out.write("shelepov.txt", &text)?;
     crate::plot::bars(out, "shelepov.png", &outcomes)?;
     Ok((outcomes, text))

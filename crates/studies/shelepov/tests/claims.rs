@@ -14,7 +14,11 @@ use std::sync::OnceLock;
 /// too; the run's table is kept beside the verdicts for the model test below.
 fn outcomes() -> Vec<Outcome> {
     let o = run_all(&options(true)).expect("the experiments run");
-    println!("{}", table(&o));
+    println!(
+        "{}\n{}",
+        hetsched_shelepov::programs::table(hetsched_shelepov::programs::stand_ins()),
+        table(&o)
+    );
     o
 }
 
@@ -78,24 +82,29 @@ fn a_wider_range_almost_doubles_the_gain() {
     pinned("s4.1-projection-1.5-ghz-almost-doubles", Verdict::Holds);
 }
 
-/// §4.1's projection, 1.0–3 GHz: "more than triple".
+/// §4.1's projection, 1.0–3 GHz: "more than triple". Ours: 2.95× (partly): the
+/// stand-ins' highly sensitive programs gain as the paper's, but mcf and equake, true
+/// elasticities −0.46 and −0.50, lose more on 1 GHz cores than on 2 GHz ones.
 #[test]
 fn the_widest_range_more_than_triples_the_gain() {
-    pinned("s4.1-projection-1.0-ghz-more-than-triples", Verdict::Holds);
+    pinned("s4.1-projection-1.0-ghz-more-than-triples", Verdict::Partly);
 }
 
-/// The model, not a claim: bound to the 3 GHz cores, two per core, a highly sensitive
-/// program takes twice its time alone there, whatever the order.
+/// The model, not a claim: bound to the 3 GHz cores, two per core, a program the
+/// pipeline predicts highly sensitive takes twice its time alone there, whatever the
+/// order (its memory-bound share does not matter at the reference frequency).
 #[test]
 fn highly_sensitive_programs_share_the_fast_cores_two_per_core() {
     let setup = hetsched_shelepov::experiments::HETEROGENEOUS;
     let het = hetsched_shelepov::experiments::run_setup(&setup, &options(true))
         .expect("the experiment runs");
-    for p in het
+    let high: Vec<_> = het
         .programs
         .iter()
-        .filter(|p| p.name == "eon" || p.name == "crafty")
-    {
+        .filter(|p| p.predicted == hetsched_sig::elasticity::Class::High)
+        .collect();
+    assert!(!high.is_empty(), "no program predicted highly sensitive");
+    for p in high {
         assert!(
             (p.signature_s - 200.0).abs() < 0.5,
             "{}: {} s",
