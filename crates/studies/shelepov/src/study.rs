@@ -19,10 +19,29 @@ pub const STUDY: Study = Study {
             args: <Options as clap::Args>::augment_args,
             run: |m, out, w| say(w, run(options(m)?, out)?),
         },
+        Experiment {
+            key: "shelepov-accuracy",
+            about: "Shelepov & Fedorova §3.3: elasticities estimated from signatures against \
+                    those from cachegrind's misses, on programs that run here (needs valgrind)",
+            outputs: "shelepov-accuracy.txt",
+            args: <AccuracyOptions as clap::Args>::augment_args,
+            run: |m, out, w| {
+                let o: AccuracyOptions = options(m)?;
+                let acc = crate::reproduce::accuracy_into(out, o.quick)?;
+                say(w, crate::accuracy::table(&acc))
+            },
+        },
         hetsched_sig::validate::EXPERIMENT,
     ],
     reproduce: Some(crate::reproduce::reproduce),
 };
+
+#[derive(clap::Args)]
+struct AccuracyOptions {
+    /// The quick set (8 kernels, four programs on small inputs) instead of all.
+    #[arg(long)]
+    quick: bool,
+}
 
 #[derive(clap::Args)]
 struct Options {
