@@ -57,9 +57,13 @@ fn every_claim_has_a_test() {
 }
 
 /// §3.3: the signatures' elasticities against cachegrind's, mean error and classes.
+/// At the quick scale it does not hold (mean error 0.16, 4 of 8 programs in the wrong
+/// class): the quick runs are a few million instructions, so the start-up and first-
+/// touch misses cachegrind counts dominate the small programs, and equation (6) sets
+/// them to zero (W ≤ N); docs/shelepov.md gives the full scale.
 #[test]
 fn signatures_predict_the_measured_elasticity() {
-    pinned("s3-prediction-accuracy", Verdict::Holds);
+    pinned("s3-prediction-accuracy", Verdict::DoesNotHold);
 }
 
 /// §4.1: the paper's sign for every program, each within 6 points of the paper's.
