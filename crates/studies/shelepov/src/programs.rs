@@ -86,9 +86,9 @@ hetsched_study::assumptions! { "shelepov";
     /// 2 MB, inside a 4 MB cache; gcc, gap (heaps) and mcf (network simplex) chase
     /// pointers over tens of MB, mcf far more often; the floating-point codes (equake,
     /// fma3d, lucas, wupwise, mgrid, apsi, facerec) sweep arrays of 8–64 MB at a few
-    /// lines per 1,000 instructions. Larger real footprints are capped at 64 MB: beyond
-    /// 16 × the cache a larger array changes neither side's miss rate by more than a
-    /// few per cent, and it lengthens the streams.
+    /// lines per 1,000 instructions. No model exceeds 64 MB: beyond 16 × the cache a
+    /// larger structure changes neither path's miss rate by more than a few per cent,
+    /// and it lengthens the streams.
     pub const MEMORY_MODELS: &[MemoryModel] = &[
         m("eon", 512 * KB, Random, 10.0),
         m("crafty", 2 * MB, Random, 10.0),

@@ -1,6 +1,7 @@
 //! Shelepov & Fedorova's study in the experiment registry: `hetsched experiment shelepov`
-//! (§4), `hetsched experiment signature-validate` (the toolchain's miss-rate model against
-//! cachegrind) and the report's `shelepov` section.
+//! (§4), `hetsched experiment shelepov-accuracy` (§3.3: the signatures' elasticities
+//! against cachegrind's), `hetsched experiment signature-validate` (the toolchain's
+//! miss-rate model against cachegrind) and the report's `shelepov` section.
 
 use crate::experiments;
 use hetsched_core::Result;
