@@ -50,8 +50,14 @@ pub fn accuracy_into(out: &OutDir, quick: bool) -> Result<Accuracy> {
 /// `shelepov.png`) and judges their claims.
 pub fn reproduce(out: &OutDir, quick: bool) -> Result<Reproduction> {
     let opts = options(quick);
-    let acc = accuracy_into(out, quick)?;
-    let (outcomes, _) = run_into(out, &opts)?;
+    // valgrind (§3.3) and the simulator (§4) each take one core: side by side.
+    let (acc, outcomes) = std::thread::scope(|scope| {
+        let acc = scope.spawn(|| accuracy_into(out, quick));
+        let outcomes = run_into(out, &opts).map(|(o, _)| o);
+        let acc = acc.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (acc, outcomes)
+    });
+    let (acc, outcomes) = (acc?, outcomes?);
     let header =
         |what: &str| -> Vec<String> { vec!["configuration".into(), "program".into(), what.into()] };
     let (mut paper_rows, mut our_rows) = (Vec::new(), Vec::new());
