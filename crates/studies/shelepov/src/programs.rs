@@ -28,8 +28,8 @@
 //!   to and what the tables show.
 //!
 //! Neither Table 2's elasticities nor Table 3's classes reach the scheduler or the time
-//! model: they are kept in [`PAPER`] only to be printed beside ours. A program is
-//! misclassified, or not, by the pipeline itself.
+//! model: they are kept in `reproduce::paper` only to be printed beside ours. A program
+//! is misclassified, or not, by the pipeline itself.
 
 use hetsched_cachesim::{Cache, Geometry};
 use hetsched_sig::analysis::{Analyzer, Mode, Profile, BLOCK_BYTES};
@@ -112,11 +112,12 @@ hetsched_study::assumptions! { "shelepov";
     /// latency); the same reasoning as hetsched-sig's default model.
     pub const MISS_PENALTY_NS: f64 = 50.0;
     /// Passes over its data a program's stream makes at least (the first pass is cold
-    /// in both paths), so that reuse is in steady state.
+    /// in both paths), so that reuse is in steady state. Our choice (the paper profiles
+    /// whole runs).
     pub const PASSES: u64 = 4;
     /// Fewest line accesses in a program's stream: keeps the cold misses of a small
     /// working set (eon's 8,192 lines) below 0.3 % of its accesses, as in a real run of
-    /// billions of instructions.
+    /// billions of instructions. Our choice.
     pub const MIN_ACCESSES: u64 = 4_000_000;
 }
 
@@ -131,56 +132,6 @@ pub const REGIONS_GHZ: [(f64, f64); 3] = [(2.0, 2.333), (2.333, 2.667), (2.667, 
 
 /// The reference frequency of the simulator's capacity 1024.
 pub const F_REF_GHZ: f64 = 3.0;
-
-/// What the paper states about each program, for the tables only: Table 2's measured
-/// elasticity on machine 3 (where given), Table 3's predicted class and its actual class.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct PaperProgram {
-    pub name: &'static str,
-    pub table2: Option<f64>,
-    pub predicted: Class,
-    pub actual: Class,
-}
-
-const fn pp(
-    name: &'static str,
-    table2: Option<f64>,
-    predicted: Class,
-    actual: Class,
-) -> PaperProgram {
-    PaperProgram {
-        name,
-        table2,
-        predicted,
-        actual,
-    }
-}
-
-use Class::{High, Insensitive, Moderate};
-
-/// The paper's numbers beside ours (never given to the scheduler or the time model).
-pub const PAPER: &[PaperProgram] = &[
-    pp("eon", Some(-1.000), High, High),
-    pp("crafty", Some(-1.004), High, High),
-    pp("gcc", Some(-0.937), High, High),
-    pp("gap", Some(-0.858), Moderate, Moderate),
-    pp("mcf", Some(-0.512), Insensitive, Insensitive),
-    pp("equake", Some(-0.499), Insensitive, Insensitive),
-    pp("fma3d", None, Insensitive, Moderate),
-    pp("lucas", None, Moderate, Insensitive),
-    pp("wupwise", None, Moderate, Moderate),
-    pp("mgrid", None, Moderate, Moderate),
-    pp("apsi", None, High, Moderate),
-    pp("facerec", None, High, Moderate),
-];
-
-/// The paper's row for `name`.
-pub fn paper(name: &str) -> &'static PaperProgram {
-    PAPER
-        .iter()
-        .find(|p| p.name == name)
-        .unwrap_or_else(|| panic!("no program {name}"))
-}
 
 /// The time model: nanoseconds per instruction at `f_ghz` with `miss_rate` last-level
 /// misses per instruction.
@@ -365,59 +316,6 @@ pub fn program(name: &str) -> &'static Program {
         .iter()
         .find(|p| p.name == name)
         .unwrap_or_else(|| panic!("no program {name}"))
-}
-
-/// The table of both paths beside the paper's numbers.
-pub fn table(p: &Pipeline) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "signatures (4MB/16): regression E = {:.3} {:+.1} x miss rate over the 12 stand-ins, R^2 {:.3}, mean |error| {:.3}",
-        p.fit.model.intercept, p.fit.model.slope, p.fit.r_squared, p.fit.mean_abs_error
-    );
-    let _ = writeln!(
-        s,
-        "  {:<8} {:>7} {:>7} {:>5} {:>10} {:>10} {:>7} {:>12} {:>7} {:>12} {:>12} {:>8}",
-        "program",
-        "data",
-        "pattern",
-        "APKI",
-        "est. MPKI",
-        "true MPKI",
-        "true E",
-        "true class",
-        "pred. E",
-        "pred. class",
-        "Table 3",
-        "Table 2"
-    );
-    let word = |c: Class| format!("{c:?}").to_lowercase();
-    for q in &p.programs {
-        let pap = paper(q.name);
-        let t3 = if pap.predicted == pap.actual {
-            word(pap.predicted)
-        } else {
-            format!("{} ({})", word(pap.predicted), word(pap.actual))
-        };
-        let _ = writeln!(
-            s,
-            "  {:<8} {:>5}MB {:>7} {:>5.1} {:>10.3} {:>10.3} {:>7.3} {:>12} {:>7.3} {:>12} {:>12} {:>8}",
-            q.name,
-            format!("{:.1}", q.model.data_bytes as f64 / MB as f64),
-            format!("{:?}", q.model.pattern).to_lowercase(),
-            q.model.apki,
-            q.estimated_miss_rate * 1000.0,
-            q.true_miss_rate * 1000.0,
-            q.elasticity,
-            word(q.true_class),
-            q.predicted_elasticity,
-            word(q.predicted),
-            t3,
-            pap.table2.map_or("-".into(), |v| format!("{v:.3}")),
-        );
-    }
-    s
 }
 
 #[cfg(test)]

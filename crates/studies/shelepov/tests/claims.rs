@@ -17,7 +17,7 @@ fn outcomes() -> Vec<Outcome> {
     let o = run_all(&options(true)).expect("the experiments run");
     println!(
         "{}\n{}",
-        hetsched_shelepov::programs::table(hetsched_shelepov::programs::stand_ins()),
+        hetsched_shelepov::reproduce::programs_table(hetsched_shelepov::programs::stand_ins()),
         table(&o)
     );
     o
