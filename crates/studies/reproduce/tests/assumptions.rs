@@ -41,7 +41,7 @@ const ENTRIES: &[Entry] = &[
     Entry {
         key: "shelepov",
         dir: "shelepov",
-        assumptions: hetsched_shelepov::experiments::assumptions,
+        assumptions: hetsched_shelepov::reproduce::assumptions,
     },
     Entry {
         key: "ding",

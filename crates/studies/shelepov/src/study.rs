@@ -1,6 +1,7 @@
 //! Shelepov & Fedorova's study in the experiment registry: `hetsched experiment shelepov`
-//! (§4), `hetsched experiment signature-validate` (the toolchain's miss-rate model against
-//! cachegrind) and the report's `shelepov` section.
+//! (§4), `hetsched experiment shelepov-accuracy` (§3.3: the signatures' elasticities
+//! against cachegrind's), `hetsched experiment signature-validate` (the toolchain's
+//! miss-rate model against cachegrind) and the report's `shelepov` section.
 
 use crate::experiments;
 use hetsched_core::Result;
@@ -19,10 +20,29 @@ pub const STUDY: Study = Study {
             args: <Options as clap::Args>::augment_args,
             run: |m, out, w| say(w, run(options(m)?, out)?),
         },
+        Experiment {
+            key: "shelepov-accuracy",
+            about: "Shelepov & Fedorova §3.3: elasticities estimated from signatures against \
+                    those from cachegrind's misses, on programs that run here (needs valgrind)",
+            outputs: "shelepov-accuracy.txt",
+            args: <AccuracyOptions as clap::Args>::augment_args,
+            run: |m, out, w| {
+                let o: AccuracyOptions = options(m)?;
+                let acc = crate::reproduce::accuracy_into(out, o.quick)?;
+                say(w, crate::accuracy::table(&acc))
+            },
+        },
         hetsched_sig::validate::EXPERIMENT,
     ],
     reproduce: Some(crate::reproduce::reproduce),
 };
+
+#[derive(clap::Args)]
+struct AccuracyOptions {
+    /// The quick set (8 kernels, four programs on small inputs) instead of all.
+    #[arg(long)]
+    quick: bool,
+}
 
 #[derive(clap::Args)]
 struct Options {
