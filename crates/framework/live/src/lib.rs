@@ -18,6 +18,7 @@ pub mod run;
 pub mod run_graph;
 pub mod sampler;
 pub mod server;
+pub mod session;
 pub mod shm;
 pub mod slow_cpu;
 pub mod sources;

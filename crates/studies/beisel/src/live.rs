@@ -8,13 +8,11 @@
 use hetsched_core::machine::UnitGranularity;
 use hetsched_core::record::Record;
 use hetsched_core::{Error, Result};
-use hetsched_live::arbiter::Arbiter;
-use hetsched_live::{devices, server};
+use hetsched_live::devices;
+use hetsched_live::session::{self, Job, Outcomes};
 use hetsched_util::files::OutDir;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::path::PathBuf;
 
 /// What to run.
 pub struct LiveOptions {
@@ -44,102 +42,47 @@ pub const LIVE_PRIME: [u64; 6] = [
     29999999 * 29999947,
 ];
 
-/// One application process: what it is and how long it took from the common start.
-struct Outcome {
-    app: String,
-    turnaround_s: f64,
-    output: String,
-}
-
 fn md5_hex(word: &str) -> String {
     hetsched_apps::md5::md5_hex(word.as_bytes())
 }
 
-/// Runs every application at once under a daemon with `policy`; returns the outcomes and
-/// the daemon's run record.
-fn run_policy(args: &LiveOptions, policy: &str, socket: &Path) -> Result<(Vec<Outcome>, Record)> {
+/// The applications as client processes of a session.
+fn jobs(args: &LiveOptions) -> Vec<Job> {
+    let job = |name: String, app: Vec<String>| Job {
+        name,
+        program: args.apps.clone(),
+        args: std::iter::once("app".to_string())
+            .chain(app)
+            .map(Into::into)
+            .collect(),
+    };
+    let md5 = args.md5.iter().map(|word| {
+        job(
+            format!("md5 {word}"),
+            vec![
+                "md5".into(),
+                "--hash".into(),
+                md5_hex(word),
+                "--length".into(),
+                word.len().to_string(),
+            ],
+        )
+    });
+    let prime = args
+        .prime
+        .iter()
+        .map(|n| job(format!("prime {n}"), vec!["prime".into(), n.to_string()]));
+    md5.chain(prime).collect()
+}
+
+/// Runs every application at once under a daemon with `policy`, on this machine's PUs
+/// and OpenCL and CUDA devices.
+fn run_policy(args: &LiveOptions, policy: &str) -> Result<Outcomes> {
     let mut machine = hetsched_topology::load("live", UnitGranularity::Pu)?;
     let mut found = devices::opencl_devices();
     found.extend(devices::cuda_devices());
     let index = devices::attach(&mut machine, &found);
-    hetsched_policies::check(policy)?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (spec, path) = (policy.to_string(), socket.to_path_buf());
-    let daemon = std::thread::spawn(move || -> Result<Option<Record>> {
-        let mut arbiter = Arbiter::new(machine, index, hetsched_policies::build(&spec, 0)?);
-        arbiter.start_recording();
-        let mut d = server::Daemon::bind(&path, arbiter)?;
-        tx.send(d.stop_handle()).map_err(Error::runtime)?;
-        d.run()?;
-        Ok(d.arbiter().record())
-    });
-    let stop = rx
-        .recv()
-        .map_err(|_| Error::runtime("the daemon did not start"))?;
-    let exe = &args.apps;
-    let start = Instant::now();
-    let mut children = Vec::new();
-    for word in &args.md5 {
-        let child = Command::new(exe)
-            .args([
-                "app",
-                "md5",
-                "--hash",
-                &md5_hex(word),
-                "--length",
-                &word.len().to_string(),
-                "--daemon",
-            ])
-            .arg(socket)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(Error::runtime)?;
-        children.push((format!("md5 {word}"), child));
-    }
-    for n in &args.prime {
-        let child = Command::new(exe)
-            .args(["app", "prime", &n.to_string(), "--daemon"])
-            .arg(socket)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(Error::runtime)?;
-        children.push((format!("prime {n}"), child));
-    }
-    // Collect in completion order (polling), so each turnaround is its own.
-    let mut outcomes = Vec::new();
-    while !children.is_empty() {
-        let mut i = 0;
-        while i < children.len() {
-            if children[i].1.try_wait().map_err(Error::runtime)?.is_some() {
-                let (app, child) = children.swap_remove(i);
-                let turnaround_s = start.elapsed().as_secs_f64();
-                let out = child.wait_with_output().map_err(Error::runtime)?;
-                if !out.status.success() {
-                    stop.stop();
-                    return Err(Error::runtime(format!(
-                        "{app} failed: {}",
-                        String::from_utf8_lossy(&out.stderr).trim()
-                    )));
-                }
-                outcomes.push(Outcome {
-                    app,
-                    turnaround_s,
-                    output: String::from_utf8_lossy(&out.stdout).into_owned(),
-                });
-            } else {
-                i += 1;
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
-    stop.stop();
-    let record = daemon
-        .join()
-        .map_err(|_| Error::runtime("daemon thread panicked"))??
-        .ok_or_else(|| Error::runtime("no run record"))?;
-    Ok((outcomes, record))
+    session::run(machine, index, policy, &jobs(args))
 }
 
 /// Checkpoints per unit type, summed over an app's segments ("N checkpoints on cpu ...").
@@ -154,7 +97,6 @@ fn checkpoints_on(output: &str, kind: &str) -> u64 {
 /// Runs every policy in turn; writes `table.txt`, `apps.csv` and `trace.json` into `out`
 /// and returns the table.
 pub fn live(out: &OutDir, args: &LiveOptions) -> Result<String> {
-    let dir = tempfile::tempdir().map_err(Error::runtime)?;
     let mut table = String::new();
     let mut csv = String::from("policy,app,turnaround_s,cpu_checkpoints,opencl_checkpoints\n");
     let mut records = Vec::new();
@@ -163,9 +105,11 @@ pub fn live(out: &OutDir, args: &LiveOptions) -> Result<String> {
         "{:<28} {:>5} {:>10} {:>10} {:>10} {:>11}",
         "policy", "apps", "mean_s", "median_s", "max_s", "migrated"
     );
-    for (i, policy) in args.policies.iter().enumerate() {
-        let socket = dir.path().join(format!("d{i}.sock"));
-        let (outcomes, record) = run_policy(args, policy, &socket)?;
+    for policy in &args.policies {
+        let Outcomes {
+            jobs: outcomes,
+            record,
+        } = run_policy(args, policy)?;
         let mut t: Vec<f64> = outcomes.iter().map(|o| o.turnaround_s).collect();
         t.sort_by(f64::total_cmp);
         let migrated = outcomes
@@ -188,7 +132,7 @@ pub fn live(out: &OutDir, args: &LiveOptions) -> Result<String> {
             let _ = writeln!(
                 csv,
                 "{policy},{},{:.3},{},{}",
-                o.app,
+                o.name,
                 o.turnaround_s,
                 checkpoints_on(&o.output, "cpu"),
                 checkpoints_on(&o.output, "opencl")
