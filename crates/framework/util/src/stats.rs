@@ -1,4 +1,5 @@
-//! Percentiles, one convention for every figure hetsched prints.
+//! Percentiles, one convention for every figure hetsched prints, and the spread of a
+//! repeated measurement.
 //!
 //! Nearest rank: the `q`-quantile of `n` sorted values is the value of rank
 //! `⌈q·n⌉` (at least 1), so it is always one of the measured values and p100 is the
@@ -26,9 +27,73 @@ pub fn rank(q: f64, n: usize) -> usize {
     (r as usize).clamp(1, n)
 }
 
+/// Mean, standard deviation, median and range of a repeated measurement (over seeds,
+/// over runs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spread {
+    pub mean: f64,
+    /// Sample standard deviation (0 for a single value).
+    pub sd: f64,
+    /// The nearest-rank median ([`percentile`] 0.5): one of the values.
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// How many values.
+    pub n: usize,
+}
+
+impl Spread {
+    /// The spread of `values` (all zero for none).
+    pub fn of(values: &[f64]) -> Spread {
+        let n = values.len();
+        if n == 0 {
+            return Spread::default();
+        }
+        let mean = values.iter().sum::<f64>() / n as f64;
+        let var = if n > 1 {
+            values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64
+        } else {
+            0.0
+        };
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        Spread {
+            mean,
+            sd: var.sqrt(),
+            median: sorted[rank(0.5, n) - 1],
+            min: sorted[0],
+            max: sorted[n - 1],
+            n,
+        }
+    }
+}
+
+impl std::fmt::Display for Spread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.2} ± {:.2} [{:.2}, {:.2}]",
+            self.mean, self.sd, self.min, self.max
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{percentile, rank};
+    use super::{percentile, rank, Spread};
+
+    #[test]
+    fn a_spread_has_the_sample_sd_and_a_measured_median() {
+        let s = Spread::of(&[3.0, 1.0, 2.0, 10.0]);
+        assert_eq!(
+            (s.mean, s.median, s.min, s.max, s.n),
+            (4.0, 2.0, 1.0, 10.0, 4)
+        );
+        assert!((s.sd - (50.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert_eq!(Spread::of(&[5.0]).sd, 0.0);
+        assert_eq!(Spread::of(&[]).n, 0);
+    }
 
     #[test]
     fn nearest_rank_of_known_lists() {

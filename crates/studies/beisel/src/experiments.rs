@@ -270,46 +270,7 @@ pub fn fig3(out: &OutDir, scale: f64) -> Result<Fig3> {
     })
 }
 
-/// Mean, standard deviation and range of one measure over seeds.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Spread {
-    pub mean: f64,
-    /// Sample standard deviation (0 for a single value).
-    pub sd: f64,
-    pub min: f64,
-    pub max: f64,
-}
-
-impl Spread {
-    pub fn of(values: &[f64]) -> Spread {
-        let n = values.len();
-        if n == 0 {
-            return Spread::default();
-        }
-        let mean = values.iter().sum::<f64>() / n as f64;
-        let var = if n > 1 {
-            values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64
-        } else {
-            0.0
-        };
-        Spread {
-            mean,
-            sd: var.sqrt(),
-            min: values.iter().copied().fold(f64::INFINITY, f64::min),
-            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        }
-    }
-}
-
-impl std::fmt::Display for Spread {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{:.2} ± {:.2} [{:.2}, {:.2}]",
-            self.mean, self.sd, self.min, self.max
-        )
-    }
-}
+pub use hetsched_util::stats::Spread;
 
 /// `n` consecutive seeds from `first`.
 pub fn seeds(first: u64, n: usize) -> Vec<u64> {
