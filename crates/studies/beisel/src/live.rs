@@ -53,6 +53,7 @@ fn jobs(args: &LiveOptions) -> Vec<Job> {
         program: args.apps.clone(),
         args: std::iter::once("app".to_string())
             .chain(app)
+            .chain(std::iter::once("--daemon".to_string()))
             .map(Into::into)
             .collect(),
     };

@@ -50,8 +50,8 @@ struct Placement {
     migrate_after: Option<u64>,
     /// Run under a hetsched daemon (its socket; without a value the default one): the
     /// daemon's policy picks the units and decides at each checkpoint.
-    #[arg(long, value_name = "SOCKET", num_args = 0..=1, default_missing_value = "")]
-    daemon: Option<PathBuf>,
+    #[arg(long, value_name = "SOCKET")]
+    daemon: Option<Option<PathBuf>>,
 }
 
 impl Placement {
@@ -65,11 +65,9 @@ impl Placement {
                 "--migrate-after scripts standalone runs; under --daemon the policy decides",
             ));
         }
-        let socket = if socket.as_os_str().is_empty() {
-            hetsched_live::server::default_socket_path()
-        } else {
-            socket.clone()
-        };
+        let socket = socket
+            .clone()
+            .unwrap_or_else(hetsched_live::server::default_socket_path);
         Ok(Box::new(DaemonScheduler::connect(&socket, kind)?))
     }
 

@@ -20,6 +20,7 @@ mod signature_cmd;
 mod simulate_cmd;
 mod slow_cpu_cmd;
 mod topology_cmd;
+mod validate_cmd;
 mod watch;
 
 use clap::{Parser, Subcommand};
@@ -61,6 +62,12 @@ enum Command {
     /// Run a command while one CPU is made slower (a real-time duty-cycle load pinned to
     /// it), so that a machine of equal CPUs has a fast and a slow one.
     SlowCpu(slow_cpu_cmd::SlowCpuArgs),
+    /// Measure this machine for the simulator: each CPU's speed per kernel, start-up and
+    /// decision costs, the OpenCL device (a calibration and a machine file).
+    Calibrate(validate_cmd::CalibrateArgs),
+    /// Run a workload live under each policy and simulated on the calibrated machine;
+    /// report each prediction's error and whether the policies' order is the same.
+    Validate(validate_cmd::ValidateArgs),
     /// Run an example application (Beisel et al.) on the worker model.
     App {
         #[command(subcommand)]
@@ -101,6 +108,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Run(args) => run_cmd::run(args),
         Command::RunGraph(args) => run_graph_cmd::run(args),
         Command::SlowCpu(args) => slow_cpu_cmd::run(args),
+        Command::Calibrate(args) => validate_cmd::calibrate(args),
+        Command::Validate(args) => validate_cmd::validate(args),
         Command::App { which } => app_cmd::run_app(which),
         Command::Iobench(args) => iobench_cmd::iobench(args),
         Command::Simulate(args) => simulate_cmd::simulate(args),

@@ -1,0 +1,107 @@
+//! `hetsched calibrate` and `hetsched validate`: the simulator against real runs (the
+//! measuring and the comparing are `hetsched_validate`; this module parses and prints).
+
+use clap::Args;
+use hetsched_core::{Error, Result};
+use hetsched_util::files::OutDir;
+use hetsched_validate::calibration::Calibration;
+use hetsched_validate::{calibrate, validate};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct CalibrateArgs {
+    /// Directory for calibration.toml and machine.toml.
+    #[arg(long, default_value = "hetsched-out/calibrate")]
+    out: PathBuf,
+    /// Seconds of each rate measurement (0.05–60).
+    #[arg(long, default_value_t = 0.5)]
+    seconds: f64,
+    /// Repetitions of each measurement (1–100).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Leave the OpenCL device out.
+    #[arg(long)]
+    no_opencl: bool,
+}
+
+fn this_program() -> Result<PathBuf> {
+    std::env::current_exe().map_err(|e| Error::runtime(format!("this program's path: {e}")))
+}
+
+pub fn calibrate(args: CalibrateArgs) -> Result<()> {
+    let options = calibrate::Options {
+        seconds: args.seconds,
+        runs: args.runs,
+        apps: this_program()?,
+        opencl: !args.no_opencl,
+    };
+    options.check()?;
+    let out = OutDir::create(&args.out)?;
+    let cal = calibrate::calibrate(&options, &mut |line| println!("{line}"))?;
+    let written = out.write("calibration.toml", cal.to_toml()?)?;
+    let machine = out.write("machine.toml", cal.machine_file())?;
+    println!("wrote {} and {}", written.display(), machine.display());
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct ValidateArgs {
+    /// The workload: smoke, apps-cpu or apps.
+    workload: String,
+    /// A policy to run (repeatable) [default: fcfs, affinity:fcfs=1, affinity:gran_ms=250, dmda].
+    #[arg(long = "policy")]
+    policies: Vec<String>,
+    /// Live runs of each policy (1–100); the table gives their median.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Multiplies every job's size (0.001–1000).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// The calibration (from hetsched calibrate).
+    #[arg(long, default_value = "hetsched-out/calibrate/calibration.toml")]
+    calibration: PathBuf,
+    /// Print the result as JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Directory for table.txt, validation.json and predicted.png.
+    #[arg(long, default_value = "hetsched-out/validate")]
+    out: PathBuf,
+}
+
+/// The policies a validation compares by default.
+const POLICIES: [&str; 4] = ["fcfs", "affinity:fcfs=1", "affinity:gran_ms=250", "dmda"];
+
+pub fn validate(args: ValidateArgs) -> Result<()> {
+    let workload = hetsched_validate::workload(&args.workload)?;
+    let cal = Calibration::load(&args.calibration)?;
+    let policies = if args.policies.is_empty() {
+        POLICIES.iter().map(|p| p.to_string()).collect()
+    } else {
+        args.policies
+    };
+    let options = validate::Options {
+        workload,
+        policies,
+        runs: args.runs,
+        scale: args.scale,
+        apps: this_program()?,
+    };
+    let out = OutDir::create(&args.out)?;
+    let json = args.json;
+    let v = validate::validate(&cal, &options, &mut |line| {
+        if !json {
+            println!("{line}")
+        }
+    })?;
+    v.write(&out)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(Error::runtime)?
+        );
+    } else {
+        print!("{}", v.table());
+        println!("wrote {}", out.path().display());
+    }
+    Ok(())
+}

@@ -1,0 +1,404 @@
+//! `hetsched calibrate`: measures this machine into a [`Calibration`].
+//!
+//! What it measures, each figure repeated (`runs`) with the measurements of one kind
+//! interleaved, so that a burst of load on a shared machine spreads over all of them
+//! rather than slowing one:
+//!
+//! - **Each CPU's rate per kernel**: one thread pinned to the PU runs the kernel alone for
+//!   `seconds` (after a warm-up checkpoint). A CPU's capacity is its rate over the
+//!   fastest CPU's, so a CPU slowed by `hetsched slow-cpu` (or by a frequency cap)
+//!   shows as a smaller capacity; one within [`EQUAL`] of the fastest is as fast.
+//! - **A process's start-up**: a client process that factorises 4, under a daemon, from
+//!   spawn to exit.
+//! - **Each kernel under the daemon**: one process of about `2 × seconds` of work, alone
+//!   under a daemon that it asks at every checkpoint whether to go on. Its rate, scaled
+//!   to capacity 1024, is what the simulator's tasks are made of; the difference from
+//!   the rate alone is the daemon's cost per decision, which is printed.
+//! - **The OpenCL device** (where there is one and `opencl` is set): each kernel's rate
+//!   on the whole device; the cost of setting the device up for a grant and freeing it
+//!   (PoCL builds the kernel at every `init`); and a CPU thread's rate while the device
+//!   computes, over its rate alone (PoCL's device runs on the CPUs' cores).
+
+use crate::calibration::{Calibration, Cpu, Kernel, KernelFigures, OpenCl, FORMAT};
+use crate::workload::JobSpec;
+use hetsched_apps::md5::{Md5Checkpoint, Md5Config, Md5Cracker, Md5Job};
+use hetsched_apps::prime::{PrimeCheckpoint, PrimeConfig, PrimeFactoriser};
+use hetsched_apps::rate::measure;
+use hetsched_core::machine::CAPACITY_SCALE;
+use hetsched_core::{Error, Result};
+use hetsched_live::session;
+use hetsched_util::stats::Spread;
+use hetsched_worker::{Grant, Worker};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// CPUs whose rate is within this fraction of the fastest's are given its capacity.
+pub const EQUAL: f64 = 0.03;
+
+/// What to measure and how long.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Seconds of each rate measurement.
+    pub seconds: f64,
+    /// Repetitions of each measurement.
+    pub runs: usize,
+    /// The program whose `app md5|prime` subcommands are the client processes (the
+    /// `hetsched` binary).
+    pub apps: PathBuf,
+    /// Measure the OpenCL device too (when there is one).
+    pub opencl: bool,
+}
+
+impl Options {
+    pub fn check(&self) -> Result<()> {
+        if !(0.05..=60.0).contains(&self.seconds) {
+            return Err(Error::input(format!(
+                "--seconds: {}, accepted [0.05, 60]",
+                self.seconds
+            )));
+        }
+        if !(1..=100).contains(&self.runs) {
+            return Err(Error::input(format!(
+                "--runs: {}, accepted 1..=100",
+                self.runs
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The two kernels' workers, each with a start that never ends early.
+struct Workers {
+    md5: Md5Cracker,
+    prime: PrimeFactoriser,
+}
+
+impl Workers {
+    fn new() -> Result<Workers> {
+        // No word of this space hashes to MD5("!"), so the search never ends early.
+        let job = Md5Job::new(
+            &hetsched_apps::md5::md5_hex(b"!"),
+            "abcdefghijklmnopqrstuvwxyz0123456789",
+            8,
+        )?;
+        Ok(Workers {
+            md5: Md5Cracker::new(job, Md5Config::default())?,
+            prime: PrimeFactoriser::new(PrimeConfig::default())?,
+        })
+    }
+
+    /// Items per second of `kernel` on `grant` over `budget`.
+    fn rate(&self, kernel: Kernel, grant: &Grant, budget: Duration) -> Result<f64> {
+        let r = match kernel {
+            Kernel::Md5 => measure(&self.md5, grant, &Md5Checkpoint::default(), budget, |c| {
+                c.words_hashed
+            })?,
+            // 2^61 − 1 is prime: trial division runs to 1.5e9 and never ends early.
+            Kernel::Prime => measure(
+                &self.prime,
+                grant,
+                &PrimeCheckpoint::start((1 << 61) - 1)?,
+                budget,
+                |c| c.divisors_tested,
+            )?,
+        };
+        Ok(r.per_second())
+    }
+
+    /// Seconds to set `kernel` up on `grant` and free it, doing no work.
+    fn setup(&self, kernel: Kernel, grant: &Grant) -> Result<f64> {
+        fn time<W: Worker>(w: &W, grant: &Grant, start: &W::Checkpoint) -> Result<f64> {
+            let implementation = w
+                .implementation_for(grant.kind)
+                .ok_or_else(|| Error::input(format!("no {} implementation", grant.kind)))?;
+            let t = Instant::now();
+            implementation.init(start, grant)?.free()?;
+            Ok(t.elapsed().as_secs_f64())
+        }
+        match kernel {
+            Kernel::Md5 => time(&self.md5, grant, &Md5Checkpoint::default()),
+            Kernel::Prime => time(&self.prime, grant, &PrimeCheckpoint::start((1 << 61) - 1)?),
+        }
+    }
+
+    fn interval(&self, kernel: Kernel, opencl: bool) -> u64 {
+        let (c, o) = match kernel {
+            Kernel::Md5 => (
+                hetsched_apps::md5::CPU_INTERVAL,
+                hetsched_apps::md5::OPENCL_INTERVAL,
+            ),
+            Kernel::Prime => (
+                hetsched_apps::prime::CPU_INTERVAL,
+                hetsched_apps::prime::OPENCL_INTERVAL,
+            ),
+        };
+        if opencl {
+            o as u64
+        } else {
+            c
+        }
+    }
+}
+
+/// Measures this machine; `say` receives a line as each step starts and ends.
+pub fn calibrate(o: &Options, say: &mut dyn FnMut(&str)) -> Result<Calibration> {
+    o.check()?;
+    let budget = Duration::from_secs_f64(o.seconds);
+    let w = Workers::new()?;
+    let load =
+        hetsched_util::host::LoadAverage::now().map_or_else(|| "unknown".into(), |l| l.to_string());
+    say(&format!("load average (1/5/15 min): {load}"));
+    let machine = hetsched_topology::load("live", hetsched_core::machine::UnitGranularity::Pu)?;
+    let pus: Vec<u32> = machine
+        .units
+        .iter()
+        .filter(|u| u.kind == hetsched_core::machine::UnitType::Cpu)
+        .flat_map(|u| u.cpus.iter().copied())
+        .collect();
+
+    // Each CPU's rates, the CPUs and kernels interleaved within each run.
+    say(&format!(
+        "CPU rates: {} CPUs x 2 kernels x {} runs of {:.2} s",
+        pus.len(),
+        o.runs,
+        o.seconds
+    ));
+    let mut samples = vec![[Vec::new(), Vec::new()]; pus.len()];
+    for run in 0..o.runs {
+        for (i, &pu) in pus.iter().enumerate() {
+            for (k, kernel) in Kernel::ALL.into_iter().enumerate() {
+                let r = w.rate(kernel, &Grant::cpu(0, vec![pu as usize]), budget)?;
+                samples[i][k].push(r);
+            }
+        }
+        say(&format!("  run {}/{} done", run + 1, o.runs));
+    }
+    let fastest: Vec<f64> = (0..2)
+        .map(|k| {
+            samples
+                .iter()
+                .map(|s| Spread::of(&s[k]).median)
+                .fold(0.0, f64::max)
+        })
+        .collect();
+    let cpus: Vec<Cpu> = pus
+        .iter()
+        .zip(&samples)
+        .map(|(&pu, s)| {
+            let (md5, prime) = (Spread::of(&s[0]), Spread::of(&s[1]));
+            let ratio = (md5.median / fastest[0] * prime.median / fastest[1]).sqrt();
+            // Equal CPUs measure a few per cent apart on a shared machine: within
+            // EQUAL of the fastest, a CPU is as fast.
+            let ratio = if ratio >= 1.0 - EQUAL { 1.0 } else { ratio };
+            Cpu {
+                os_index: pu,
+                capacity: ((ratio * CAPACITY_SCALE as f64).round() as u32).clamp(1, CAPACITY_SCALE),
+                md5_per_s: md5,
+                prime_per_s: prime,
+            }
+        })
+        .collect();
+    for c in &cpus {
+        say(&format!(
+            "  CPU {}: capacity {} (md5 {:.3e} words/s, prime {:.3e} divisors/s)",
+            c.os_index, c.capacity, c.md5_per_s.median, c.prime_per_s.median
+        ));
+    }
+    // A kernel's CPU rate at capacity 1024: the fastest CPU's.
+    let reference = |k: usize| -> Spread {
+        let best = cpus
+            .iter()
+            .max_by(|a, b| {
+                a.rate(Kernel::ALL[k])
+                    .median
+                    .total_cmp(&b.rate(Kernel::ALL[k]).median)
+            })
+            .expect("a machine has a CPU");
+        *best.rate(Kernel::ALL[k])
+    };
+
+    let kernels = Kernel::ALL
+        .iter()
+        .enumerate()
+        .map(|(k, &kernel)| KernelFigures {
+            kernel,
+            unit: "cpu".into(),
+            rate: reference(k),
+            interval: w.interval(kernel, false),
+            under_daemon: None,
+        })
+        .collect();
+    let mut cal = Calibration {
+        format: FORMAT,
+        host: hostname(),
+        load,
+        memory_bytes: machine.numa_nodes.iter().map(|n| n.memory_bytes).sum(),
+        startup_s: Spread::of(&[0.0]),
+        cpus,
+        kernels,
+        opencl: None,
+    };
+
+    // A process's start-up, under a daemon.
+    say(&format!(
+        "process start-up under the daemon: {} runs",
+        o.runs
+    ));
+    let trivial = JobSpec::prime(1)?;
+    let mut startup = Vec::new();
+    for _ in 0..o.runs {
+        let (m, index) = cal.machine(false)?;
+        let out = session::run(m, index, "fcfs", &[trivial.live(0, &o.apps)])?;
+        startup.push(out.jobs[0].turnaround_s);
+    }
+    cal.startup_s = Spread::of(&startup);
+    say(&format!("  {:.1} ms (median)", cal.startup_s.median * 1e3));
+
+    // Each kernel under the daemon, alone.
+    say(&format!(
+        "each kernel under the daemon: 2 kernels x {} runs of {:.2} s",
+        o.runs,
+        2.0 * o.seconds
+    ));
+    let mut daemon_rates = [Vec::new(), Vec::new()];
+    for _ in 0..o.runs {
+        for (k, kernel) in Kernel::ALL.into_iter().enumerate() {
+            let items = (2.0 * o.seconds * cal.kernels[k].rate.median) as u64;
+            let job = match kernel {
+                Kernel::Md5 => JobSpec::md5(items)?,
+                Kernel::Prime => JobSpec::prime(items)?,
+            };
+            let (m, index) = cal.machine(false)?;
+            let out = session::run(m, index, "fcfs", &[job.live(0, &o.apps)])?;
+            let ran = &out.jobs[0];
+            let pu = granted_pu(&ran.output).ok_or_else(|| {
+                Error::runtime(format!(
+                    "{}: no CPU segment in its output: {}",
+                    ran.name, ran.output
+                ))
+            })?;
+            let capacity = cal
+                .cpus
+                .iter()
+                .find(|c| c.os_index == pu)
+                .map_or(CAPACITY_SCALE, |c| c.capacity);
+            let compute = (ran.turnaround_s - cal.startup_s.median).max(1e-6);
+            daemon_rates[k]
+                .push(job.items as f64 / compute * CAPACITY_SCALE as f64 / capacity as f64);
+        }
+    }
+    for (k, f) in cal.kernels.iter_mut().enumerate() {
+        let d = Spread::of(&daemon_rates[k]);
+        let per_decision = f.interval as f64 * (1.0 / d.median - 1.0 / f.rate.median);
+        say(&format!(
+            "  {}: {:.3e} {}/s under the daemon, {:.3e} alone: {:.1} µs a checkpoint",
+            f.kernel.name(),
+            d.median,
+            f.kernel.items(),
+            f.rate.median,
+            per_decision * 1e6
+        ));
+        f.under_daemon = Some(d);
+    }
+
+    if o.opencl {
+        cal.opencl = opencl(&w, o, budget, &mut cal.kernels, say)?;
+    }
+    cal.check()
+        .map_err(|e| Error::runtime(format!("the measured calibration: {e}")))?;
+    Ok(cal)
+}
+
+/// The OpenCL device's figures, or `None` (said) where there is no device.
+fn opencl(
+    w: &Workers,
+    o: &Options,
+    budget: Duration,
+    kernels: &mut Vec<KernelFigures>,
+    say: &mut dyn FnMut(&str),
+) -> Result<Option<OpenCl>> {
+    let devices = match hetsched_apps::opencl::devices() {
+        Ok(d) if !d.is_empty() => d,
+        _ => {
+            say("OpenCL: no device (no ICD loader or no platform); not calibrated");
+            return Ok(None);
+        }
+    };
+    let device = hetsched_apps::opencl::device_name(&devices[0]);
+    say(&format!(
+        "OpenCL device 0 ({device}): rates and set-up, 2 kernels x {} runs",
+        o.runs
+    ));
+    let grant = Grant::opencl(1, 0);
+    let mut rates = [Vec::new(), Vec::new()];
+    let mut setups = [Vec::new(), Vec::new()];
+    for _ in 0..o.runs {
+        for (k, kernel) in Kernel::ALL.into_iter().enumerate() {
+            rates[k].push(w.rate(kernel, &grant, budget)?);
+            setups[k].push(w.setup(kernel, &grant)?);
+        }
+    }
+    for (k, kernel) in Kernel::ALL.into_iter().enumerate() {
+        let rate = Spread::of(&rates[k]);
+        let setup = Spread::of(&setups[k]);
+        say(&format!(
+            "  {}: {:.3e} {}/s, set-up {:.1} ms a grant",
+            kernel.name(),
+            rate.median,
+            kernel.items(),
+            setup.median * 1e3
+        ));
+        kernels.push(KernelFigures {
+            kernel,
+            unit: "opencl".into(),
+            rate,
+            interval: w.interval(kernel, true),
+            under_daemon: None,
+        });
+    }
+    // A CPU thread's md5 rate while the device runs md5, over alone.
+    say(&format!(
+        "a CPU's share while the device computes: {} runs",
+        o.runs
+    ));
+    let pu = hetsched_util::host::cpu_or_first(None)?;
+    let cpu = Grant::cpu(0, vec![pu]);
+    let mut shares = Vec::new();
+    for _ in 0..o.runs {
+        let alone = w.rate(Kernel::Md5, &cpu, budget)?;
+        let shared = std::thread::scope(|s| -> Result<f64> {
+            let device = s.spawn(|| w.rate(Kernel::Md5, &grant, budget.mul_f64(1.5)));
+            let r = w.rate(Kernel::Md5, &cpu, budget);
+            device
+                .join()
+                .map_err(|_| Error::runtime("the OpenCL measurement panicked"))??;
+            r
+        })?;
+        shares.push(shared / alone);
+    }
+    let cpu_share = Spread::of(&shares);
+    say(&format!(
+        "  CPU {pu} keeps {:.2} of its rate while the device computes",
+        cpu_share.median
+    ));
+    Ok(Some(OpenCl {
+        device,
+        md5_setup_s: Spread::of(&setups[0]),
+        prime_setup_s: Spread::of(&setups[1]),
+        cpu_share,
+    }))
+}
+
+/// The PU of the first CPU segment in an app's output ("N checkpoints on cpu (PUs [P])").
+fn granted_pu(output: &str) -> Option<u32> {
+    let line = output
+        .lines()
+        .find(|l| l.contains("checkpoints on cpu (PUs ["))?;
+    let inside = line.split("PUs [").nth(1)?.split(']').next()?;
+    inside.split(',').next()?.trim().parse().ok()
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map_or_else(|_| "unknown".into(), |h| h.trim().to_string())
+}

@@ -1,0 +1,366 @@
+//! A calibration: what `hetsched calibrate` measured on a machine, the one input from
+//! which `hetsched validate` builds the simulated machine and the simulated tasks.
+//!
+//! It is a file (`calibration.toml`) so that a calibration is taken once and reused, read
+//! and compared between machines, and because a file a user may edit is input like any
+//! other: every figure is checked against a stated range, and an error names the file,
+//! the field and the range.
+
+use hetsched_core::machine::{Machine, UnitGranularity, UnitType, CAPACITY_SCALE};
+use hetsched_core::{Error, Result};
+use hetsched_util::stats::Spread;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The format this build writes and reads.
+pub const FORMAT: u32 = 1;
+
+/// The kernels the validation workloads run (the worker-model applications).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kernel {
+    /// MD5 search: items are words hashed.
+    Md5,
+    /// Trial division: items are divisors tested.
+    Prime,
+}
+
+impl Kernel {
+    pub const ALL: [Kernel; 2] = [Kernel::Md5, Kernel::Prime];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Md5 => "md5",
+            Kernel::Prime => "prime",
+        }
+    }
+
+    /// What one item of its work is.
+    pub fn items(self) -> &'static str {
+        match self {
+            Kernel::Md5 => "words",
+            Kernel::Prime => "divisors",
+        }
+    }
+}
+
+/// One CPU: its speed relative to the fastest, from its rates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cpu {
+    /// The PU's OS index.
+    pub os_index: u32,
+    /// 1024 × its rate over the fastest CPU's, the geometric mean over the kernels.
+    pub capacity: u32,
+    /// Items per second of one thread pinned to it, per kernel (in [`Kernel::ALL`]'s
+    /// order).
+    pub md5_per_s: Spread,
+    pub prime_per_s: Spread,
+}
+
+impl Cpu {
+    pub fn rate(&self, k: Kernel) -> &Spread {
+        match k {
+            Kernel::Md5 => &self.md5_per_s,
+            Kernel::Prime => &self.prime_per_s,
+        }
+    }
+}
+
+/// One kernel on one unit type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelFigures {
+    pub kernel: Kernel,
+    /// `cpu` or `opencl`.
+    pub unit: String,
+    /// Items per second alone (no daemon): on a CPU of capacity 1024, or the whole
+    /// device.
+    pub rate: Spread,
+    /// Items between two checkpoints (the application's interval).
+    pub interval: u64,
+    /// Items per second of a process under the daemon, which re-requests its unit at
+    /// every checkpoint, at capacity 1024: what a simulated task's work is made of.
+    /// Absent for an accelerator (its checkpoints are rare).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under_daemon: Option<Spread>,
+}
+
+/// The OpenCL device's costs beyond its rates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenCl {
+    /// The device's name.
+    pub device: String,
+    /// Seconds to set the device up for a grant and free it (PoCL builds the kernel at
+    /// every `init`), per kernel in [`Kernel::ALL`]'s order.
+    pub md5_setup_s: Spread,
+    pub prime_setup_s: Spread,
+    /// A CPU thread's md5 rate while the device computes, over its rate alone: how much
+    /// a device that runs on the CPUs' cores (PoCL) takes from them.
+    pub cpu_share: Spread,
+}
+
+impl OpenCl {
+    pub fn setup_s(&self, k: Kernel) -> &Spread {
+        match k {
+            Kernel::Md5 => &self.md5_setup_s,
+            Kernel::Prime => &self.prime_setup_s,
+        }
+    }
+}
+
+/// Everything `hetsched calibrate` measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    pub format: u32,
+    /// The host it was taken on and the load average then (1, 5, 15 min): figures from
+    /// a loaded machine are slower and noisier.
+    pub host: String,
+    pub load: String,
+    /// The machine's memory, bytes (for the machine file).
+    pub memory_bytes: u64,
+    /// Seconds from spawning a client process that does no work to its exit, under the
+    /// daemon: start-up, connecting, one grant, exit.
+    pub startup_s: Spread,
+    pub cpus: Vec<Cpu>,
+    pub kernels: Vec<KernelFigures>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opencl: Option<OpenCl>,
+}
+
+/// The most bytes a calibration file may have.
+const MAX_BYTES: u64 = 1 << 20;
+/// The most CPUs a calibration may list.
+const MAX_CPUS: usize = 4096;
+
+impl Calibration {
+    /// Reads and checks `path`.
+    pub fn load(path: &Path) -> Result<Calibration> {
+        let text = hetsched_util::files::read_text(path, "a calibration", MAX_BYTES)?;
+        let c: Calibration = toml::from_str(&text)
+            .map_err(|e| Error::input(format!("{}: {}", path.display(), e.to_string().trim())))?;
+        c.check()
+            .map_err(|e| Error::input(format!("{}: {e}", path.display())))?;
+        Ok(c)
+    }
+
+    /// The file's text.
+    pub fn to_toml(&self) -> Result<String> {
+        let body = toml::to_string(self).map_err(Error::runtime)?;
+        Ok(format!(
+            "# hetsched calibrate: this machine's measured speeds and costs. Each figure is\n\
+             # a spread over repeated runs (mean, sd, median, min, max, n); rates are items\n\
+             # per second (md5: words hashed; prime: divisors tested).\n{body}"
+        ))
+    }
+
+    /// Every figure within its range; the error names the field and the range.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        if self.format != FORMAT {
+            return Err(format!(
+                "format: {}, this hetsched reads format {FORMAT} (run hetsched calibrate again)",
+                self.format
+            ));
+        }
+        spread("startup_s", &self.startup_s, 0.0, 60.0)?;
+        if self.cpus.is_empty() || self.cpus.len() > MAX_CPUS {
+            return Err(format!(
+                "cpus: {} CPUs, accepted 1..={MAX_CPUS}",
+                self.cpus.len()
+            ));
+        }
+        for (i, c) in self.cpus.iter().enumerate() {
+            if !(1..=CAPACITY_SCALE).contains(&c.capacity) {
+                return Err(format!(
+                    "cpus[{i}].capacity: {}, accepted 1..={CAPACITY_SCALE}",
+                    c.capacity
+                ));
+            }
+            if self.cpus[..i].iter().any(|d| d.os_index == c.os_index) {
+                return Err(format!(
+                    "cpus[{i}].os_index: CPU {} listed twice",
+                    c.os_index
+                ));
+            }
+            for k in Kernel::ALL {
+                spread(
+                    &format!("cpus[{i}].{}_per_s", k.name()),
+                    c.rate(k),
+                    1.0,
+                    1e15,
+                )?;
+            }
+        }
+        if !self.cpus.iter().any(|c| c.capacity == CAPACITY_SCALE) {
+            return Err(format!(
+                "cpus: no CPU has capacity {CAPACITY_SCALE} (the fastest is the reference)"
+            ));
+        }
+        for (i, k) in self.kernels.iter().enumerate() {
+            if !matches!(k.unit.as_str(), "cpu" | "opencl") {
+                return Err(format!(
+                    "kernels[{i}].unit: {:?}, accepted \"cpu\" or \"opencl\"",
+                    k.unit
+                ));
+            }
+            if self.kernels[..i]
+                .iter()
+                .any(|o| o.kernel == k.kernel && o.unit == k.unit)
+            {
+                return Err(format!(
+                    "kernels[{i}]: {} on {} listed twice",
+                    k.kernel.name(),
+                    k.unit
+                ));
+            }
+            spread(&format!("kernels[{i}].rate"), &k.rate, 1.0, 1e15)?;
+            if !(1..=1 << 40).contains(&k.interval) {
+                return Err(format!(
+                    "kernels[{i}].interval: {}, accepted 1..={}",
+                    k.interval,
+                    1u64 << 40
+                ));
+            }
+            if let Some(d) = &k.under_daemon {
+                spread(&format!("kernels[{i}].under_daemon"), d, 1.0, 1e15)?;
+            }
+        }
+        for k in Kernel::ALL {
+            let cpu = self
+                .kernels
+                .iter()
+                .find(|f| f.kernel == k && f.unit == "cpu")
+                .ok_or_else(|| format!("kernels: no figures for {} on cpu", k.name()))?;
+            if cpu.under_daemon.is_none() {
+                return Err(format!(
+                    "kernels: {} on cpu has no under_daemon rate",
+                    k.name()
+                ));
+            }
+        }
+        if let Some(cl) = &self.opencl {
+            for k in Kernel::ALL {
+                spread(
+                    &format!("opencl.{}_setup_s", k.name()),
+                    cl.setup_s(k),
+                    0.0,
+                    60.0,
+                )?;
+                if !self
+                    .kernels
+                    .iter()
+                    .any(|f| f.kernel == k && f.unit == "opencl")
+                {
+                    return Err(format!("kernels: no figures for {} on opencl", k.name()));
+                }
+            }
+            spread("opencl.cpu_share", &cl.cpu_share, 0.0, 2.0)?;
+        }
+        Ok(())
+    }
+
+    /// The figures of `kernel` on `unit` (`cpu`, `opencl`).
+    pub fn kernel(&self, kernel: Kernel, unit: &str) -> Option<&KernelFigures> {
+        self.kernels
+            .iter()
+            .find(|f| f.kernel == kernel && f.unit == unit)
+    }
+
+    /// This machine as the calibration describes it: the live machine's CPUs (one unit
+    /// per PU) with the calibrated capacities, and with `accelerators` its OpenCL and
+    /// CUDA devices (their indices for the daemon beside it). A CPU the calibration
+    /// lists that this machine lacks, or one it does not list, means the calibration is
+    /// of another machine: an input error.
+    pub fn machine(&self, accelerators: bool) -> Result<(Machine, Vec<Option<u32>>)> {
+        use hetsched_live::devices;
+        let mut m = hetsched_topology::load("live", UnitGranularity::Pu)?;
+        let cpus: Vec<u32> = m
+            .units
+            .iter()
+            .filter(|u| u.kind == UnitType::Cpu)
+            .flat_map(|u| u.cpus.iter().copied())
+            .collect();
+        if cpus.len() != self.cpus.len() || !self.cpus.iter().all(|c| cpus.contains(&c.os_index)) {
+            return Err(Error::input(format!(
+                "the calibration lists CPUs {:?} but this machine has {cpus:?}: calibrate this \
+                 machine (hetsched calibrate)",
+                self.cpus.iter().map(|c| c.os_index).collect::<Vec<_>>()
+            )));
+        }
+        for c in &self.cpus {
+            m.set_cpu_capacity(c.os_index, c.capacity)?;
+        }
+        let index = if accelerators {
+            let mut found = devices::opencl_devices();
+            found.extend(devices::cuda_devices());
+            devices::attach(&mut m, &found)
+        } else {
+            devices::described(&m)
+        };
+        Ok((m, index))
+    }
+
+    /// The calibrated CPUs as a machine file (`hetsched simulate --machine FILE`): one
+    /// CPU kind per distinct capacity, one package, and the OpenCL device where one was
+    /// calibrated (its per-kernel speeds are in the calibration, not in the file).
+    pub fn machine_file(&self) -> String {
+        let mut kinds: Vec<u32> = self.cpus.iter().map(|c| c.capacity).collect();
+        kinds.sort_unstable_by(|a, b| b.cmp(a));
+        kinds.dedup();
+        let kind = |cap: u32| format!("capacity-{cap}");
+        let mut s = format!(
+            "# This machine as `hetsched calibrate` measured it on {}: each CPU's capacity\n\
+             # is its measured speed relative to the fastest.\n\
+             name = \"calibrated\"\n\
+             description = \"{} CPUs as calibrated on {}\"\n",
+            self.host,
+            self.cpus.len(),
+            self.host
+        );
+        for &cap in &kinds {
+            s += &format!(
+                "\n[[cpu_kind]]\nname = \"{}\"\ncapacity = {cap}\n",
+                kind(cap)
+            );
+        }
+        let list: Vec<String> = self
+            .cpus
+            .iter()
+            .map(|c| format!("\"{}\"", kind(c.capacity)))
+            .collect();
+        s += &format!(
+            "\n[[package]]\ncores = {}\nkind = [{}]\n\n[[numa_node]]\nmemory = \"{} KiB\"\n",
+            self.cpus.len(),
+            list.join(", "),
+            (self.memory_bytes / 1024).max(1)
+        );
+        if let Some(cl) = &self.opencl {
+            s += &format!(
+                "\n# Its speed differs by kernel: see calibration.toml.\n[[accelerator]]\n\
+                 type = \"opencl\"\nname = \"opencl0\"\nmodel = {:?}\n",
+                cl.device
+            );
+        }
+        s
+    }
+}
+
+/// A spread's figures are finite, its mean and median within [lo, hi], its sd ≥ 0, and
+/// it has at least one value.
+fn spread(field: &str, s: &Spread, lo: f64, hi: f64) -> std::result::Result<(), String> {
+    let all = [s.mean, s.sd, s.median, s.min, s.max];
+    if all.iter().any(|v| !v.is_finite()) || s.sd < 0.0 {
+        return Err(format!("{field}: figures must be finite and sd >= 0"));
+    }
+    for (name, v) in [("mean", s.mean), ("median", s.median)] {
+        if !(lo..=hi).contains(&v) {
+            return Err(format!("{field}.{name}: {v}, accepted [{lo}, {hi}]"));
+        }
+    }
+    if s.n == 0 || s.n > 1_000_000 {
+        return Err(format!("{field}.n: {}, accepted 1..=1000000", s.n));
+    }
+    Ok(())
+}
