@@ -10,10 +10,12 @@
 //!   shows as a smaller capacity; one within [`EQUAL`] of the fastest is as fast.
 //! - **A process's start-up**: a client process that factorises 4, under a daemon, from
 //!   spawn to exit.
-//! - **Each kernel under the daemon**: one process of about `2 × seconds` of work, alone
-//!   under a daemon that it asks at every checkpoint whether to go on. Its rate, scaled
-//!   to capacity 1024, is what the simulator's tasks are made of; the difference from
-//!   the rate alone is the daemon's cost per decision, which is printed.
+//! - **Each kernel under the daemon**: one process a CPU, each of about `2 × seconds` of
+//!   work on it, all at once under a daemon that each asks at every checkpoint whether
+//!   to go on. The daemon's thread then competes with them for the CPUs, as it does
+//!   while a validation keeps every CPU busy. Their rate, scaled to capacity 1024, is
+//!   what the simulator's tasks are made of; the difference from the rate alone is the
+//!   cost of a decision (the client's and the daemon's), which is printed.
 //! - **The OpenCL device** (where there is one and `opencl` is set): each kernel's rate
 //!   on the whole device; the cost of setting the device up for a grant and freeing it
 //!   (PoCL builds the kernel at every `init`); and a CPU thread's rate while the device
@@ -254,37 +256,58 @@ pub fn calibrate(o: &Options, say: &mut dyn FnMut(&str)) -> Result<Calibration> 
     cal.startup_s = Spread::of(&startup);
     say(&format!("  {:.1} ms (median)", cal.startup_s.median * 1e3));
 
-    // Each kernel under the daemon, alone.
+    // Each kernel under the daemon, one process per CPU at once: the daemon's thread
+    // then has no idle CPU to run on, as in a validation's busy phases.
     say(&format!(
-        "each kernel under the daemon: 2 kernels x {} runs of {:.2} s",
+        "each kernel under the daemon, one process a CPU: 2 kernels x {} runs of {:.2} s",
         o.runs,
         2.0 * o.seconds
     ));
     let mut daemon_rates = [Vec::new(), Vec::new()];
     for _ in 0..o.runs {
         for (k, kernel) in Kernel::ALL.into_iter().enumerate() {
-            let items = (2.0 * o.seconds * cal.kernels[k].rate.median) as u64;
-            let job = match kernel {
-                Kernel::Md5 => JobSpec::md5(items)?,
-                Kernel::Prime => JobSpec::prime(items)?,
-            };
             let (m, index) = cal.machine(false)?;
-            let out = session::run(m, index, "fcfs", &[job.live(0, &o.apps)])?;
-            let ran = &out.jobs[0];
-            let pu = granted_pu(&ran.output).ok_or_else(|| {
-                Error::runtime(format!(
-                    "{}: no CPU segment in its output: {}",
-                    ran.name, ran.output
-                ))
-            })?;
-            let capacity = cal
+            let jobs = cal
                 .cpus
                 .iter()
-                .find(|c| c.os_index == pu)
-                .map_or(CAPACITY_SCALE, |c| c.capacity);
-            let compute = (ran.turnaround_s - cal.startup_s.median).max(1e-6);
-            daemon_rates[k]
-                .push(job.items as f64 / compute * CAPACITY_SCALE as f64 / capacity as f64);
+                .enumerate()
+                .map(|(i, c)| {
+                    let items = (2.0 * o.seconds * c.rate(kernel).median) as u64;
+                    let job = match kernel {
+                        Kernel::Md5 => JobSpec::md5(items + i as u64)?,
+                        Kernel::Prime => JobSpec::prime(items)?,
+                    };
+                    Ok(job)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let live: Vec<_> = jobs
+                .iter()
+                .enumerate()
+                .map(|(i, j)| j.live(i, &o.apps))
+                .collect();
+            let out = session::run(m, index, "fcfs", &live)?;
+            for ran in &out.jobs {
+                let i: usize = ran
+                    .name
+                    .split(':')
+                    .next()
+                    .and_then(|i| i.parse().ok())
+                    .unwrap_or(0);
+                let pu = granted_pu(&ran.output).ok_or_else(|| {
+                    Error::runtime(format!(
+                        "{}: no CPU segment in its output: {}",
+                        ran.name, ran.output
+                    ))
+                })?;
+                let capacity = cal
+                    .cpus
+                    .iter()
+                    .find(|c| c.os_index == pu)
+                    .map_or(CAPACITY_SCALE, |c| c.capacity);
+                let compute = (ran.turnaround_s - cal.startup_s.median).max(1e-6);
+                daemon_rates[k]
+                    .push(jobs[i].items as f64 / compute * CAPACITY_SCALE as f64 / capacity as f64);
+            }
         }
     }
     for (k, f) in cal.kernels.iter_mut().enumerate() {

@@ -364,3 +364,141 @@ fn spread(field: &str, s: &Spread, lo: f64, hi: f64) -> std::result::Result<(), 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figure(v: f64) -> Spread {
+        Spread::of(&[v * 0.99, v, v * 1.01])
+    }
+
+    /// A calibration of this machine's CPUs, the second at half speed.
+    pub(crate) fn sample() -> Calibration {
+        let m = hetsched_topology::load("live", UnitGranularity::Pu).unwrap();
+        let pus: Vec<u32> = m.pus.iter().map(|p| p.os_index).collect();
+        Calibration {
+            format: FORMAT,
+            host: "test".into(),
+            load: "0.00 0.00 0.00".into(),
+            memory_bytes: 1 << 30,
+            startup_s: figure(0.005),
+            cpus: pus
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| Cpu {
+                    os_index: p,
+                    capacity: if i == 1 { 512 } else { 1024 },
+                    md5_per_s: figure(if i == 1 { 1e6 } else { 2e6 }),
+                    prime_per_s: figure(if i == 1 { 1e8 } else { 2e8 }),
+                })
+                .collect(),
+            kernels: Kernel::ALL
+                .iter()
+                .map(|&kernel| KernelFigures {
+                    kernel,
+                    unit: "cpu".into(),
+                    rate: figure(if kernel == Kernel::Md5 { 2e6 } else { 2e8 }),
+                    interval: 1000,
+                    under_daemon: Some(figure(if kernel == Kernel::Md5 { 1.9e6 } else { 1.95e8 })),
+                })
+                .collect(),
+            opencl: None,
+        }
+    }
+
+    fn write(dir: &tempfile::TempDir, text: &str) -> std::path::PathBuf {
+        let p = dir.path().join("calibration.toml");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_calibration_reads_back_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = sample();
+        let p = write(&dir, &c.to_toml().unwrap());
+        assert_eq!(Calibration::load(&p).unwrap(), c);
+    }
+
+    #[test]
+    fn out_of_range_figures_are_refused_naming_file_field_and_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: Vec<(fn(&mut Calibration), &str)> = vec![
+            (
+                |c| c.cpus[0].capacity = 2000,
+                "cpus[0].capacity: 2000, accepted 1..=1024",
+            ),
+            (
+                |c| c.cpus[0].capacity = 0,
+                "cpus[0].capacity: 0, accepted 1..=1024",
+            ),
+            (|c| c.startup_s.median = 1e9, "startup_s.median"),
+            (
+                |c| c.kernels[1].rate.mean = -3.0,
+                "kernels[1].rate.mean: -3, accepted [1, 1000000000000000]",
+            ),
+            (|c| c.kernels[0].interval = 0, "kernels[0].interval: 0"),
+            (
+                |c| c.kernels[0].unit = "fpga".into(),
+                "kernels[0].unit: \"fpga\"",
+            ),
+            (
+                |c| c.kernels[0].under_daemon = None,
+                "md5 on cpu has no under_daemon rate",
+            ),
+            (|c| c.cpus.clear(), "cpus: 0 CPUs"),
+            (|c| c.format = 9, "format: 9"),
+            (
+                |c| c.cpus.iter_mut().for_each(|x| x.capacity = 700),
+                "no CPU has capacity 1024",
+            ),
+        ];
+        for (break_it, expected) in cases {
+            let mut c = sample();
+            break_it(&mut c);
+            let p = write(&dir, &c.to_toml().unwrap());
+            let e = Calibration::load(&p).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            let e = e.to_string();
+            assert!(
+                e.contains("calibration.toml") && e.contains(expected),
+                "{e}"
+            );
+        }
+        // Not TOML, an unknown field, a directory: refused too.
+        for text in ["format = ", "format = 1\nsurprise = 2\n"] {
+            let e = Calibration::load(&write(&dir, text)).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{e}");
+        }
+        assert_eq!(Calibration::load(dir.path()).unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn the_machine_has_the_calibrated_capacities_in_both_forms() {
+        let c = sample();
+        let (m, _) = c.machine(false).unwrap();
+        for cpu in &c.cpus {
+            let unit = m.units.iter().find(|u| u.cpus == [cpu.os_index]).unwrap();
+            assert_eq!(unit.capacity, cpu.capacity);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("machine.toml");
+        std::fs::write(&p, c.machine_file()).unwrap();
+        let f = hetsched_topology::load(p.to_str().unwrap(), UnitGranularity::Pu).unwrap();
+        let mut caps: Vec<u32> = f.units.iter().map(|u| u.capacity).collect();
+        let mut want: Vec<u32> = c.cpus.iter().map(|x| x.capacity).collect();
+        caps.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(caps, want);
+    }
+
+    #[test]
+    fn a_calibration_of_another_machine_is_refused() {
+        let mut c = sample();
+        c.cpus[0].os_index = 4000;
+        let e = c.machine(false).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("calibrate this machine"), "{e}");
+    }
+}
