@@ -46,7 +46,8 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
 
 #[derive(Args)]
 pub struct ValidateArgs {
-    /// The workload: smoke, apps-cpu or apps.
+    /// The workload (`hetsched validate --help` lists them).
+    #[arg(value_parser = workloads())]
     workload: String,
     /// A policy to run (repeatable) [default: fcfs, affinity:fcfs=1, affinity:gran_ms=250, dmda].
     #[arg(long = "policy")]
@@ -66,6 +67,15 @@ pub struct ValidateArgs {
     /// Directory for table.txt, validation.json and predicted.png.
     #[arg(long, default_value = "hetsched-out/validate")]
     out: PathBuf,
+}
+
+/// The workloads, each with its description, as the accepted values.
+fn workloads() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        hetsched_validate::WORKLOADS
+            .iter()
+            .map(|w| clap::builder::PossibleValue::new(w.key).help(w.about)),
+    )
 }
 
 /// The policies a validation compares by default.

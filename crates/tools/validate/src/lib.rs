@@ -25,7 +25,7 @@ use workload::Workload;
 pub const WORKLOADS: &[Workload] = &[
     Workload {
         key: "smoke",
-        about: "four short jobs on the CPUs (about 2 s in all): the test suite's check",
+        about: "four short jobs on the CPUs (1.6 s of work in all): the test suite's check",
         accelerators: false,
         jobs: &[(Prime, 0.6), (Md5, 0.3), (Prime, 0.2), (Md5, 0.5)],
     },
