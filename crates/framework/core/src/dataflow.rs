@@ -495,6 +495,8 @@ mod tests {
                 relative_speed: None,
                 numa_node: Some(0),
                 pci_bus_id: None,
+                setup_s: None,
+                on_host: None,
             });
         }
         m.assign_capacities();

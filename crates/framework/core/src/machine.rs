@@ -201,6 +201,25 @@ pub struct Accelerator {
     /// PCI bus id (`dddd:bb:dd.f`), where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pci_bus_id: Option<String>,
+    /// Seconds to set the device up for a task at each grant, before it computes (an
+    /// OpenCL runtime that builds its kernel at every `init`, a context created), where
+    /// known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_s: Option<f64>,
+    /// The device computes on the host's CPUs (PoCL's CPU device): while it computes
+    /// the CPUs' tasks slow down, and the busier the CPUs the slower it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_host: Option<OnHost>,
+}
+
+/// How a device that computes on the host's CPUs and the CPUs' own tasks slow each other.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OnHost {
+    /// A CPU task's speed while the device computes, over its speed alone, in (0, 1].
+    pub cpu_share: f64,
+    /// The device's speed while every CPU runs a task, over its speed with the CPUs
+    /// idle, in (0, 1]; with some of the CPUs busy it is in between, in proportion.
+    pub device_share: f64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -540,6 +559,8 @@ mod tests {
             relative_speed: Some(2.0),
             numa_node: Some(0),
             pci_bus_id: None,
+            setup_s: None,
+            on_host: None,
         }];
         m.assign_capacities();
         m.derive_units(UnitGranularity::Pu);

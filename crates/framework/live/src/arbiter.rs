@@ -1040,6 +1040,8 @@ impl Arbiter {
                     relative_speed: None,
                     numa_node: None,
                     pci_bus_id: None,
+                    setup_s: None,
+                    on_host: None,
                 });
                 machine.accelerators.len() - 1
             }

@@ -391,6 +391,96 @@ struct Sim<'a, R: Recorder + ?Sized> {
     io: IoStreams,
     /// The run is a task graph's (the engine core's data state times the copies).
     graph: bool,
+    /// Devices that compute on the host's CPUs, and how busy both sides are.
+    host: HostShare,
+}
+
+/// Devices that compute on the host's CPUs (`Accelerator::on_host`, PoCL's CPU device)
+/// and the CPUs' own tasks slow each other: while such a device runs a task, every CPU
+/// task runs at `cpu_share` of its speed (the smallest of the busy devices'); while `k`
+/// of the `n` CPU units run tasks, the device runs at `1 − (1 − device_share) × k / n`
+/// of its speed. Whenever one side starts or stops, the other side's running tasks are
+/// re-planned at their new rates.
+#[derive(Default)]
+struct HostShare {
+    /// Per unit: its `on_host` figures if it is such a device.
+    device: Vec<Option<hetsched_core::machine::OnHost>>,
+    /// The machine has such a device (else nothing here is looked at).
+    any: bool,
+    cpus: u32,
+    cpus_busy: u32,
+    /// Per unit: such a device is running a task.
+    device_busy: Vec<bool>,
+}
+
+impl HostShare {
+    fn new(machine: &Machine) -> HostShare {
+        let device: Vec<_> = machine
+            .units
+            .iter()
+            .map(|u| {
+                u.accelerator
+                    .and_then(|i| machine.accelerators.get(i as usize))
+                    .and_then(|a| a.on_host)
+            })
+            .collect();
+        HostShare {
+            any: device.iter().any(Option::is_some),
+            device_busy: vec![false; device.len()],
+            device,
+            cpus: machine
+                .units
+                .iter()
+                .filter(|u| u.kind == UnitType::Cpu)
+                .count() as u32,
+            cpus_busy: 0,
+        }
+    }
+
+    /// Unit ns per unit ns alone, on `u` now.
+    #[inline]
+    fn factor(&self, u: UnitId, kind: UnitType) -> f64 {
+        if !self.any {
+            return 1.0;
+        }
+        if let Some(h) = self.device[u as usize] {
+            let busy = self.cpus_busy as f64 / self.cpus.max(1) as f64;
+            return 1.0 / (1.0 - (1.0 - h.device_share) * busy);
+        }
+        if kind != UnitType::Cpu {
+            return 1.0;
+        }
+        let share = self
+            .device
+            .iter()
+            .zip(&self.device_busy)
+            .filter(|(_, &busy)| busy)
+            .filter_map(|(h, _)| h.map(|h| h.cpu_share))
+            .fold(1.0, f64::min);
+        1.0 / share
+    }
+
+    /// `u` starts (`true`) or stops running a task; which side's tasks to re-plan, if
+    /// any: `Some(true)` the CPUs, `Some(false)` the devices.
+    #[inline]
+    fn turn(&mut self, u: UnitId, kind: UnitType, running: bool) -> Option<bool> {
+        if !self.any {
+            return None;
+        }
+        if self.device[u as usize].is_some() {
+            self.device_busy[u as usize] = running;
+            return Some(true);
+        }
+        if kind != UnitType::Cpu {
+            return None;
+        }
+        if running {
+            self.cpus_busy += 1;
+        } else {
+            self.cpus_busy = self.cpus_busy.saturating_sub(1);
+        }
+        Some(false)
+    }
 }
 
 /// Runs `policy` on `machine` over `arrivals` (non-decreasing arrival times), recording
@@ -470,6 +560,7 @@ where
         node_demand: vec![0.0; nodes],
         io: IoStreams::new(machine),
         graph: graph.is_some(),
+        host: HostShare::new(machine),
     };
     let mut arrivals = arrivals.into_iter();
     // The event count at which the event limit, the watch or the kept record is looked
@@ -700,7 +791,8 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
                 _ => self.speed.copy_in_ns(&e.task, u),
             }
         }
-        .saturating_add(moved);
+        .saturating_add(moved)
+        .saturating_add(self.speed.units[u as usize].setup_ns);
         let e = core.tasks().at_slot(slot);
         let params = self.models.shared(h);
         let seg = &mut self.segs[u as usize];
@@ -720,6 +812,7 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
             self.io.start(u, device, node);
         }
         let node = self.draw(core, u, task, 1.0);
+        let host = self.host.turn(u, kind, true);
         self.segment(
             core,
             policy,
@@ -728,8 +821,11 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
             core.now().saturating_add(copy_in),
             None,
         );
+        if let Some(cpus) = host {
+            self.replan_host(core, u, cpus);
+        }
         if let Some(n) = node {
-            self.replan(core, Some(u), |sim, v| {
+            self.replan(core, Some(u), false, |sim, v| {
                 sim.segs[v as usize].bandwidth_node() == Some(n)
             });
         }
@@ -752,12 +848,15 @@ impl<R: Recorder + ?Sized> Host for Sim<'_, R> {
             *self.remaining.get_mut(seg.slot as usize) = seg.remaining_ns;
         }
         if let Some(n) = node {
-            self.replan(core, None, |sim, v| {
+            self.replan(core, None, false, |sim, v| {
                 sim.segs[v as usize].bandwidth_node() == Some(n)
             });
         }
         if self.io.stop(u) {
             self.replan_streams(core, None);
+        }
+        if let Some(cpus) = self.host.turn(u, core.unit_kind(u), false) {
+            self.replan_host(core, u, cpus);
         }
     }
 
@@ -985,18 +1084,33 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         Some((device, machine.units[u as usize].numa_node?))
     }
 
+    /// A device on the host's CPUs or a CPU started or stopped (`u`): the other side's
+    /// running tasks (`cpus`: the CPUs') continue at their new rates.
+    fn replan_host(&mut self, core: &EngineCore, u: UnitId, cpus: bool) {
+        self.replan(core, Some(u), true, |sim, v| {
+            if cpus {
+                core.unit_kind(v) == UnitType::Cpu && sim.host.device[v as usize].is_none()
+            } else {
+                sim.host.device[v as usize].is_some()
+            }
+        });
+    }
+
     /// The set of I/O streams changed: the running I/O tasks continue at their new rates.
     fn replan_streams(&mut self, core: &EngineCore, except: Option<UnitId>) {
-        self.replan(core, except, |sim, v| sim.io.factor(v).is_some());
+        self.replan(core, except, false, |sim, v| sim.io.factor(v).is_some());
     }
 
     /// A shared resource's draw changed: the tasks computing on units that `shares`
     /// picks continue at the new rate. Each is credited what it did so far and gets a
-    /// new end (its slice end stays).
+    /// new end (its slice end stays). With `waiting`, a task still copying in (or setting
+    /// up) gets the new rate for when it computes; without, it keeps the rate of its
+    /// start (memory bandwidth and I/O: a CPU task moving its pages, a short phase).
     fn replan(
         &mut self,
         core: &EngineCore,
         except: Option<UnitId>,
+        waiting: bool,
         shares: impl Fn(&Self, UnitId) -> bool,
     ) {
         let now = core.now();
@@ -1009,13 +1123,17 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
                 continue;
             }
             let seg = self.segs[v as usize];
-            // Still copying in, or its segment ends right now anyway.
-            if now < seg.compute_from_ns || seg.compute_from_ns + seg.compute_ns <= now {
+            // Its segment ends right now anyway, or it keeps its rate until it computes.
+            if seg.compute_from_ns + seg.compute_ns <= now
+                || (!waiting && now < seg.compute_from_ns)
+            {
                 continue;
             }
-            let elapsed = (now - seg.compute_from_ns).min(seg.compute_ns);
             let e = core.tasks().at_slot(seg.slot as usize);
             debug_assert_eq!(e.task.id, task);
+            // Still copying in (or setting up): it computes from then at the new rate.
+            let from = seg.compute_from_ns.max(now);
+            let elapsed = now.saturating_sub(seg.compute_from_ns).min(seg.compute_ns);
             let done = ((elapsed as f64 / seg.factor).floor() as u64)
                 .min(seg.remaining_ns.saturating_sub(1));
             let remaining = seg.remaining_ns - done;
@@ -1023,19 +1141,21 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             let factor = self.factor(&e.task, v, &seg);
             let need = SpeedModel::compute_ns(remaining, factor);
             let (compute, finishes) = match seg.slice_end_ns {
-                end if end != NO_SLICE_END && end < now.saturating_add(need) => {
-                    (end.saturating_sub(now), false)
+                end if end != NO_SLICE_END && end < from.saturating_add(need) => {
+                    (end.saturating_sub(from), false)
                 }
                 _ => (need, true),
             };
+            let tail = self.tail_ns(core.unit_kind(v), finishes, v, || &e.task);
             let seg = &mut self.segs[v as usize];
             seg.remaining_ns = remaining;
-            seg.compute_from_ns = now;
+            seg.compute_from_ns = from;
             seg.compute_ns = compute;
             seg.factor = factor;
             seg.finishes = finishes;
-            // CPUs have no copy-out or checkpoint cost (see `segment`).
-            seg.run_end = self.run_ends.push(now.saturating_add(compute), v);
+            seg.run_end = self
+                .run_ends
+                .push(from.saturating_add(compute).saturating_add(tail), v);
         }
     }
 
@@ -1043,6 +1163,13 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
     /// bandwidth and its I/O stream shared with the tasks running now.
     #[inline]
     fn factor(&self, task: &Task, u: UnitId, seg: &Segment) -> f64 {
+        let host = self.host.factor(u, self.speed.units[u as usize].kind);
+        self.factor_unshared_host(task, u, seg) * host
+    }
+
+    /// [`Self::factor`] without the host's CPUs shared with a device.
+    #[inline]
+    fn factor_unshared_host(&self, task: &Task, u: UnitId, seg: &Segment) -> f64 {
         let model = self.models.shared(seg.params);
         match (seg.bandwidth_node(), self.io.factor(u)) {
             (None, None) => {
@@ -1084,15 +1211,7 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
             Some(s) if s < need => (s, false),
             _ => (need, true),
         };
-        // CPUs copy nothing (see the speed model) and checkpoint for free; a graph
-        // task's results stay where it ran until a reader fetches them.
-        let tail = if kind == UnitType::Cpu || (finishes && self.graph) {
-            0
-        } else if finishes {
-            self.speed.copy_out_ns(entry(), u)
-        } else {
-            self.config.checkpoint_cost_ns
-        };
+        let tail = self.tail_ns(kind, finishes, u, entry);
         let seg = &mut self.segs[u as usize];
         seg.compute_from_ns = from_ns;
         seg.compute_ns = compute;
@@ -1101,6 +1220,26 @@ impl<R: Recorder + ?Sized> Sim<'_, R> {
         seg.slice_end_ns = slice.map_or(NO_SLICE_END, |s| from_ns.saturating_add(s));
         let end = from_ns.saturating_add(compute).saturating_add(tail);
         seg.run_end = self.run_ends.push(end, u);
+    }
+
+    /// What a segment costs after it computes: CPUs copy nothing (see the speed model)
+    /// and checkpoint for free; a graph task's results stay where it ran until a reader
+    /// fetches them.
+    #[inline]
+    fn tail_ns<'t>(
+        &self,
+        kind: UnitType,
+        finishes: bool,
+        u: UnitId,
+        task: impl FnOnce() -> &'t Task,
+    ) -> u64 {
+        if kind == UnitType::Cpu || (finishes && self.graph) {
+            0
+        } else if finishes {
+            self.speed.copy_out_ns(task(), u)
+        } else {
+            self.config.checkpoint_cost_ns
+        }
     }
 
     /// Credits `compute_ns` of unit time on the current segment of `u` to its task (all

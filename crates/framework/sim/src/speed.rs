@@ -44,6 +44,8 @@ pub struct UnitSpeed {
     pub numa_node: Option<u32>,
     pub link_bytes_per_s: Option<f64>,
     pub link_latency_ns: f64,
+    /// Set-up before each run segment on the unit (`Accelerator::setup_s`), ns.
+    pub setup_ns: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -112,6 +114,7 @@ impl SpeedModel {
                     numa_node: u.numa_node,
                     link_bytes_per_s: acc.and_then(|a| a.link_bandwidth_bytes_per_s),
                     link_latency_ns: acc.and_then(|a| a.link_latency_s).unwrap_or(0.0) * 1e9,
+                    setup_ns: ceil_u64(acc.and_then(|a| a.setup_s).unwrap_or(0.0).max(0.0) * 1e9),
                 }
             })
             .collect();

@@ -621,3 +621,47 @@ fn eevdf_scales_its_slice_with_the_cpus_and_balances_like_cfs() {
         assert_ne!(ends[1].1, ends[2].1, "{spec}");
     }
 }
+
+#[test]
+fn a_device_on_the_host_cpus_and_the_cpu_tasks_slow_each_other() {
+    // Two CPUs and an OpenCL device that computes on them (PoCL): while it runs, a CPU
+    // task runs at cpu_share 0.5; with 1 of the 2 CPUs busy the device runs at
+    // 1 − (1 − 0.5) × 1/2 = 0.75. Each grant on the device first costs its 100 ms set-up.
+    // t0: 1 s on a CPU; t1: 1 s on the device (speed 1). Both start at 0.
+    // The device is busy from 0 (set-up included): t0 runs at 0.5. t1 computes from
+    // 0.1 s at 0.75 and ends at 0.1 + 1/0.75 = 1.4333 s; t0 has then done 0.71667 s of
+    // work, and the rest, 0.28333 s, at full speed ends it at 1.71667 s.
+    let text = "name = \"pocl\"\n[[package]]\ncores = 2\n\
+        [[accelerator]]\ntype = \"opencl\"\nname = \"cl\"\nsetup_ms = 100\n\
+        on_host = { cpu_share = 0.5, device_share = 0.5 }\n";
+    let m = machine_from_toml(text, "pocl.toml").unwrap();
+    let cpu = Task::cpu(0, 1.0, 0);
+    let mut device = Task::cpu(1, 1.0, 0);
+    let mut affinity = hetsched_core::task::Affinity::default();
+    affinity.set(UnitType::OpenCl, 1.0);
+    device.affinity = affinity;
+    let rec = simulate(&m, "fcfs", vec![cpu, device]);
+    let c = completions(&rec);
+    let close = |got: u64, want: f64| (got as f64 / S as f64 - want).abs() < 1e-6;
+    assert_eq!((c[0].0, c[0].1, c[1].0), (1, 2, 0), "{c:?}");
+    assert!(close(c[0].2, 0.1 + 1.0 / 0.75), "{c:?}");
+    assert!(
+        close(c[1].2, 0.1 + 1.0 / 0.75 + (1.0 - (0.1 + 1.0 / 0.75) * 0.5)),
+        "{c:?}"
+    );
+
+    // Without on_host and set-up, each alone: 1 s both.
+    let plain = machine_from_toml(
+        "name = \"plain\"\n[[package]]\ncores = 2\n[[accelerator]]\ntype = \"opencl\"\nname = \"cl\"\n",
+        "plain.toml",
+    )
+    .unwrap();
+    let mut device = Task::cpu(1, 1.0, 0);
+    device.affinity = affinity;
+    let c = completions(&simulate(
+        &plain,
+        "fcfs",
+        vec![Task::cpu(0, 1.0, 0), device],
+    ));
+    assert!(close(c[0].2, 1.0) && close(c[1].2, 1.0), "{c:?}");
+}

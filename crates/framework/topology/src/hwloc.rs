@@ -400,6 +400,8 @@ fn collect_devices(topo: &Topology, m: &mut Machine) {
                 relative_speed: None,
                 numa_node,
                 pci_bus_id: pci.clone(),
+                setup_s: None,
+                on_host: None,
             };
             let key = pci.unwrap_or_else(|| format!("nopci:{name}"));
             match boards.iter_mut().find(|(k, _, _)| *k == key) {

@@ -12,7 +12,7 @@ use bytesize::ByteSize;
 use hetsched_core::error::in_range;
 use hetsched_core::machine::{
     Accelerator, Cache, CacheKind, Core, CpuKind, Distances, IoDevice, IoKind, Link, Machine, Mesh,
-    NumaNode, Package, Pu, UnitType,
+    NumaNode, OnHost, Package, Pu, UnitType,
 };
 use hetsched_core::{Error, Result};
 use serde::Deserialize;
@@ -47,6 +47,10 @@ pub mod limits {
     pub const MAX_LATENCY_US: f64 = 1e6;
     /// `relative_speed` (the unit's capacity is 1024 × it).
     pub const RELATIVE_SPEED: (f64, f64) = (1e-3, 1e6);
+    /// `setup_ms` (up to a minute).
+    pub const MAX_SETUP_MS: f64 = 60_000.0;
+    /// The least `on_host` share (a device or CPU slowed a thousandfold).
+    pub const MIN_SHARE: f64 = 1e-3;
     /// NUMA distances (ACPI SLIT: 10 = local).
     pub const DISTANCE: (u64, u64) = (1, 255);
     /// Mesh hop latency in cycles and flit width in bits.
@@ -189,10 +193,21 @@ struct AcceleratorSpec {
     #[serde(default)]
     relative_speed: Option<f64>,
     #[serde(default)]
+    setup_ms: Option<f64>,
+    #[serde(default)]
+    on_host: Option<OnHostSpec>,
+    #[serde(default)]
     numa_node: Option<u32>,
     /// How many identical devices (names get a 0-based suffix when > 1).
     #[serde(default = "one")]
     count: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OnHostSpec {
+    cpu_share: f64,
+    device_share: f64,
 }
 
 #[derive(Deserialize)]
@@ -391,6 +406,24 @@ fn check(file: &File, origin: &str) -> Result<()> {
                 lo,
                 hi,
             )?;
+        }
+        if let Some(ms) = a.setup_ms {
+            in_range(
+                format!("{origin}: field `{field}.setup_ms`"),
+                ms,
+                0.0,
+                limits::MAX_SETUP_MS,
+            )?;
+        }
+        if let Some(h) = &a.on_host {
+            for (key, v) in [("cpu_share", h.cpu_share), ("device_share", h.device_share)] {
+                in_range(
+                    format!("{origin}: field `{field}.on_host.{key}`"),
+                    v,
+                    limits::MIN_SHARE,
+                    1.0,
+                )?;
+            }
         }
     }
     let mut devices = 0u64;
@@ -681,6 +714,11 @@ fn build(file: File, origin: &str) -> Result<Machine> {
                 relative_speed: a.relative_speed,
                 numa_node: a.numa_node,
                 pci_bus_id: None,
+                setup_s: a.setup_ms.map(|ms| ms * 1e-3),
+                on_host: a.on_host.as_ref().map(|h| OnHost {
+                    cpu_share: h.cpu_share,
+                    device_share: h.device_share,
+                }),
             });
         }
     }

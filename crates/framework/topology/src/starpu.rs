@@ -647,6 +647,8 @@ fn build(
                 // All of RAM is the one NUMA node here (see the module documentation).
                 numa_node: Some(0),
                 pci_bus_id: None,
+                setup_s: None,
+                on_host: None,
             });
             node += 1;
         }

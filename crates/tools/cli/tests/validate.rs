@@ -96,7 +96,10 @@ fn a_bad_calibration_or_workload_is_an_input_error_naming_it() {
         bad.to_str().unwrap(),
     ]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("possible values: smoke, apps-cpu, apps"), "{err}");
+    assert!(
+        err.contains("possible values: smoke, apps-cpu, apps"),
+        "{err}"
+    );
     let (code, err) = run(&[
         "calibrate",
         "--runs",
