@@ -18,8 +18,10 @@
 //!   cost of a decision (the client's and the daemon's), which is printed.
 //! - **The OpenCL device** (where there is one and `opencl` is set): each kernel's rate
 //!   on the whole device; the cost of setting the device up for a grant and freeing it
-//!   (PoCL builds the kernel at every `init`); and a CPU thread's rate while the device
-//!   computes, over its rate alone (PoCL's device runs on the CPUs' cores).
+//!   (PoCL builds the kernel at every `init`); and, with md5 on every CPU and on the
+//!   device at once, each side's rate over its rate alone (PoCL's device computes on the
+//!   CPUs' cores): the CPUs' share in even runs, the device's in odd ones, the side
+//!   measured running for `seconds` while the other runs throughout.
 
 use crate::calibration::{Calibration, Cpu, Kernel, KernelFigures, OpenCl, FORMAT};
 use crate::workload::JobSpec;
@@ -325,7 +327,12 @@ pub fn calibrate(o: &Options, say: &mut dyn FnMut(&str)) -> Result<Calibration> 
     }
 
     if o.opencl {
-        cal.opencl = opencl(&w, o, budget, &mut cal.kernels, say)?;
+        let alone: Vec<(u32, f64)> = cal
+            .cpus
+            .iter()
+            .map(|c| (c.os_index, c.md5_per_s.median))
+            .collect();
+        cal.opencl = opencl(&w, o, budget, &alone, &mut cal.kernels, say)?;
     }
     cal.check()
         .map_err(|e| Error::runtime(format!("the measured calibration: {e}")))?;
@@ -337,6 +344,7 @@ fn opencl(
     w: &Workers,
     o: &Options,
     budget: Duration,
+    pus: &[(u32, f64)],
     kernels: &mut Vec<KernelFigures>,
     say: &mut dyn FnMut(&str),
 ) -> Result<Option<OpenCl>> {
@@ -379,37 +387,73 @@ fn opencl(
             under_daemon: None,
         });
     }
-    // A CPU thread's md5 rate while the device runs md5, over alone.
+    // Every CPU runs md5 while the device does: each side's rate over its rate alone.
     say(&format!(
-        "a CPU's share while the device computes: {} runs",
+        "the CPUs and the device at once (md5 on every CPU and on the device): {} runs",
         o.runs
     ));
-    let pu = hetsched_util::host::cpu_or_first(None)?;
-    let cpu = Grant::cpu(0, vec![pu]);
-    let mut shares = Vec::new();
-    for _ in 0..o.runs {
-        let alone = w.rate(Kernel::Md5, &cpu, budget)?;
-        let shared = std::thread::scope(|s| -> Result<f64> {
-            let device = s.spawn(|| w.rate(Kernel::Md5, &grant, budget.mul_f64(1.5)));
-            let r = w.rate(Kernel::Md5, &cpu, budget);
-            device
-                .join()
-                .map_err(|_| Error::runtime("the OpenCL measurement panicked"))??;
-            r
+    let mut cpu_shares = Vec::new();
+    let mut device_shares = Vec::new();
+    for run in 0..o.runs {
+        let device_alone = w.rate(Kernel::Md5, &grant, budget)?;
+        // The side measured runs `budget` while the other runs throughout.
+        let (cpus, device) = std::thread::scope(|s| -> Result<(Vec<f64>, f64)> {
+            let long = budget.mul_f64(1.5);
+            let cpu_threads: Vec<_> = pus
+                .iter()
+                .map(|&(pu, _)| {
+                    let b = if run % 2 == 0 { budget } else { long };
+                    s.spawn(move || w.rate(Kernel::Md5, &Grant::cpu(0, vec![pu as usize]), b))
+                })
+                .collect();
+            let d = w.rate(
+                Kernel::Md5,
+                &grant,
+                if run % 2 == 0 { long } else { budget },
+            );
+            let mut c = Vec::new();
+            for t in cpu_threads {
+                c.push(
+                    t.join()
+                        .map_err(|_| Error::runtime("a CPU measurement panicked"))??,
+                );
+            }
+            Ok((c, d?))
         })?;
-        shares.push(shared / alone);
+        // Even runs measure the CPUs while the device runs throughout, odd runs the
+        // device while the CPUs do.
+        if run % 2 == 0 {
+            for (&(_, alone), shared) in pus.iter().zip(cpus) {
+                cpu_shares.push(shared / alone);
+            }
+        } else {
+            device_shares.push(device / device_alone);
+        }
     }
-    let cpu_share = Spread::of(&shares);
+    if device_shares.is_empty() {
+        device_shares.push(w.rate(Kernel::Md5, &grant, budget)? / kernels_device_md5(kernels));
+    }
+    let cpu_share = Spread::of(&cpu_shares);
+    let device_share = Spread::of(&device_shares);
     say(&format!(
-        "  CPU {pu} keeps {:.2} of its rate while the device computes",
-        cpu_share.median
+        "  a CPU keeps {:.2} of its rate while the device computes; the device keeps {:.2} of its rate while every CPU computes",
+        cpu_share.median, device_share.median
     ));
     Ok(Some(OpenCl {
         device,
         md5_setup_s: Spread::of(&setups[0]),
         prime_setup_s: Spread::of(&setups[1]),
         cpu_share,
+        device_share,
     }))
+}
+
+/// The device's md5 rate alone (measured above).
+fn kernels_device_md5(kernels: &[KernelFigures]) -> f64 {
+    kernels
+        .iter()
+        .find(|k| k.kernel == Kernel::Md5 && k.unit == "opencl")
+        .map_or(1.0, |k| k.rate.median)
 }
 
 /// The PU of the first CPU segment in an app's output ("N checkpoints on cpu (PUs [P])").

@@ -6,7 +6,7 @@
 //! other: every figure is checked against a stated range, and an error names the file,
 //! the field and the range.
 
-use hetsched_core::machine::{Machine, UnitGranularity, UnitType, CAPACITY_SCALE};
+use hetsched_core::machine::{Machine, OnHost, UnitGranularity, UnitType, CAPACITY_SCALE};
 use hetsched_core::{Error, Result};
 use hetsched_util::stats::Spread;
 use serde::{Deserialize, Serialize};
@@ -96,12 +96,34 @@ pub struct OpenCl {
     /// every `init`), per kernel in [`Kernel::ALL`]'s order.
     pub md5_setup_s: Spread,
     pub prime_setup_s: Spread,
-    /// A CPU thread's md5 rate while the device computes, over its rate alone: how much
-    /// a device that runs on the CPUs' cores (PoCL) takes from them.
+    /// A CPU thread's md5 rate while the device computes md5, every CPU busy, over its
+    /// rate alone: how much a device that computes on the CPUs' cores (PoCL) takes from
+    /// them.
     pub cpu_share: Spread,
+    /// The device's md5 rate while every CPU computes md5, over its rate alone.
+    pub device_share: Spread,
 }
 
 impl OpenCl {
+    /// The device's set-up a grant, whatever the kernel: the mean of the kernels'
+    /// medians (the machine has one figure per device).
+    pub fn setup_s_all(&self) -> f64 {
+        Kernel::ALL
+            .iter()
+            .map(|&k| self.setup_s(k).median)
+            .sum::<f64>()
+            / Kernel::ALL.len() as f64
+    }
+
+    /// The shares as the machine describes a device on the host's CPUs (each at most 1:
+    /// a share measured above 1 is noise).
+    pub fn on_host(&self) -> OnHost {
+        OnHost {
+            cpu_share: self.cpu_share.median.clamp(0.001, 1.0),
+            device_share: self.device_share.median.clamp(0.001, 1.0),
+        }
+    }
+
     pub fn setup_s(&self, k: Kernel) -> &Spread {
         match k {
             Kernel::Md5 => &self.md5_setup_s,
@@ -256,7 +278,8 @@ impl Calibration {
                     return Err(format!("kernels: no figures for {} on opencl", k.name()));
                 }
             }
-            spread("opencl.cpu_share", &cl.cpu_share, 0.0, 2.0)?;
+            spread("opencl.cpu_share", &cl.cpu_share, 0.001, 2.0)?;
+            spread("opencl.device_share", &cl.device_share, 0.001, 2.0)?;
         }
         Ok(())
     }
@@ -299,6 +322,17 @@ impl Calibration {
         } else {
             devices::described(&m)
         };
+        if let (true, Some(cl)) = (accelerators, &self.opencl) {
+            // The calibrated device is OpenCL device 0 (the first attached).
+            if let Some(a) = m
+                .accelerators
+                .iter_mut()
+                .find(|a| a.kind == UnitType::OpenCl)
+            {
+                a.setup_s = Some(cl.setup_s_all());
+                a.on_host = Some(cl.on_host());
+            }
+        }
         Ok((m, index))
     }
 
@@ -337,10 +371,15 @@ impl Calibration {
             (self.memory_bytes / 1024).max(1)
         );
         if let Some(cl) = &self.opencl {
+            let h = cl.on_host();
             s += &format!(
                 "\n# Its speed differs by kernel: see calibration.toml.\n[[accelerator]]\n\
-                 type = \"opencl\"\nname = \"opencl0\"\nmodel = {:?}\n",
-                cl.device
+                 type = \"opencl\"\nname = \"opencl0\"\nmodel = {:?}\nsetup_ms = {:.3}\n\
+                 on_host = {{ cpu_share = {:.3}, device_share = {:.3} }}\n",
+                cl.device,
+                cl.setup_s_all() * 1e3,
+                h.cpu_share,
+                h.device_share
             );
         }
         s
