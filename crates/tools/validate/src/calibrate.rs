@@ -21,7 +21,8 @@
 //!   (PoCL builds the kernel at every `init`); and, with md5 on every CPU and on the
 //!   device at once, each side's rate over its rate alone (PoCL's device computes on the
 //!   CPUs' cores): the CPUs' share in even runs, the device's in odd ones, the side
-//!   measured running for `seconds` while the other runs throughout.
+//!   measured running for `seconds` while the other runs throughout; and what a
+//!   process's first grant costs beyond the set-up (the platform starting).
 
 use crate::calibration::{Calibration, Cpu, Kernel, KernelFigures, OpenCl, FORMAT};
 use crate::workload::JobSpec;
@@ -435,11 +436,47 @@ fn opencl(
     }
     let cpu_share = Spread::of(&cpu_shares);
     let device_share = Spread::of(&device_shares);
+    // A process's first grant also starts the OpenCL platform: a trivial search run
+    // standalone on the device, less the same on a CPU, less the set-up.
+    let mut first = Vec::new();
+    let hash = hetsched_apps::md5::md5_hex(b"b");
+    for _ in 0..o.runs {
+        let mut took = [0.0; 2];
+        for (i, device) in ["cpu", "opencl"].into_iter().enumerate() {
+            let t = Instant::now();
+            let out = std::process::Command::new(&o.apps)
+                .args([
+                    "app", "md5", "--hash", &hash, "--length", "1", "--device", device,
+                ])
+                .output()
+                .map_err(|e| Error::runtime(format!("{}: {e}", o.apps.display())))?;
+            if !out.status.success() {
+                return Err(Error::runtime(format!(
+                    "app md5 --device {device}: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )));
+            }
+            took[i] = t.elapsed().as_secs_f64();
+        }
+        first.push(took[1] - took[0]);
+    }
+    let setup = Spread::of(&setups[0]).median;
+    let first_grant_s = Spread::of(
+        &first
+            .iter()
+            .map(|f| (f - setup).max(0.0))
+            .collect::<Vec<_>>(),
+    );
     say(&format!(
         "  a CPU keeps {:.2} of its rate while the device computes; the device keeps {:.2} of its rate while every CPU computes",
         cpu_share.median, device_share.median
     ));
+    say(&format!(
+        "  a process's first grant costs {:.1} ms more (the OpenCL platform starts)",
+        first_grant_s.median * 1e3
+    ));
     Ok(Some(OpenCl {
+        first_grant_s,
         device,
         md5_setup_s: Spread::of(&setups[0]),
         prime_setup_s: Spread::of(&setups[1]),

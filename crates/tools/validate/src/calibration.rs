@@ -102,6 +102,10 @@ pub struct OpenCl {
     pub cpu_share: Spread,
     /// The device's md5 rate while every CPU computes md5, over its rate alone.
     pub device_share: Spread,
+    /// What a process's first grant of the device costs beyond the set-up (the OpenCL
+    /// platform starting), seconds: not in the simulator, which charges every grant the
+    /// same set-up.
+    pub first_grant_s: Spread,
 }
 
 impl OpenCl {
@@ -280,6 +284,7 @@ impl Calibration {
             }
             spread("opencl.cpu_share", &cl.cpu_share, 0.001, 2.0)?;
             spread("opencl.device_share", &cl.device_share, 0.001, 2.0)?;
+            spread("opencl.first_grant_s", &cl.first_grant_s, 0.0, 60.0)?;
         }
         Ok(())
     }
