@@ -47,8 +47,13 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
 #[derive(Args)]
 pub struct ValidateArgs {
     /// The workload (`hetsched validate --help` lists them).
-    #[arg(value_parser = workloads())]
-    workload: String,
+    #[arg(value_parser = workloads(), required_unless_present = "suite")]
+    workload: Option<String>,
+    /// Run the validation suite: Beisel et al.'s mix on the CPUs and the OpenCL device
+    /// under fcfs, affinity with and without time-sharing, and dmda; StarPU's own
+    /// Cholesky under eager and dmda against the simulation on StarPU's models.
+    #[arg(long, conflicts_with_all = ["workload", "policies", "scale"])]
+    suite: bool,
     /// A policy to run (repeatable) [default: fcfs, affinity:fcfs=1, affinity:gran_ms=250, dmda].
     #[arg(long = "policy")]
     policies: Vec<String>,
@@ -82,12 +87,15 @@ fn workloads() -> clap::builder::PossibleValuesParser {
 const POLICIES: [&str; 4] = ["fcfs", "affinity:fcfs=1", "affinity:gran_ms=250", "dmda"];
 
 pub fn validate(args: ValidateArgs) -> Result<()> {
-    let workload = hetsched_validate::workload(&args.workload)?;
     let cal = Calibration::load(&args.calibration)?;
+    if args.suite {
+        return suite(&cal, &args);
+    }
+    let workload = hetsched_validate::workload(args.workload.as_deref().unwrap_or_default())?;
     let policies = if args.policies.is_empty() {
         POLICIES.iter().map(|p| p.to_string()).collect()
     } else {
-        args.policies
+        args.policies.clone()
     };
     let options = validate::Options {
         workload,
@@ -111,6 +119,34 @@ pub fn validate(args: ValidateArgs) -> Result<()> {
         );
     } else {
         print!("{}", v.table());
+        println!("wrote {}", out.path().display());
+    }
+    Ok(())
+}
+
+/// `hetsched validate --suite`: every part, its tables, and `suite.md` / `suite.json`.
+fn suite(cal: &Calibration, args: &ValidateArgs) -> Result<()> {
+    if !(1..=100).contains(&args.runs) {
+        return Err(Error::input(format!(
+            "--runs: {}, accepted 1..=100",
+            args.runs
+        )));
+    }
+    let out = OutDir::create(&args.out)?;
+    let json = args.json;
+    let s = hetsched_validate::suite::suite(cal, args.runs, this_program()?, &mut |line| {
+        if !json {
+            println!("{line}")
+        }
+    })?;
+    let text = serde_json::to_string_pretty(&s).map_err(Error::runtime)?;
+    out.write("suite.json", &text)?;
+    out.write("suite.md", s.markdown())?;
+    out.write("table.txt", s.table())?;
+    if json {
+        println!("{text}");
+    } else {
+        print!("{}", s.table());
         println!("wrote {}", out.path().display());
     }
     Ok(())

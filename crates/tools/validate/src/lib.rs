@@ -15,6 +15,8 @@
 
 pub mod calibrate;
 pub mod calibration;
+pub mod starpu;
+pub mod suite;
 pub mod validate;
 pub mod workload;
 

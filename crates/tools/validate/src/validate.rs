@@ -105,7 +105,7 @@ pub fn left_out(cal: &Calibration, workload: &Workload) -> Vec<String> {
     v
 }
 
-fn load_now() -> String {
+pub(crate) fn load_now() -> String {
     hetsched_util::host::LoadAverage::now().map_or_else(|| "unknown".into(), |l| l.to_string())
 }
 
@@ -171,33 +171,55 @@ pub fn validate(cal: &Calibration, o: &Options, say: &mut dyn FnMut(&str)) -> Re
             predicted_mean_turnaround_s: mean,
         });
     }
-    let order = |key: &dyn Fn(&PolicyResult) -> f64| -> Vec<String> {
-        let mut v: Vec<&PolicyResult> = policies.iter().collect();
-        v.sort_by(|a, b| key(a).total_cmp(&key(b)));
-        v.into_iter().map(|r| r.policy.clone()).collect()
-    };
-    let live_order_makespan = order(&|r| r.makespan_s.median);
-    let predicted_order_makespan = order(&|r| r.predicted_makespan_s);
-    let live_order_turnaround = order(&|r| r.mean_turnaround_s.median);
-    let predicted_order_turnaround = order(&|r| r.predicted_mean_turnaround_s);
-    let holds = policies.iter().all(|r| {
-        r.makespan_error.abs() <= MAKESPAN_BOUND && r.turnaround_error.abs() <= TURNAROUND_BOUND
-    }) && live_order_makespan == predicted_order_makespan
-        && live_order_turnaround == predicted_order_turnaround;
-    Ok(Validation {
-        workload: o.workload.key.into(),
-        jobs: jobs.len(),
-        runs: o.runs,
-        load_before,
-        load_after: load_now(),
+    Ok(Validation::judged(
+        o.workload.key,
+        jobs.len(),
+        o.runs,
+        (load_before, load_now()),
         policies,
-        live_order_makespan,
-        predicted_order_makespan,
-        live_order_turnaround,
-        predicted_order_turnaround,
-        holds,
-        left_out: left_out(cal, o.workload),
-    })
+        left_out(cal, o.workload),
+    ))
+}
+
+impl Validation {
+    /// The validation of `policies`' results: the orders, and whether every error is
+    /// within its bound and the orders are the same.
+    pub fn judged(
+        workload: &str,
+        jobs: usize,
+        runs: usize,
+        (load_before, load_after): (String, String),
+        policies: Vec<PolicyResult>,
+        left_out: Vec<String>,
+    ) -> Validation {
+        let order = |key: &dyn Fn(&PolicyResult) -> f64| -> Vec<String> {
+            let mut v: Vec<&PolicyResult> = policies.iter().collect();
+            v.sort_by(|a, b| key(a).total_cmp(&key(b)));
+            v.into_iter().map(|r| r.policy.clone()).collect()
+        };
+        let live_order_makespan = order(&|r| r.makespan_s.median);
+        let predicted_order_makespan = order(&|r| r.predicted_makespan_s);
+        let live_order_turnaround = order(&|r| r.mean_turnaround_s.median);
+        let predicted_order_turnaround = order(&|r| r.predicted_mean_turnaround_s);
+        let holds = policies.iter().all(|r| {
+            r.makespan_error.abs() <= MAKESPAN_BOUND && r.turnaround_error.abs() <= TURNAROUND_BOUND
+        }) && live_order_makespan == predicted_order_makespan
+            && live_order_turnaround == predicted_order_turnaround;
+        Validation {
+            workload: workload.into(),
+            jobs,
+            runs,
+            load_before,
+            load_after,
+            policies,
+            live_order_makespan,
+            predicted_order_makespan,
+            live_order_turnaround,
+            predicted_order_turnaround,
+            holds,
+            left_out,
+        }
+    }
 }
 
 /// The simulated makespan and mean turnaround (s, from 0 as the live ones are from the
