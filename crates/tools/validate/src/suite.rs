@@ -149,13 +149,13 @@ impl Suite {
         s.push('\n');
         for p in self.parts.iter().filter(|p| p.validation.is_some()) {
             let v = p.validation.as_ref().expect("filtered");
-            let same = |a: &[String], b: &[String]| if a == b { "the same" } else { "different" };
+            let same = |agree: bool| if agree { "the same" } else { "different" };
             let _ = writeln!(
                 s,
                 "{}: order by makespan {}, by mean turnaround {}; {}.",
                 p.name,
-                same(&v.live_order_makespan, &v.predicted_order_makespan),
-                same(&v.live_order_turnaround, &v.predicted_order_turnaround),
+                same(v.same_order_makespan),
+                same(v.same_order_turnaround),
                 if v.holds { "holds" } else { "does not hold" }
             );
         }
