@@ -335,6 +335,11 @@ pub fn calibrate(o: &Options, say: &mut dyn FnMut(&str)) -> Result<Calibration> 
             .collect();
         cal.opencl = opencl(&w, o, budget, &alone, &mut cal.kernels, say)?;
     }
+    if hetsched_live::devices::cuda_devices().is_empty() {
+        say("CUDA: no device here (no driver library or no GPU)");
+    } else {
+        say("CUDA: a device is present, but the applications have no CUDA implementation to calibrate");
+    }
     cal.check()
         .map_err(|e| Error::runtime(format!("the measured calibration: {e}")))?;
     Ok(cal)
