@@ -468,7 +468,8 @@ mod tests {
     #[test]
     fn out_of_range_figures_are_refused_naming_file_field_and_range() {
         let dir = tempfile::tempdir().unwrap();
-        let cases: Vec<(fn(&mut Calibration), &str)> = vec![
+        type Break = fn(&mut Calibration);
+        let cases: Vec<(Break, &str)> = vec![
             (
                 |c| c.cpus[0].capacity = 2000,
                 "cpus[0].capacity: 2000, accepted 1..=1024",
