@@ -68,7 +68,7 @@ impl JobSpec {
         let q = next_prime(p + 1);
         let n = p.checked_mul(q).ok_or_else(|| {
             Error::input(format!(
-                "a prime job of {items} divisors: too large for 64 bits"
+                "a factorisation of {items} divisors: its number would not fit in 64 bits (at most about 4.29e9 divisors: a smaller --scale)"
             ))
         })?;
         // Divisors 2..=p are tested; then the next divisor p + 1 has (p + 1)² > q.
