@@ -6,7 +6,9 @@
 //! other: every figure is checked against a stated range, and an error names the file,
 //! the field and the range.
 
-use hetsched_core::machine::{Machine, OnHost, UnitGranularity, UnitType, CAPACITY_SCALE};
+use hetsched_core::machine::{
+    Accelerator, Machine, OnHost, UnitGranularity, UnitType, CAPACITY_SCALE,
+};
 use hetsched_core::{Error, Result};
 use hetsched_util::stats::Spread;
 use serde::{Deserialize, Serialize};
@@ -328,14 +330,24 @@ impl Calibration {
             devices::described(&m)
         };
         if let (true, Some(cl)) = (accelerators, &self.opencl) {
-            // The calibrated device is OpenCL device 0 (the first attached).
-            if let Some(a) = m
-                .accelerators
-                .iter_mut()
-                .find(|a| a.kind == UnitType::OpenCl)
-            {
-                a.setup_s = Some(cl.setup_s_all());
-                a.on_host = Some(cl.on_host());
+            // The calibrated device is OpenCL device 0, the first attached: the live
+            // machine's device units have no accelerator entry, so it gets one that
+            // carries the calibrated set-up and shares.
+            if let Some(u) = m.units.iter().position(|u| u.kind == UnitType::OpenCl) {
+                m.accelerators.push(Accelerator {
+                    kind: UnitType::OpenCl,
+                    name: m.units[u].name.clone(),
+                    model: Some(cl.device.clone()),
+                    memory_bytes: None,
+                    link_bandwidth_bytes_per_s: None,
+                    link_latency_s: None,
+                    relative_speed: None,
+                    numa_node: None,
+                    pci_bus_id: None,
+                    setup_s: Some(cl.setup_s_all()),
+                    on_host: Some(cl.on_host()),
+                });
+                m.units[u].accelerator = Some(m.accelerators.len() as u32 - 1);
             }
         }
         Ok((m, index))
@@ -536,6 +548,31 @@ mod tests {
         caps.sort_unstable();
         want.sort_unstable();
         assert_eq!(caps, want);
+    }
+
+    #[test]
+    fn the_calibrated_device_carries_its_set_up_and_shares() {
+        let mut c = sample();
+        let f = figure(0.5);
+        c.opencl = Some(OpenCl {
+            device: "d".into(),
+            md5_setup_s: figure(0.02),
+            prime_setup_s: figure(0.04),
+            cpu_share: f,
+            device_share: figure(0.4),
+            first_grant_s: figure(0.03),
+        });
+        let (m, _) = c.machine(true).unwrap();
+        let Some(u) = m.units.iter().find(|u| u.kind == UnitType::OpenCl) else {
+            eprintln!("skipped: no OpenCL device here");
+            return;
+        };
+        let a = &m.accelerators[u.accelerator.unwrap() as usize];
+        assert!((a.setup_s.unwrap() - 0.03).abs() < 1e-12);
+        let h = a.on_host.unwrap();
+        assert_eq!((h.cpu_share, h.device_share), (0.5, 0.4));
+        // Without the accelerators, none.
+        assert!(c.machine(false).unwrap().accelerators.is_empty());
     }
 
     #[test]
