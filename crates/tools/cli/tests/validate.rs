@@ -8,10 +8,13 @@ fn hetsched() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hetsched"))
 }
 
-/// The smoke test's bounds on the prediction error of the `smoke` workload under fcfs:
-/// the validation's own (10 % makespan, 15 % mean turnaround).
-const MAKESPAN_BOUND: f64 = 0.10;
-const TURNAROUND_BOUND: f64 = 0.15;
+/// The smoke test's bounds on the prediction error of the `smoke` workload under fcfs.
+/// Wider than a validation's (10 % makespan, 15 % mean turnaround): a one-second run
+/// varies by about 10 % between runs here (an sd of up to 0.12 s over 3 runs of 0.94 s),
+/// and the test's makespan errors were +5 % to +9 %. A model that loses a calibrated
+/// figure (a CPU's capacity, the cost of a decision) misses by far more.
+const MAKESPAN_BOUND: f64 = 0.20;
+const TURNAROUND_BOUND: f64 = 0.20;
 
 fn calibrate(out: &Path, extra: &[&str]) {
     let run = hetsched()
