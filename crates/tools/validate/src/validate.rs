@@ -335,23 +335,26 @@ impl Validation {
             TURNAROUND_BOUND * 100.0
         );
         if self.policies.len() > 1 {
-            let same = |a: &[String], b: &[String]| if a == b { "same" } else { "DIFFERENT" };
+            let same = |agree: bool| {
+                if agree {
+                    "the same (pairs within the live sd count either way)"
+                } else {
+                    "DIFFERENT"
+                }
+            };
             let _ = writeln!(
                 s,
-                "order by makespan: live {} / predicted {} ({})",
+                "order by makespan: live {} / predicted {}: {}",
                 self.live_order_makespan.join(" < "),
                 self.predicted_order_makespan.join(" < "),
-                same(&self.live_order_makespan, &self.predicted_order_makespan)
+                same(self.same_order_makespan)
             );
             let _ = writeln!(
                 s,
-                "order by mean turnaround: live {} / predicted {} ({})",
+                "order by mean turnaround: live {} / predicted {}: {}",
                 self.live_order_turnaround.join(" < "),
                 self.predicted_order_turnaround.join(" < "),
-                same(
-                    &self.live_order_turnaround,
-                    &self.predicted_order_turnaround
-                )
+                same(self.same_order_turnaround)
             );
         }
         let _ = writeln!(s, "what the simulator leaves out:");
