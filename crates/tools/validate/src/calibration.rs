@@ -572,7 +572,7 @@ mod tests {
         let h = a.on_host.unwrap();
         assert_eq!((h.cpu_share, h.device_share), (0.5, 0.4));
         // Without the accelerators, none.
-        assert!(c.machine(false).unwrap().accelerators.is_empty());
+        assert!(c.machine(false).unwrap().0.accelerators.is_empty());
     }
 
     #[test]
