@@ -314,6 +314,34 @@ impl Machine {
         }
     }
 
+    /// The accelerator entry of accelerator unit `unit`, made with every figure unknown
+    /// where the unit has none (the live machine's device units, found by the daemon
+    /// rather than described), so that figures learned later have a place.
+    pub fn accelerator_entry(&mut self, unit: usize) -> &mut Accelerator {
+        let u = &mut self.units[unit];
+        let index = match u.accelerator {
+            Some(a) => a as usize,
+            None => {
+                u.accelerator = Some(self.accelerators.len() as u32);
+                self.accelerators.push(Accelerator {
+                    kind: u.kind,
+                    name: u.name.clone(),
+                    model: None,
+                    memory_bytes: None,
+                    link_bandwidth_bytes_per_s: None,
+                    link_latency_s: None,
+                    relative_speed: None,
+                    numa_node: None,
+                    pci_bus_id: None,
+                    setup_s: None,
+                    on_host: None,
+                });
+                self.accelerators.len() - 1
+            }
+        };
+        &mut self.accelerators[index]
+    }
+
     pub fn pu(&self, os_index: u32) -> Option<&Pu> {
         self.pus.iter().find(|p| p.os_index == os_index)
     }

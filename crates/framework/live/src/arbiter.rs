@@ -40,7 +40,7 @@ use crate::protocol::{
 };
 use crate::sampler::Sampling;
 use hetsched_core::engine_core::{Arrival, ContractError, EngineCore, Host, MemoryMove, Requeue};
-use hetsched_core::machine::{Accelerator, Machine, Unit, UnitType};
+use hetsched_core::machine::{Machine, Unit, UnitType};
 use hetsched_core::perf_model::PerfModels;
 use hetsched_core::policy::{CheckpointDecision, Policy, Sample, UnitId};
 use hetsched_core::record::{Event, Record};
@@ -1024,29 +1024,8 @@ impl Arbiter {
         if !link {
             return Ok(());
         }
-        // A unit added at run time has no accelerator record yet: give it one.
-        let acc = match unit.accelerator {
-            Some(a) => a as usize,
-            None => {
-                let (kind, name) = (unit.kind, unit.name.clone());
-                unit.accelerator = Some(machine.accelerators.len() as u32);
-                machine.accelerators.push(Accelerator {
-                    kind,
-                    name,
-                    model: None,
-                    memory_bytes: None,
-                    link_bandwidth_bytes_per_s: None,
-                    link_latency_s: None,
-                    relative_speed: None,
-                    numa_node: None,
-                    pci_bus_id: None,
-                    setup_s: None,
-                    on_host: None,
-                });
-                machine.accelerators.len() - 1
-            }
-        };
-        let a = &mut machine.accelerators[acc];
+        // A unit added at run time has no accelerator record yet: it gets one.
+        let a = machine.accelerator_entry(id as usize);
         a.link_bandwidth_bytes_per_s = bandwidth.or(a.link_bandwidth_bytes_per_s);
         a.link_latency_s = latency.or(a.link_latency_s);
         Ok(())

@@ -6,9 +6,7 @@
 //! other: every figure is checked against a stated range, and an error names the file,
 //! the field and the range.
 
-use hetsched_core::machine::{
-    Accelerator, Machine, OnHost, UnitGranularity, UnitType, CAPACITY_SCALE,
-};
+use hetsched_core::machine::{Machine, OnHost, UnitGranularity, UnitType, CAPACITY_SCALE};
 use hetsched_core::{Error, Result};
 use hetsched_util::stats::Spread;
 use serde::{Deserialize, Serialize};
@@ -334,20 +332,10 @@ impl Calibration {
             // machine's device units have no accelerator entry, so it gets one that
             // carries the calibrated set-up and shares.
             if let Some(u) = m.units.iter().position(|u| u.kind == UnitType::OpenCl) {
-                m.accelerators.push(Accelerator {
-                    kind: UnitType::OpenCl,
-                    name: m.units[u].name.clone(),
-                    model: Some(cl.device.clone()),
-                    memory_bytes: None,
-                    link_bandwidth_bytes_per_s: None,
-                    link_latency_s: None,
-                    relative_speed: None,
-                    numa_node: None,
-                    pci_bus_id: None,
-                    setup_s: Some(cl.setup_s_all()),
-                    on_host: Some(cl.on_host()),
-                });
-                m.units[u].accelerator = Some(m.accelerators.len() as u32 - 1);
+                let a = m.accelerator_entry(u);
+                a.model = Some(cl.device.clone());
+                a.setup_s = Some(cl.setup_s_all());
+                a.on_host = Some(cl.on_host());
             }
         }
         Ok((m, index))
